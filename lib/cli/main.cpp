@@ -1,0 +1,64 @@
+// build/bin/tvie: the command-line tool. Bad input: one line on stderr naming the option and the
+// accepted values, exit code 2, no output file.
+#include <iostream>
+
+#include <tvie/tvie.hpp>
+
+#include "commands.hpp"
+
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr int kRunError = 1;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before the first tensor, so that every CPU allocation is counted.
+  tvie::install_cpu_memory_counter();
+
+  const std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"tvie: the training-vs-inference emulator. Runs the same model in training and in inference "
+               "mode and measures, side by side, what each costs."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tvie ") + TVIE_VERSION_STRING);
+  std::vector<std::pair<CLI::App*, tvie::cli::Runner>> commands;
+  commands.emplace_back(nullptr, tvie::cli::add_compare_command(app, args));
+  commands.back().first = app.get_subcommand("compare");
+  commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
+  commands.back().first = app.get_subcommand("list");
+  commands.emplace_back(nullptr, tvie::cli::add_info_command(app));
+  commands.back().first = app.get_subcommand("info");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tvie: error: " << e.what() << " (see tvie --help)\n";
+    return kUsageError;
+  }
+
+  for (auto& [sub, run] : commands) {
+    if (!sub->parsed()) continue;
+    const std::string name = "tvie " + sub->get_name();
+    try {
+      return run();
+    } catch (const tvie::InvalidArgument& e) {
+      std::cerr << name << ": error: " << tvie::cli::option_for_field(e.field()) << ": got '" << e.value()
+                << "'; accepted: " << e.accepted() << "\n";
+      return kUsageError;
+    } catch (const tvie::OutOfMemory& e) {
+      std::cerr << name << ": out of memory: " << e.what() << "\n";
+      return kRunError;
+    } catch (const std::exception& e) {
+      std::cerr << name << ": error: " << e.what() << "\n";
+      return kRunError;
+    }
+  }
+  return kUsageError;
+}

@@ -1,0 +1,43 @@
+// Scenario: the side-by-side comparison. Trains the model, then runs batched inference on a converted
+// copy of the trained weights, on the same device, and puts the two ledgers and timings side by side.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <tvie/infer.hpp>
+#include <tvie/settings.hpp>
+#include <tvie/train.hpp>
+#include <tvie/workload.hpp>
+
+namespace tvie {
+
+struct RunContext {
+  std::string tvie_version;
+  std::string torch_version;
+  bool cuda_available = false;
+  std::string device;  // resolved, with its name: "cpu", "cuda:0 (NVIDIA H200)"
+  std::vector<std::string> argv;
+};
+RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv);
+
+struct CompareReport {
+  RunContext context;
+  CompareSettings settings;
+  std::string workload;  // "gpt/tiny"
+  ModelFacts facts;
+  TrainingResult training;
+  InferenceResult inference;
+  // Ratios between the modes (0 when a denominator is 0).
+  double peak_memory_ratio = 0;       // training peak / inference peak
+  double parameter_memory_ratio = 0;  // training parameters / inference parameters
+  double throughput_ratio = 0;        // inference samples/s / training samples/s
+};
+
+// Validates the settings, then runs both modes on a zoo model.
+CompareReport run_compare(const CompareSettings& settings, std::vector<std::string> argv = {});
+// Same with a user's workload (settings.model/preset are then only labels).
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings,
+                          std::vector<std::string> argv = {});
+
+}  // namespace tvie

@@ -1,0 +1,68 @@
+// The model zoo: mlp, cnn (small ResNet with BatchNorm), gpt (decoder-only transformer).
+// Each has size presets, an analytic parameter count and forward FLOPs per sample, and is a Workload
+// on synthetic data of a fixed seed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tvie/workload.hpp>
+
+namespace tvie {
+
+// --- mlp: Linear(in, hidden) -> ReLU -> ... -> Linear(hidden, classes); classification of random features.
+struct MlpConfig {
+  int64_t input_features = 64;
+  int64_t hidden_features = 128;
+  int64_t hidden_layers = 2;  // Linear+ReLU layers before the output Linear
+  int64_t classes = 10;
+};
+int64_t parameter_count(const MlpConfig& config);
+double forward_flops_per_sample(const MlpConfig& config);
+
+// --- cnn: ResNet-style. stem conv3x3 -> BN -> ReLU, then `stages` stages of `blocks_per_stage` basic
+// blocks (channels double and resolution halves per stage), global average pool, Linear(classes).
+struct CnnConfig {
+  int64_t image_size = 16;  // H = W
+  int64_t in_channels = 3;
+  int64_t width = 8;        // channels of the stem and the first stage
+  int64_t stages = 2;
+  int64_t blocks_per_stage = 1;
+  int64_t classes = 10;
+};
+int64_t parameter_count(const CnnConfig& config);
+int64_t buffer_bytes(const CnnConfig& config);  // BatchNorm running mean/var (fp32) + num_batches_tracked (int64)
+double forward_flops_per_sample(const CnnConfig& config);
+
+// --- gpt: GPT-2 architecture. token + position embedding, n_layer pre-LayerNorm blocks of causal
+// self-attention (scaled_dot_product_attention) and a 4x GELU MLP, final LayerNorm, LM head tied to the
+// token embedding (or untied).
+struct GptConfig {
+  int64_t vocab_size = 256;
+  int64_t context_length = 32;  // sequence length of every sample
+  int64_t n_layer = 2;
+  int64_t d_model = 64;
+  int64_t n_head = 4;
+  bool tied_head = true;
+};
+// V*h + S*h + L*(12h^2 + 13h) + 2h, plus V*h when the head is untied.
+int64_t parameter_count(const GptConfig& config);
+// Per sequence of S tokens: L*(24*S*h^2 + 4*S^2*h) + 2*S*h*V (attention counted as dense, not causal-halved).
+double forward_flops_per_sample(const GptConfig& config);
+
+// Zoo access. Names: model_names(); presets per model: preset_names(model).
+std::vector<std::string> model_names();
+std::vector<std::string> preset_names(const std::string& model);
+MlpConfig mlp_preset(const std::string& preset);
+CnnConfig cnn_preset(const std::string& preset);
+GptConfig gpt_preset(const std::string& preset);
+
+std::unique_ptr<Workload> make_mlp_workload(const MlpConfig& config, std::string label = "mlp");
+std::unique_ptr<Workload> make_cnn_workload(const CnnConfig& config, std::string label = "cnn");
+std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label = "gpt");
+// Throws InvalidArgument("model"/"preset", ...) for unknown names.
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset);
+
+}  // namespace tvie

@@ -1,0 +1,51 @@
+// Reporters receive numbers (a CompareReport), never preformatted strings.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <tvie/compare.hpp>
+
+namespace tvie {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void report(const CompareReport& report) = 0;
+};
+
+// The side-by-side table.
+class ConsoleReporter : public Reporter {
+ public:
+  explicit ConsoleReporter(std::ostream& out) : out_(out) {}
+  void report(const CompareReport& report) override;
+
+ private:
+  std::ostream& out_;
+};
+
+// The JSON report (schema in docs/metrics.md), written atomically: a temporary file, then rename.
+class JsonReporter : public Reporter {
+ public:
+  explicit JsonReporter(std::string path) : path_(std::move(path)) {}
+  void report(const CompareReport& report) override;
+
+ private:
+  std::string path_;
+};
+
+std::string to_json_string(const CompareReport& report, int indent = 2);
+
+// Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
+// Creates nothing.
+void check_output_path(const std::string& path, const std::string& field);
+// Writes `content` to `path` through a temporary file in the same directory and a rename, so that a
+// reader never sees half a file. Throws tvie::Error when it cannot.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+// "1.50 MiB" style, binary units.
+std::string format_bytes(int64_t bytes);
+
+}  // namespace tvie

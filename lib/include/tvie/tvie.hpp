@@ -1,0 +1,24 @@
+// tvie: the training-vs-inference emulator. Umbrella header.
+//   workload.hpp  the Workload interface you implement to bring your own model
+//   models.hpp    the zoo: mlp, cnn, gpt, with presets and analytic counts
+//   settings.hpp  TrainSettings, InferSettings, CompareSettings (+ validate)
+//   train.hpp     Trainer, run_training          infer.hpp   InferenceSession, run_inference
+//   compare.hpp   run_compare                    report.hpp  ConsoleReporter, JsonReporter
+//   memory.hpp    probes and ledgers             timing.hpp  StepTimer      stats.hpp  summarize
+//   device.hpp    resolve_device                 errors.hpp  typed exceptions  log.hpp  logging
+#pragma once
+
+#include <tvie/compare.hpp>
+#include <tvie/config.hpp>
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/infer.hpp>
+#include <tvie/log.hpp>
+#include <tvie/memory.hpp>
+#include <tvie/models.hpp>
+#include <tvie/report.hpp>
+#include <tvie/settings.hpp>
+#include <tvie/stats.hpp>
+#include <tvie/timing.hpp>
+#include <tvie/train.hpp>
+#include <tvie/workload.hpp>

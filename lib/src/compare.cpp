@@ -1,0 +1,55 @@
+// Scenario: training and inference of the same model, side by side.
+#include <tvie/compare.hpp>
+
+#include "compat.hpp"
+#include <tvie/device.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv) {
+  RunContext c;
+  c.tvie_version = TVIE_VERSION_STRING;
+  c.torch_version = compat::torch_version();
+  c.cuda_available = cuda_available();
+  c.device = describe_device(device);
+  c.argv = std::move(argv);
+  return c;
+}
+
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
+  validate(settings.train);
+  validate(settings.infer);
+  const c10::Device device = resolve_device(settings.device, "device");
+  CompareReport report;
+  report.context = make_run_context(device, std::move(argv));
+  report.settings = settings;
+  report.workload = workload.name();
+  report.facts = workload.facts();
+
+  log::info(cat("training ", workload.name(), " on ", report.context.device, ": batch ", settings.train.batch_size,
+                ", ", Trainer::kLedgerSteps, " ledger + ", settings.train.warmup_steps, " warm-up + ", settings.train.steps, " timed steps"));
+  std::shared_ptr<torch::nn::Module> trained;
+  report.training = run_training(workload, settings.train, device, &trained);
+  log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype), " copy of the trained weights): batch ",
+                settings.infer.batch_size, ", 1 ledger + ", settings.infer.warmup_steps, " warm-up + ",
+                settings.infer.steps, " timed batches"));
+  report.inference = run_inference(workload, settings.infer, device, trained.get());
+
+  auto ratio = [](double a, double b) { return b != 0 ? a / b : 0.0; };
+  report.peak_memory_ratio =
+      ratio(static_cast<double>(report.training.memory.peak), static_cast<double>(report.inference.memory.peak));
+  report.parameter_memory_ratio = ratio(static_cast<double>(report.training.memory.parameters),
+                                        static_cast<double>(report.inference.memory.parameters));
+  report.throughput_ratio = ratio(report.inference.samples_per_s, report.training.samples_per_s);
+  return report;
+}
+
+CompareReport run_compare(const CompareSettings& settings, std::vector<std::string> argv) {
+  validate(settings);
+  auto workload = make_zoo_workload(settings.model, settings.preset);
+  return run_compare(*workload, settings, std::move(argv));
+}
+
+}  // namespace tvie

@@ -1,0 +1,29 @@
+// The one place for LibTorch version differences. Everything else calls these.
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <string>
+
+#include <tvie/config.hpp>
+
+#if TVIE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace tvie::compat {
+
+inline std::string torch_version() { return TORCH_VERSION; }
+
+// Optimizer::zero_grad(set_to_none) (the argument exists since LibTorch 2.0).
+inline void zero_grad_set_to_none(torch::optim::Optimizer& optimizer) { optimizer.zero_grad(/*set_to_none=*/true); }
+
+#if TVIE_WITH_CUDA
+// StatType moved from c10::cuda::CUDACachingAllocator to c10::CachingAllocator (2.1+); DeviceStats
+// moved to c10::CachingDeviceAllocator (2.6+). getDeviceStats returns it either way.
+using CudaDeviceStats = decltype(c10::cuda::CUDACachingAllocator::getDeviceStats(0));
+inline constexpr std::size_t kAggregateStat = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+#endif
+
+}  // namespace tvie::compat

@@ -1,0 +1,120 @@
+// Scenario: batched inference. See infer.hpp and docs/metrics.md.
+#include <tvie/infer.hpp>
+
+#include "compat.hpp"
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/timing.hpp>
+
+namespace tvie {
+namespace {
+
+torch::ScalarType scalar_type(InferenceDtype dtype) {
+  switch (dtype) {
+    case InferenceDtype::fp32: return torch::kFloat32;
+    case InferenceDtype::fp16: return torch::kFloat16;
+    case InferenceDtype::bf16: return torch::kBFloat16;
+  }
+  return torch::kFloat32;
+}
+
+// Moves every tensor of the module to `device` and converts the floating-point ones to `dtype`.
+// (Module::to(device, dtype) would also turn integer buffers such as BatchNorm's num_batches_tracked
+// into floats, which the inference copy must not do.)
+void convert_floating(torch::nn::Module& module, const c10::Device& device, torch::ScalarType dtype) {
+  module.to(device);
+  torch::NoGradGuard no_grad;
+  for (auto tensors : {module.parameters(), module.buffers()})
+    for (auto& t : tensors)
+      if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
+}
+
+}  // namespace
+
+InferenceSession::InferenceSession(const Workload& workload, const InferSettings& settings,
+                                   const c10::Device& device, const torch::nn::Module* weights, MemoryProbe* probe)
+    : workload_(workload), settings_(settings), device_(device) {
+  validate(settings_);
+  if (probe) {
+    synchronize(device_);
+    baseline_bytes_ = probe->allocated_bytes();
+  }
+  torch::manual_seed(settings_.seed);
+  module_ = workload_.make_module();  // fp32 on the CPU
+  if (weights) copy_weights(*weights, *module_);
+  convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
+  module_->eval();                                     // BatchNorm uses running statistics, no updates
+  if (probe) {
+    synchronize(device_);
+    parameter_bytes_ = probe->allocated_bytes() - baseline_bytes_;
+  }
+  batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
+  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(scalar_type(settings_.dtype));
+}
+
+torch::Tensor InferenceSession::run_batch() {
+  c10::InferenceMode inference_mode;  // no autograd graph, no saved tensors, no version counters
+  return workload_.forward(*module_, batch_.input);
+}
+
+InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
+  InferenceMemory m;
+  m.parameters = parameter_bytes_;
+  m.batch = batch_bytes(batch_);
+  run_batch();  // lazily created library state is allocated here, before measuring
+  synchronize(device_);
+  const int64_t start = probe.allocated_bytes();
+  probe.reset_peak();
+  {
+    auto out = run_batch();
+    synchronize(device_);
+  }
+  // Activations (working set): the most a forward pass holds at once above what was live before it,
+  // its output included. Without autograd, each layer's input can be freed as soon as the next layer
+  // has consumed it, so this is a few layers' worth, not all of them as in training.
+  m.activations = probe.peak_allocated_bytes() - start;
+  m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
+  m.peak_reserved = probe.peak_reserved_bytes();
+  m.other = m.peak - (m.parameters + m.activations);
+  return m;
+}
+
+InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
+                              const torch::nn::Module* weights) {
+  validate(settings);
+  auto probe = make_memory_probe(device);
+  InferenceResult r;
+  try {
+    InferenceSession session(workload, settings, device, weights, probe.get());
+    r.memory = session.ledger_batch(*probe);
+    for (int64_t i = 0; i < settings.warmup_steps; ++i) session.run_batch();
+    auto timer = make_step_timer(device);
+    for (int64_t i = 0; i < settings.steps; ++i) {
+      timer->start();
+      session.run_batch();
+      timer->stop();
+    }
+    r.latency_ms = timer->collect_ms();
+    r.timer = timer->description();
+  } catch (const c10::OutOfMemoryError&) {
+    throw OutOfMemory(cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
+                          device.str()));
+  }
+  r.memory_counter = probe->counter_description();
+  r.dtype = to_string(settings.dtype);
+  r.warmup_batches = settings.warmup_steps;
+  r.timed_batches = settings.steps;
+  r.latency = summarize(r.latency_ms);
+  const ModelFacts facts = workload.facts();
+  const double seconds = r.latency.mean / 1e3;
+  if (seconds > 0) {
+    r.samples_per_s = static_cast<double>(settings.batch_size) / seconds;
+    r.tokens_per_s = r.samples_per_s * static_cast<double>(facts.tokens_per_sample);
+    r.model_flops_per_batch = facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
+    r.achieved_tflops = r.model_flops_per_batch / seconds / 1e12;
+  }
+  return r;
+}
+
+}  // namespace tvie

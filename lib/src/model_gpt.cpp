@@ -1,0 +1,147 @@
+// gpt: a decoder-only transformer with GPT-2's architecture, on random token sequences (next-token loss).
+//
+// Notation in the shape comments: B batch, S sequence (context_length), h d_model, a n_head,
+// d = h / a (head size), V vocab_size.
+#include "compat.hpp"
+#include "zoo_common.hpp"
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+int64_t parameter_count(const GptConfig& c) {
+  const int64_t h = c.d_model;
+  // Per block: c_attn 3h^2 + 3h, attn c_proj h^2 + h, mlp c_fc 4h^2 + 4h, mlp c_proj 4h^2 + h,
+  // two LayerNorms 4h: 12h^2 + 13h.
+  const int64_t per_block = 12 * h * h + 13 * h;
+  int64_t n = c.vocab_size * h + c.context_length * h + c.n_layer * per_block + 2 * h;  // + final LayerNorm
+  if (!c.tied_head) n += c.vocab_size * h;
+  return n;
+}
+
+double forward_flops_per_sample(const GptConfig& c) {
+  const double s = static_cast<double>(c.context_length), h = static_cast<double>(c.d_model);
+  // Per block: QKV 6sh^2, projection 2sh^2, MLP 16sh^2 (= 24sh^2), attention scores and weighted sum 4s^2h.
+  const double per_block = 24.0 * s * h * h + 4.0 * s * s * h;
+  return static_cast<double>(c.n_layer) * per_block + 2.0 * s * h * static_cast<double>(c.vocab_size);  // + logits
+}
+
+namespace {
+
+struct CausalSelfAttentionImpl : torch::nn::Module {
+  explicit CausalSelfAttentionImpl(const GptConfig& c)
+      : n_head(c.n_head),
+        c_attn(register_module("c_attn", torch::nn::Linear(c.d_model, 3 * c.d_model))),
+        c_proj(register_module("c_proj", torch::nn::Linear(c.d_model, c.d_model))) {}
+  // x: [B, S, h] -> [B, S, h]
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t B = x.size(0), S = x.size(1), h = x.size(2), d = h / n_head;
+    auto qkv = c_attn->forward(x).split(h, /*dim=*/2);                // 3 x [B, S, h]
+    auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
+    auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
+    auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
+    auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                              /*is_causal=*/true);    // [B, a, S, d]
+    y = y.transpose(1, 2).contiguous().view({B, S, h});               // [B, S, h]
+    return c_proj->forward(y);                                        // [B, S, h]
+  }
+  int64_t n_head;
+  torch::nn::Linear c_attn, c_proj;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const GptConfig& c)
+      : ln_1(register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
+        attn(register_module("attn", CausalSelfAttention(c))),
+        ln_2(register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
+        c_fc(register_module("c_fc", torch::nn::Linear(c.d_model, 4 * c.d_model))),
+        c_proj(register_module("c_proj", torch::nn::Linear(4 * c.d_model, c.d_model))) {}
+  // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block)
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attn->forward(ln_1->forward(x));                                 // [B, S, h]
+    auto m = torch::gelu(c_fc->forward(ln_2->forward(x)), /*approximate=*/"tanh");  // [B, S, 4h]
+    return x + c_proj->forward(m);                                           // [B, S, h]
+  }
+  torch::nn::LayerNorm ln_1;
+  CausalSelfAttention attn;
+  torch::nn::LayerNorm ln_2;
+  torch::nn::Linear c_fc, c_proj;
+};
+TORCH_MODULE(Block);
+
+struct GptImpl : torch::nn::Module {
+  explicit GptImpl(const GptConfig& c) : config(c) {
+    wte = register_module("wte", torch::nn::Embedding(c.vocab_size, c.d_model));      // [V, h]
+    wpe = register_module("wpe", torch::nn::Embedding(c.context_length, c.d_model));  // [S, h]
+    for (int64_t i = 0; i < c.n_layer; ++i) blocks.push_back(register_module(cat("h", i), Block(c)));
+    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+    if (!c.tied_head)
+      lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
+    // GPT-2's initialisation: N(0, 0.02) for embeddings and linear weights, zeros for biases.
+    torch::NoGradGuard no_grad;
+    for (auto& p : named_parameters()) {
+      if (p.key().find("ln_") != std::string::npos) continue;  // LayerNorm keeps weight 1, bias 0
+      if (p.key().size() > 5 && p.key().substr(p.key().size() - 5) == ".bias")
+        p.value().zero_();
+      else
+        p.value().normal_(0.0, 0.02);
+    }
+  }
+  // idx: [B, S] token ids -> logits [B, S, V]
+  torch::Tensor forward(const torch::Tensor& idx) {
+    const int64_t S = idx.size(1);
+    auto pos = torch::arange(S, idx.options().dtype(torch::kInt64));  // [S]
+    auto x = wte->forward(idx) + wpe->forward(pos);                   // [B, S, h] + [S, h]
+    for (auto& block : blocks) x = block->forward(x);                 // [B, S, h]
+    x = ln_f->forward(x);                                             // [B, S, h]
+    // Tied head: logits = x @ wte^T, so the token embedding is also the output projection.
+    return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, wte->weight);  // [B, S, V]
+  }
+  GptConfig config;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear lm_head{nullptr};
+};
+
+class GptWorkload final : public Workload {
+ public:
+  GptWorkload(GptConfig c, std::string label) : c_(c), label_(std::move(label)) {}
+  std::string name() const override { return label_; }
+  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<GptImpl>(c_); }
+  torch::Tensor forward(torch::nn::Module& m, const torch::Tensor& input) const override {
+    return static_cast<GptImpl&>(m).forward(input);
+  }
+  // Random token sequences of S + 1 tokens: input = tokens[:, :S], target = tokens[:, 1:] (next token).
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    auto gen = zoo::data_generator(seed);
+    auto tokens = torch::randint(0, c_.vocab_size, {batch_size, c_.context_length + 1}, gen, torch::kInt64);
+    Batch b;
+    b.input = tokens.narrow(1, 0, c_.context_length).contiguous().to(device);   // [B, S]
+    b.target = tokens.narrow(1, 1, c_.context_length).contiguous().to(device);  // [B, S]
+    b.samples = batch_size;
+    b.tokens = batch_size * c_.context_length;
+    return b;
+  }
+  // Mean next-token cross-entropy over B*S positions.
+  torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, c_.vocab_size}),
+                                                batch.target.reshape({-1}));
+  }
+  ModelFacts facts() const override {
+    return {parameter_count(c_), 0, forward_flops_per_sample(c_), c_.context_length};
+  }
+
+ private:
+  GptConfig c_;
+  std::string label_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label) {
+  return std::make_unique<GptWorkload>(config, std::move(label));
+}
+
+}  // namespace tvie

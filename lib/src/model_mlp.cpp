@@ -1,0 +1,75 @@
+// mlp: a stack of Linear + ReLU layers classifying random feature vectors.
+#include "compat.hpp"
+#include "zoo_common.hpp"
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+int64_t parameter_count(const MlpConfig& c) {
+  int64_t n = 0, in = c.input_features;
+  for (int64_t i = 0; i < c.hidden_layers; ++i) {
+    n += in * c.hidden_features + c.hidden_features;  // weight [hidden, in] + bias [hidden]
+    in = c.hidden_features;
+  }
+  return n + in * c.classes + c.classes;  // output layer
+}
+
+double forward_flops_per_sample(const MlpConfig& c) {
+  double flops = 0;
+  int64_t in = c.input_features;
+  for (int64_t i = 0; i < c.hidden_layers; ++i) {
+    flops += 2.0 * static_cast<double>(in * c.hidden_features);
+    in = c.hidden_features;
+  }
+  return flops + 2.0 * static_cast<double>(in * c.classes);
+}
+
+namespace {
+
+struct MlpImpl : torch::nn::Module {
+  explicit MlpImpl(const MlpConfig& c) {
+    int64_t in = c.input_features;
+    for (int64_t i = 0; i < c.hidden_layers; ++i) {
+      hidden.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(in, c.hidden_features)));
+      in = c.hidden_features;
+    }
+    out = register_module("out", torch::nn::Linear(in, c.classes));
+  }
+  // x: [B, input_features] -> logits [B, classes]
+  torch::Tensor forward(torch::Tensor x) {
+    for (auto& layer : hidden) x = torch::relu(layer->forward(x));  // [B, hidden_features]
+    return out->forward(x);                                          // [B, classes]
+  }
+  std::vector<torch::nn::Linear> hidden;
+  torch::nn::Linear out{nullptr};
+};
+
+class MlpWorkload final : public Workload {
+ public:
+  MlpWorkload(MlpConfig c, std::string label) : c_(c), label_(std::move(label)) {}
+  std::string name() const override { return label_; }
+  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<MlpImpl>(c_); }
+  torch::Tensor forward(torch::nn::Module& m, const torch::Tensor& input) const override {
+    return static_cast<MlpImpl&>(m).forward(input);
+  }
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    return zoo::classification_batch({batch_size, c_.input_features}, c_.classes, device, seed);
+  }
+  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
+    return zoo::classification_loss(output, batch);
+  }
+  ModelFacts facts() const override { return {parameter_count(c_), 0, forward_flops_per_sample(c_), 0}; }
+
+ private:
+  MlpConfig c_;
+  std::string label_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_mlp_workload(const MlpConfig& config, std::string label) {
+  return std::make_unique<MlpWorkload>(config, std::move(label));
+}
+
+}  // namespace tvie

@@ -1,0 +1,145 @@
+// The JSON report (schema: docs/metrics.md), built with nlohmann-json and written atomically.
+#include <tvie/report.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "compat.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+namespace tvie {
+namespace {
+
+using nlohmann::json;
+
+json summary_json(const Summary& s) {
+  return {{"count", s.count}, {"mean", s.mean}, {"stddev", s.stddev}, {"min", s.min}, {"max", s.max},
+          {"p50", s.p50},     {"p90", s.p90},   {"p95", s.p95},       {"p99", s.p99}};
+}
+
+}  // namespace
+
+std::string to_json_string(const CompareReport& r, int indent) {
+  const auto& t = r.training;
+  const auto& i = r.inference;
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = {{"tvie_version", r.context.tvie_version},
+                  {"torch_version", r.context.torch_version},
+                  {"cuda_available", r.context.cuda_available},
+                  {"device", r.context.device},
+                  {"argv", r.context.argv}};
+  j["model"] = {{"name", r.workload},
+                {"parameters", r.facts.parameter_count},
+                {"buffer_bytes", r.facts.buffer_bytes},
+                {"forward_flops_per_sample", r.facts.forward_flops_per_sample},
+                {"tokens_per_sample", r.facts.tokens_per_sample}};
+  j["training"] = {
+      {"settings",
+       {{"batch_size", r.settings.train.batch_size},
+        {"accumulate", r.settings.train.accumulate},
+        {"optimizer", to_string(r.settings.train.optimizer)},
+        {"learning_rate", r.settings.train.learning_rate},
+        {"seed", r.settings.train.seed}}},
+      {"memory_counter", t.memory_counter},
+      {"memory",
+       {{"parameters", t.memory.parameters},
+        {"gradients", t.memory.gradients},
+        {"optimizer_state", t.memory.optimizer_state},
+        {"activations", t.memory.activations},
+        {"other", t.memory.other},
+        {"peak", t.memory.peak},
+        {"peak_reserved", t.memory.peak_reserved},
+        {"batch", t.memory.batch}}},
+      {"memory_predicted",
+       {{"parameters", t.predicted.parameters},
+        {"gradients", t.predicted.gradients},
+        {"optimizer_state", t.predicted.optimizer_state}}},
+      {"timer", t.timer},
+      {"ledger_steps", t.ledger_steps},
+      {"warmup_steps", t.warmup_steps},
+      {"timed_steps", t.timed_steps},
+      {"optimizer_steps", t.optimizer_steps},
+      {"micro_batches", t.micro_batches},
+      {"step_ms", summary_json(t.step)},
+      {"step_ms_all", t.step_ms},
+      {"throughput",
+       {{"samples_per_s", t.samples_per_s},
+        {"tokens_per_s", t.tokens_per_s},
+        {"model_flops_per_step", t.model_flops_per_step},
+        {"achieved_tflops", t.achieved_tflops}}},
+      {"loss", {{"first", t.first_loss}, {"final", t.final_loss}}}};
+  j["inference"] = {{"settings",
+                     {{"batch_size", r.settings.infer.batch_size},
+                      {"dtype", i.dtype},
+                      {"seed", r.settings.infer.seed}}},
+                    {"memory_counter", i.memory_counter},
+                    {"memory",
+                     {{"parameters", i.memory.parameters},
+                      {"activations", i.memory.activations},
+                      {"other", i.memory.other},
+                      {"peak", i.memory.peak},
+                      {"peak_reserved", i.memory.peak_reserved},
+                      {"batch", i.memory.batch}}},
+                    {"timer", i.timer},
+                    {"ledger_batches", i.ledger_batches},
+                    {"warmup_batches", i.warmup_batches},
+                    {"timed_batches", i.timed_batches},
+                    {"latency_ms", summary_json(i.latency)},
+                    {"latency_ms_all", i.latency_ms},
+                    {"throughput",
+                     {{"samples_per_s", i.samples_per_s},
+                      {"tokens_per_s", i.tokens_per_s},
+                      {"model_flops_per_batch", i.model_flops_per_batch},
+                      {"achieved_tflops", i.achieved_tflops}}}};
+  j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
+              {"parameter_memory_ratio", r.parameter_memory_ratio},
+              {"throughput_ratio", r.throughput_ratio}};
+  return j.dump(indent);
+}
+
+void check_output_path(const std::string& path, const std::string& field) {
+  namespace fs = std::filesystem;
+  const std::string accepted = "a file path in an existing, writable directory";
+  if (path.empty()) throw InvalidArgument(field, path, accepted);
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw InvalidArgument(field, path, cat(accepted, " (this is a directory)"));
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw InvalidArgument(field, path, cat(accepted, " (no directory ", dir.string(), ")"));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw InvalidArgument(field, path, cat(accepted, " (", dir.string(), " is not writable)"));
+  if (fs::exists(p, ec) && ::access(p.c_str(), W_OK) != 0)
+    throw InvalidArgument(field, path, cat(accepted, " (the file exists and is not writable)"));
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = cat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(cat("cannot write ", tmp, ": ", std::strerror(errno)));
+    out << content << '\n';
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(cat("cannot write ", tmp, ": ", std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw Error(cat("cannot rename ", tmp, " to ", path, ": ", why));
+  }
+}
+
+void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
+
+}  // namespace tvie

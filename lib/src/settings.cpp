@@ -1,0 +1,108 @@
+#include <tvie/settings.hpp>
+
+#include <algorithm>
+
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+void require_at_least(const std::string& field, int64_t value, int64_t minimum) {
+  if (value < minimum) throw InvalidArgument(field, std::to_string(value), cat("an integer >= ", minimum));
+}
+
+void require_positive(const std::string& field, double value) {
+  if (!(value > 0.0)) throw InvalidArgument(field, cat(value), "a number > 0");
+}
+
+}  // namespace
+
+std::string to_string(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::sgd_momentum: return "sgd-momentum";
+    case OptimizerKind::adam: return "adam";
+    case OptimizerKind::adamw: return "adamw";
+  }
+  return "?";
+}
+
+std::string to_string(InferenceDtype dtype) {
+  switch (dtype) {
+    case InferenceDtype::fp32: return "fp32";
+    case InferenceDtype::fp16: return "fp16";
+    case InferenceDtype::bf16: return "bf16";
+  }
+  return "?";
+}
+
+std::vector<std::string> optimizer_names() { return {"sgd", "sgd-momentum", "adam", "adamw"}; }
+std::vector<std::string> inference_dtype_names() { return {"fp32", "fp16", "bf16"}; }
+
+OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
+  for (auto kind : {OptimizerKind::sgd, OptimizerKind::sgd_momentum, OptimizerKind::adam, OptimizerKind::adamw})
+    if (text == to_string(kind)) return kind;
+  throw InvalidArgument(field, text, join(optimizer_names()));
+}
+
+InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field) {
+  for (auto dtype : {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16})
+    if (text == to_string(dtype)) return dtype;
+  throw InvalidArgument(field, text, join(inference_dtype_names()));
+}
+
+int64_t optimizer_state_multiplier(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return 0;           // stateless
+    case OptimizerKind::sgd_momentum: return 1;  // momentum buffer
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: return 2;  // exp_avg and exp_avg_sq
+  }
+  return 0;
+}
+
+void validate(const TrainSettings& s) {
+  require_at_least("train.batch_size", s.batch_size, 1);
+  require_at_least("train.steps", s.steps, 1);
+  require_at_least("train.warmup_steps", s.warmup_steps, 0);
+  require_at_least("train.accumulate", s.accumulate, 1);
+  if (s.batch_size % s.accumulate != 0)
+    throw InvalidArgument("train.accumulate", std::to_string(s.accumulate),
+                          cat("a divisor of the batch size ", s.batch_size));
+  require_positive("train.learning_rate", s.learning_rate);
+  if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
+  if (!(s.weight_decay >= 0.0)) throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a number >= 0");
+}
+
+void validate(const InferSettings& s) {
+  require_at_least("infer.batch_size", s.batch_size, 1);
+  require_at_least("infer.steps", s.steps, 1);
+  require_at_least("infer.warmup_steps", s.warmup_steps, 0);
+}
+
+void validate(const CompareSettings& s) {
+  const auto models = model_names();
+  if (std::find(models.begin(), models.end(), s.model) == models.end())
+    throw InvalidArgument("model", s.model, join(models));
+  const auto presets = preset_names(s.model);
+  if (std::find(presets.begin(), presets.end(), s.preset) == presets.end())
+    throw InvalidArgument("preset", s.preset, cat(join(presets), " (for ", s.model, ")"));
+  validate(s.train);
+  validate(s.infer);
+  const auto device = resolve_device(s.device, "device");
+  // LibTorch runs fp16 matmuls on the CPU only through slow reference kernels; tvie refuses it there
+  // rather than report a figure nobody would deploy.
+  if (device.is_cpu() && s.infer.dtype == InferenceDtype::fp16)
+    throw InvalidArgument("infer.dtype", "fp16", "fp32, bf16 on cpu (fp16 needs a CUDA device)");
+}
+
+}  // namespace tvie

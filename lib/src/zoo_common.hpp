@@ -1,0 +1,33 @@
+// Shared pieces of the zoo models' Workload implementations.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <tvie/workload.hpp>
+
+namespace tvie::zoo {
+
+// A generator seeded for synthetic data: the same seed gives the same batch on every device
+// (data are drawn on the CPU, then copied).
+inline torch::Generator data_generator(uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  return gen;
+}
+
+// Classification batch: `input` [B, ...] standard normal, `target` [B] classes in [0, classes).
+inline Batch classification_batch(torch::IntArrayRef input_shape, int64_t classes, const c10::Device& device,
+                                  uint64_t seed) {
+  auto gen = data_generator(seed);
+  Batch b;
+  b.input = torch::randn(input_shape, gen, torch::kFloat32).to(device);
+  b.target = torch::randint(0, classes, {input_shape[0]}, gen, torch::kInt64).to(device);
+  b.samples = input_shape[0];
+  return b;
+}
+
+// Mean cross-entropy of logits [B, C] against classes [B].
+inline torch::Tensor classification_loss(const torch::Tensor& logits, const Batch& batch) {
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), batch.target);
+}
+
+}  // namespace tvie::zoo

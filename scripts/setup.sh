@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what tvie needs and is missing; idempotent (a second run with everything present takes seconds).
+#  - Debian packages: compiler, CMake, spdlog, fmt, Catch2 v2, CLI11, nlohmann-json (apt-get, as root or via sudo)
+#  - LibTorch: the PyPI torch==2.14.1 wheel in a virtual environment outside the clone
+#    ($TVIE_VENV, default ~/.cache/tvie/venv-torch-2.14.1). Skipped when the user brings their own:
+#    TVIE_PYTHON=<python with torch> or CMAKE_PREFIX_PATH containing a LibTorch.
+# Prints nothing on stdout but, at the end, the python to configure with (empty for a user's LibTorch).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+# --- Debian packages -------------------------------------------------------------------------------
+packages=(g++ cmake make python3 python3-venv libspdlog-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# python3/venv may come from elsewhere (pyenv): accept a working `python3 -m venv` instead of the packages.
+if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing=("${missing[@]/python3-venv}"); missing=("${missing[@]/python3}")
+fi
+command -v cmake >/dev/null 2>&1 && missing=("${missing[@]/cmake}")
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+# --- LibTorch ------------------------------------------------------------------------------------------
+if [ -n "${TVIE_PYTHON:-}" ]; then
+  "$TVIE_PYTHON" -c 'import torch' >/dev/null 2>&1 || { say "TVIE_PYTHON=$TVIE_PYTHON has no torch"; exit 2; }
+  echo "$TVIE_PYTHON"; exit 0
+fi
+cmake_prefix="${CMAKE_PREFIX_PATH:-}"
+for prefix in ${cmake_prefix//:/ }; do
+  if ls "$prefix"/TorchConfig.cmake "$prefix"/share/cmake/Torch/TorchConfig.cmake "$prefix"/Torch/TorchConfig.cmake >/dev/null 2>&1; then
+    say "using the LibTorch in CMAKE_PREFIX_PATH ($prefix)"; echo ""; exit 0
+  fi
+done
+py="$TVIE_VENV/bin/python"
+stamp="$TVIE_VENV/.tvie-torch-$TVIE_TORCH_VERSION"
+if [ ! -f "$stamp" ]; then
+  say "installing torch==$TVIE_TORCH_VERSION into $TVIE_VENV (first run: about 3 GB of wheels, a few minutes)"
+  mkdir -p "$TVIE_HOME"
+  [ -x "$py" ] || python3 -m venv "$TVIE_VENV" >&2
+  "$py" -m pip install -q --disable-pip-version-check "torch==$TVIE_TORCH_VERSION" >&2
+  "$py" -W ignore -c "import torch; assert torch.__version__.startswith('$TVIE_TORCH_VERSION'), torch.__version__" >&2
+  touch "$stamp"
+fi
+echo "$py"

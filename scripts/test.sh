@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Set-up if needed, build, then every test through ctest. [gpu] tests report "Skipped" on a machine
+# without a CUDA device, and the reason is printed after ctest's summary. Extra arguments go to ctest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+"$TVIE_ROOT/scripts/build.sh"
+cd "$TVIE_BUILD_DIR"
+rc=0
+ctest --output-on-failure -j "$TVIE_JOBS" "$@" || rc=$?
+# ctest shows no output of skipped tests: print their reasons (the test binary writes "SKIPPED ... : why").
+if [ -f Testing/Temporary/LastTest.log ]; then
+  grep -h '^SKIPPED' Testing/Temporary/LastTest.log | sort -u || true
+fi
+exit "$rc"

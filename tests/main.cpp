@@ -1,0 +1,38 @@
+// Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
+// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <iostream>
+
+#include <tvie/device.hpp>
+#include <tvie/memory.hpp>
+
+namespace {
+
+bool has_tag(const Catch::TestCase& test, const std::string& tag) {
+  const auto& tags = test.getTestCaseInfo().tags;
+  return std::find(tags.begin(), tags.end(), tag) != tags.end();
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  tvie::install_cpu_memory_counter();
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  const auto& config = session.config();
+  if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && !tvie::cuda_available()) {
+    const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
+    const bool all_gpu = !selected.empty() && std::all_of(selected.begin(), selected.end(),
+                                                          [](const auto& t) { return has_tag(t, "gpu"); });
+    if (all_gpu) {
+      for (const auto& t : selected)
+        std::cout << "SKIPPED [gpu] " << t.getTestCaseInfo().name
+                  << ": needs a CUDA device; torch::cuda::is_available() is false on this machine\n";
+      return 77;
+    }
+  }
+  return session.run();
+}

@@ -1,0 +1,129 @@
+// build/bin/tvie end to end: bad input gets one line naming the option, exit code 2 and no file.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "tvie_test_paths.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+Run run_cli(const std::string& args) {
+  const std::string command = std::string(TVIE_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "tvie-cli-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+size_t line_count(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// One bad-input case: exit code 2, a single line that contains every `needles`, and no JSON file.
+void expect_usage_error(const std::string& args, const std::vector<std::string>& needles) {
+  TempDir dir;
+  const fs::path json = dir.path / "out.json";
+  const Run r = run_cli("compare --steps 1 --warmup 0 --json " + json.string() + " " + args);
+  INFO("tvie compare " << args << "\n" << r.out);
+  CHECK(r.exit_code == 2);
+  CHECK(line_count(r.out) == 1);
+  for (const auto& needle : needles) CHECK(r.out.find(needle) != std::string::npos);
+  CHECK_FALSE(fs::exists(json));
+  CHECK(fs::is_empty(dir.path));
+}
+
+}  // namespace
+
+TEST_CASE("cli: unknown model or preset", "[cli]") {
+  expect_usage_error("--model resnet", {"--model", "'resnet'", "accepted: mlp, cnn, gpt"});
+  expect_usage_error("--model gpt --preset huge", {"--preset", "'huge'", "tiny, small, gpt2-small"});
+}
+
+TEST_CASE("cli: batch and steps must be positive", "[cli]") {
+  expect_usage_error("--batch 0", {"--batch", "'0'", "an integer >= 1"});
+  expect_usage_error("--batch -4", {"--batch", "'-4'", "an integer >= 1"});
+  expect_usage_error("--steps 0", {"--steps", "'0'", "an integer >= 1"});
+  expect_usage_error("--batch many", {"--batch"});
+  expect_usage_error("--batch 8 --accumulate 3", {"--accumulate", "'3'", "divisor"});
+}
+
+TEST_CASE("cli: unknown dtype, optimizer or device", "[cli]") {
+  expect_usage_error("--infer-dtype int4", {"--infer-dtype", "'int4'", "fp32, fp16, bf16"});
+  expect_usage_error("--optimizer lion", {"--optimizer", "'lion'", "adamw"});
+  expect_usage_error("--device tpu", {"--device", "'tpu'", "auto, cpu, cuda, cuda:N"});
+  if (!tvie::cuda_available()) {
+    expect_usage_error("--device cuda", {"--device", "'cuda'", "no CUDA device"});
+    expect_usage_error("--device cuda:1", {"--device", "'cuda:1'", "no CUDA device"});
+  }
+}
+
+TEST_CASE("cli: an unwritable --json path is refused before anything runs", "[cli]") {
+  const Run r = run_cli("compare --model mlp --steps 1 --json /nonexistent-dir/out.json");
+  INFO(r.out);
+  CHECK(r.exit_code == 2);
+  CHECK(line_count(r.out) == 1);
+  CHECK(r.out.find("--json") != std::string::npos);
+  CHECK(r.out.find("training") == std::string::npos);  // nothing ran
+  CHECK_FALSE(fs::exists("/nonexistent-dir/out.json"));
+}
+
+TEST_CASE("cli: help lists every option with its default", "[cli]") {
+  const Run top = run_cli("--help");
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("compare") != std::string::npos);
+  const Run r = run_cli("compare --help");
+  CHECK(r.exit_code == 0);
+  for (const auto* needle : {"--model", "gpt", "--preset", "tiny", "--batch", "--steps", "--warmup", "--optimizer",
+                             "adamw", "--device", "auto", "--infer-dtype", "fp32", "--json", "--accumulate",
+                             "--verbose", "--quiet"}) {
+    INFO(needle);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
+  TempDir dir;
+  const fs::path json = dir.path / "report.json";
+  const Run r = run_cli("compare --model mlp --batch 4 --steps 2 --warmup 1 --device cpu --quiet --json " +
+                        json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("tvie compare: mlp/tiny on cpu") != std::string::npos);
+  CHECK(r.out.find("gap: training peak / inference peak") != std::string::npos);
+  REQUIRE(fs::exists(json));
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["training"]["timed_steps"].get<int>() == 2);
+  CHECK(j["training"]["warmup_steps"].get<int>() == 1);
+  CHECK(j["context"]["argv"].size() == 15);  // argv[0] and the 14 words after it
+}

@@ -1,0 +1,55 @@
+// [gpu] tests: run where a CUDA device exists; skipped with the reason elsewhere (see main.cpp).
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace tvie;
+
+TEST_CASE("CUDA ledger from the caching allocator's statistics", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto w = make_zoo_workload("mlp", "tiny");
+  const int64_t weight_bytes = w->facts().parameter_count * 4;
+  const int64_t tensors = static_cast<int64_t>(w->make_module()->parameters().size());
+  const auto r = run_training(*w, test::small_train(OptimizerKind::adam), cuda);
+  // The caching allocator rounds every block up to 512 bytes: at most 511 extra bytes per tensor.
+  CHECK(r.memory.parameters >= weight_bytes);
+  CHECK(r.memory.parameters < weight_bytes + 512 * tensors);
+  CHECK(r.memory.gradients >= weight_bytes);
+  CHECK(r.memory.gradients < weight_bytes + 512 * tensors);
+  CHECK(r.memory.optimizer_state >= 2 * weight_bytes);
+  CHECK(r.memory.optimizer_state < 2 * (weight_bytes + 512 * tensors));
+  CHECK(r.memory.peak_reserved >= r.memory.peak);
+  CHECK(r.memory_counter.find("caching allocator") != std::string::npos);
+  const auto i = run_inference(*w, test::small_infer(), cuda);
+  CHECK(i.memory.peak < r.memory.peak);
+}
+
+TEST_CASE("CUDA events time device work", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto timer = make_step_timer(cuda);
+  CHECK(timer->description().find("cuda events") != std::string::npos);
+  auto a = torch::randn({2048, 2048}, torch::TensorOptions().device(cuda));
+  for (int i = 0; i < 3; ++i) {
+    timer->start();
+    auto b = torch::mm(a, a);
+    timer->stop();
+  }
+  const auto ms = timer->collect_ms();
+  REQUIRE(ms.size() == 3);
+  for (double v : ms) CHECK(v > 0.0);
+}
+
+TEST_CASE("compare on CUDA with a bf16 inference copy", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  CompareSettings s;
+  s.device = "cuda";
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  s.infer.dtype = InferenceDtype::bf16;
+  const auto r = run_compare(s);
+  CHECK(r.context.device.rfind("cuda:0", 0) == 0);
+  CHECK(r.training.timer.find("cuda events") != std::string::npos);
+  CHECK(r.peak_memory_ratio > 1.0);
+}

@@ -1,0 +1,100 @@
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace tvie;
+
+namespace {
+
+int64_t numel_of(const torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+int64_t buffer_bytes_of(const torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& b : m.buffers()) n += static_cast<int64_t>(b.nbytes());
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("analytic parameter counts equal the built modules' for every preset", "[models]") {
+  for (const auto& model : model_names()) {
+    for (const auto& preset : preset_names(model)) {
+      INFO(model << "/" << preset);
+      auto w = make_zoo_workload(model, preset);
+      auto m = w->make_module();
+      CHECK(numel_of(*m) == w->facts().parameter_count);
+      CHECK(buffer_bytes_of(*m) == w->facts().buffer_bytes);
+    }
+  }
+}
+
+TEST_CASE("gpt2-small has GPT-2 small's 124,439,808 parameters (tied head)", "[models]") {
+  CHECK(parameter_count(gpt_preset("gpt2-small")) == 124439808);
+  GptConfig untied = gpt_preset("tiny");
+  untied.tied_head = false;
+  CHECK(parameter_count(untied) == parameter_count(gpt_preset("tiny")) + 256 * 64);
+  auto w = make_gpt_workload(untied);
+  CHECK(numel_of(*w->make_module()) == parameter_count(untied));
+}
+
+TEST_CASE("forward FLOPs agree with an independent derivation", "[models]") {
+  // mlp: 2 FLOPs per weight (biases and ReLU not counted) = 2 * (parameters - biases).
+  const auto mlp = mlp_preset("tiny");
+  const int64_t biases = mlp.hidden_layers * mlp.hidden_features + mlp.classes;
+  CHECK(forward_flops_per_sample(mlp) == Approx(2.0 * static_cast<double>(parameter_count(mlp) - biases)));
+
+  // gpt: 2 * S * (matmul weights of the blocks) + attention 4 * L * S^2 * h + logits 2 * S * h * V,
+  // where the blocks' matmul weights are the parameter count minus embeddings, biases and LayerNorms.
+  const auto g = gpt_preset("tiny");
+  const int64_t h = g.d_model, S = g.context_length, V = g.vocab_size, L = g.n_layer;
+  const int64_t block_matmul_weights =
+      parameter_count(g) - V * h - S * h - L * (3 * h + h + 4 * h + h) - L * 4 * h - 2 * h;
+  CHECK(forward_flops_per_sample(g) ==
+        Approx(2.0 * S * block_matmul_weights + 4.0 * L * S * S * h + 2.0 * S * h * V));
+
+  // cnn tiny, by hand: stem 2*3*8*9*16*16 = 110592; stage 0 block (8->8, 16x16): two convs of
+  // 2*8*8*9*256 = 294912 each; stage 1 block (8->16, stride 2, 8x8): 2*8*16*9*64 = 147456,
+  // 2*16*16*9*64 = 294912, shortcut 2*8*16*64 = 16384; fc 2*16*10 = 320. Total 1159488.
+  CHECK(forward_flops_per_sample(cnn_preset("tiny")) == Approx(1159488.0));
+}
+
+TEST_CASE("zoo models produce outputs of the documented shapes", "[models]") {
+  torch::manual_seed(0);
+  for (const auto& model : model_names()) {
+    INFO(model);
+    auto w = make_zoo_workload(model, "tiny");
+    auto m = w->make_module();
+    auto batch = w->make_batch(3, torch::kCPU, 1);
+    auto out = w->forward(*m, batch.input);
+    CHECK(out.size(0) == 3);
+    auto loss = w->loss(out, batch);
+    CHECK(loss.dim() == 0);
+    CHECK(std::isfinite(loss.item<double>()));
+  }
+  auto g = make_zoo_workload("gpt", "tiny");
+  auto batch = g->make_batch(2, torch::kCPU, 5);
+  CHECK(batch.input.sizes() == torch::IntArrayRef({2, 32}));
+  CHECK(batch.tokens == 64);
+  CHECK(torch::equal(batch.input.narrow(1, 1, 31), batch.target.narrow(1, 0, 31)));  // next-token targets
+  CHECK(g->forward(*g->make_module(), batch.input).sizes() == torch::IntArrayRef({2, 32, 256}));
+  // Same seed, same data; other seed, other data.
+  CHECK(torch::equal(g->make_batch(2, torch::kCPU, 5).input, batch.input));
+  CHECK_FALSE(torch::equal(g->make_batch(2, torch::kCPU, 6).input, batch.input));
+}
+
+TEST_CASE("gpt attention is causal: a later token does not change earlier outputs", "[models]") {
+  torch::manual_seed(0);
+  auto g = make_zoo_workload("gpt", "tiny");
+  auto m = g->make_module();
+  auto batch = g->make_batch(1, torch::kCPU, 3);
+  auto changed = batch.input.clone();
+  changed.index_put_({0, 31}, (changed.index({0, 31}).item<int64_t>() + 1) % 256);
+  torch::NoGradGuard no_grad;
+  auto a = g->forward(*m, batch.input), b = g->forward(*m, changed);
+  CHECK(torch::allclose(a.narrow(1, 0, 31), b.narrow(1, 0, 31)));
+  CHECK_FALSE(torch::allclose(a.narrow(1, 31, 1), b.narrow(1, 31, 1)));
+}

@@ -1,0 +1,110 @@
+// The JSON report and its atomic writing.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+
+using namespace tvie;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path make_temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "tvie-test-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+const nlohmann::json& at_path(const nlohmann::json& j, const std::string& dotted) {
+  const nlohmann::json* node = &j;
+  std::string rest = dotted;
+  while (!rest.empty()) {
+    const auto dot = rest.find('.');
+    const std::string key = rest.substr(0, dot);
+    INFO("key " << dotted);
+    REQUIRE(node->contains(key));
+    node = &(*node)[key];
+    rest = dot == std::string::npos ? "" : rest.substr(dot + 1);
+  }
+  return *node;
+}
+
+}  // namespace
+
+TEST_CASE("JSON report holds the documented keys as numbers", "[report]") {
+  CompareSettings s;
+  s.model = "mlp";
+  s.device = "cpu";
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  const auto report = run_compare(s, {"tvie", "compare", "--model", "mlp"});
+  const auto j = nlohmann::json::parse(to_json_string(report));
+
+  CHECK(at_path(j, "schema_version").get<int>() == kReportSchemaVersion);
+  CHECK(at_path(j, "context.tvie_version").get<std::string>() == TVIE_VERSION_STRING);
+  CHECK(at_path(j, "context.torch_version").get<std::string>().rfind("2.", 0) == 0);
+  CHECK(at_path(j, "context.cuda_available").is_boolean());
+  CHECK(at_path(j, "context.device").get<std::string>() == "cpu");
+  CHECK(at_path(j, "context.argv").size() == 4);
+  for (const auto* key : {"training.memory.parameters", "training.memory.gradients", "training.memory.optimizer_state",
+                          "training.memory.activations", "training.memory.other", "training.memory.peak",
+                          "training.step_ms.mean", "training.step_ms.p50", "training.step_ms.p90",
+                          "training.step_ms.p99", "training.throughput.samples_per_s", "inference.memory.parameters",
+                          "inference.memory.activations", "inference.memory.other", "inference.memory.peak",
+                          "inference.latency_ms.mean", "inference.latency_ms.p50", "inference.latency_ms.p90",
+                          "inference.latency_ms.p99", "inference.throughput.samples_per_s", "gap.peak_memory_ratio"}) {
+    INFO(key);
+    CHECK(at_path(j, key).is_number());
+  }
+  // The figures are the report's, not copies typed elsewhere.
+  CHECK(at_path(j, "training.memory.parameters").get<int64_t>() == report.training.memory.parameters);
+  CHECK(at_path(j, "gap.peak_memory_ratio").get<double>() ==
+        Approx(static_cast<double>(report.training.memory.peak) / static_cast<double>(report.inference.memory.peak)));
+  CHECK(at_path(j, "training.step_ms_all").size() == 2);
+  CHECK(at_path(j, "training.warmup_steps").get<int64_t>() == 0);
+  CHECK(at_path(j, "training.ledger_steps").get<int64_t>() == Trainer::kLedgerSteps);
+}
+
+TEST_CASE("console report puts both modes side by side and names the counter", "[report]") {
+  CompareSettings s;
+  s.model = "gpt";
+  s.device = "cpu";
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  std::ostringstream out;
+  ConsoleReporter(out).report(run_compare(s));
+  const std::string text = out.str();
+  for (const auto* needle : {"parameters", "gradients", "optimizer_state", "activations", "peak", "training",
+                             "inference fp32", "counter: allocated", "tokens/s", "p99", "2 ledger + 0 warm-up"}) {
+    INFO(needle);
+    CHECK(text.find(needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("files are written atomically and bad output paths are refused", "[report]") {
+  const fs::path dir = make_temp_dir();
+  const std::string path = (dir / "report.json").string();
+  write_file_atomically(path, "{\"a\": 1}");
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "{\"a\": 1}\n");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}) == 1);  // no temporary left
+
+  CHECK_NOTHROW(check_output_path(path, "json"));
+  CHECK_THROWS_AS(check_output_path((dir / "missing" / "x.json").string(), "json"), InvalidArgument);
+  CHECK_THROWS_AS(check_output_path(dir.string(), "json"), InvalidArgument);
+  CHECK_THROWS_AS(check_output_path("", "json"), InvalidArgument);
+  CHECK_THROWS_AS(write_file_atomically((dir / "missing" / "x.json").string(), "x"), Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("format_bytes uses binary units", "[report]") {
+  CHECK(format_bytes(512) == "512 B");
+  CHECK(format_bytes(1536) == "1.5 KiB");
+  CHECK(format_bytes(3 * 1024 * 1024) == "3.00 MiB");
+  CHECK(format_bytes(-2048) == "-2.0 KiB");
+}

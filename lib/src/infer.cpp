@@ -2,6 +2,7 @@
 #include <tvie/infer.hpp>
 
 #include "compat.hpp"
+#include "harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -36,19 +37,15 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
                                    const c10::Device& device, const torch::nn::Module* weights, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   validate(settings_);
-  if (probe) {
-    synchronize(device_);
-    baseline_bytes_ = probe->allocated_bytes();
-  }
-  torch::manual_seed(settings_.seed);
-  module_ = workload_.make_module();  // fp32 on the CPU
-  if (weights) copy_weights(*weights, *module_);
-  convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
-  module_->eval();                                     // BatchNorm uses running statistics, no updates
-  if (probe) {
-    synchronize(device_);
-    parameter_bytes_ = probe->allocated_bytes() - baseline_bytes_;
-  }
+  const auto built = detail::measure_added_bytes(probe, device_, [&] {
+    torch::manual_seed(settings_.seed);
+    module_ = workload_.make_module();  // fp32 on the CPU
+    if (weights) copy_weights(*weights, *module_);
+    convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
+    module_->eval();  // BatchNorm uses its running statistics and stops updating them
+  });
+  baseline_bytes_ = built.baseline;
+  parameter_bytes_ = built.added;
   batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
   if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(scalar_type(settings_.dtype));
 }

@@ -127,26 +127,19 @@ struct CnnImpl : torch::nn::Module {
   torch::nn::Linear fc{nullptr};
 };
 
-class CnnWorkload final : public Workload {
+class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {
  public:
-  CnnWorkload(CnnConfig c, std::string label) : c_(c), label_(std::move(label)) {}
-  std::string name() const override { return label_; }
-  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<CnnImpl>(c_); }
-  torch::Tensor forward(torch::nn::Module& m, const torch::Tensor& input) const override {
-    return static_cast<CnnImpl&>(m).forward(input);
-  }
+  using ZooWorkload::ZooWorkload;
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    return zoo::classification_batch({batch_size, c_.in_channels, c_.image_size, c_.image_size}, c_.classes, device,
-                                     seed);
+    const auto& c = config_;
+    return zoo::classification_batch({batch_size, c.in_channels, c.image_size, c.image_size}, c.classes, device, seed);
   }
   torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
     return zoo::classification_loss(output, batch);
   }
-  ModelFacts facts() const override { return {parameter_count(c_), buffer_bytes(c_), forward_flops_per_sample(c_), 0}; }
-
- private:
-  CnnConfig c_;
-  std::string label_;
+  ModelFacts facts() const override {
+    return {parameter_count(config_), buffer_bytes(config_), forward_flops_per_sample(config_), 0};
+  }
 };
 
 }  // namespace

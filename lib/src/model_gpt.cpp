@@ -105,37 +105,29 @@ struct GptImpl : torch::nn::Module {
   torch::nn::Linear lm_head{nullptr};
 };
 
-class GptWorkload final : public Workload {
+class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
  public:
-  GptWorkload(GptConfig c, std::string label) : c_(c), label_(std::move(label)) {}
-  std::string name() const override { return label_; }
-  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<GptImpl>(c_); }
-  torch::Tensor forward(torch::nn::Module& m, const torch::Tensor& input) const override {
-    return static_cast<GptImpl&>(m).forward(input);
-  }
+  using ZooWorkload::ZooWorkload;
   // Random token sequences of S + 1 tokens: input = tokens[:, :S], target = tokens[:, 1:] (next token).
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    const auto& c = config_;
     auto gen = zoo::data_generator(seed);
-    auto tokens = torch::randint(0, c_.vocab_size, {batch_size, c_.context_length + 1}, gen, torch::kInt64);
+    auto tokens = torch::randint(0, c.vocab_size, {batch_size, c.context_length + 1}, gen, torch::kInt64);
     Batch b;
-    b.input = tokens.narrow(1, 0, c_.context_length).contiguous().to(device);   // [B, S]
-    b.target = tokens.narrow(1, 1, c_.context_length).contiguous().to(device);  // [B, S]
+    b.input = tokens.narrow(1, 0, c.context_length).contiguous().to(device);   // [B, S]
+    b.target = tokens.narrow(1, 1, c.context_length).contiguous().to(device);  // [B, S]
     b.samples = batch_size;
-    b.tokens = batch_size * c_.context_length;
+    b.tokens = batch_size * c.context_length;
     return b;
   }
   // Mean next-token cross-entropy over B*S positions.
   torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
-    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, c_.vocab_size}),
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, config_.vocab_size}),
                                                 batch.target.reshape({-1}));
   }
   ModelFacts facts() const override {
-    return {parameter_count(c_), 0, forward_flops_per_sample(c_), c_.context_length};
+    return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
   }
-
- private:
-  GptConfig c_;
-  std::string label_;
 };
 
 }  // namespace

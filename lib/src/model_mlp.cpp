@@ -45,25 +45,16 @@ struct MlpImpl : torch::nn::Module {
   torch::nn::Linear out{nullptr};
 };
 
-class MlpWorkload final : public Workload {
+class MlpWorkload final : public zoo::ZooWorkload<MlpImpl, MlpConfig> {
  public:
-  MlpWorkload(MlpConfig c, std::string label) : c_(c), label_(std::move(label)) {}
-  std::string name() const override { return label_; }
-  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<MlpImpl>(c_); }
-  torch::Tensor forward(torch::nn::Module& m, const torch::Tensor& input) const override {
-    return static_cast<MlpImpl&>(m).forward(input);
-  }
+  using ZooWorkload::ZooWorkload;
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    return zoo::classification_batch({batch_size, c_.input_features}, c_.classes, device, seed);
+    return zoo::classification_batch({batch_size, config_.input_features}, config_.classes, device, seed);
   }
   torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
     return zoo::classification_loss(output, batch);
   }
-  ModelFacts facts() const override { return {parameter_count(c_), 0, forward_flops_per_sample(c_), 0}; }
-
- private:
-  MlpConfig c_;
-  std::string label_;
+  ModelFacts facts() const override { return {parameter_count(config_), 0, forward_flops_per_sample(config_), 0}; }
 };
 
 }  // namespace

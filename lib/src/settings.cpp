@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <tvie/device.hpp>
+#include "text.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
@@ -10,11 +11,7 @@
 namespace tvie {
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
+using detail::join;
 
 void require_at_least(const std::string& field, int64_t value, int64_t minimum) {
   if (value < minimum) throw InvalidArgument(field, std::to_string(value), cat("an integer >= ", minimum));

@@ -2,6 +2,7 @@
 #include <tvie/train.hpp>
 
 #include "compat.hpp"
+#include "harness.hpp"
 #include "optimizers.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -14,18 +15,14 @@ Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const 
                  MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   validate(settings_);
-  if (probe) {
-    synchronize(device_);
-    baseline_bytes_ = probe->allocated_bytes();
-  }
-  torch::manual_seed(settings_.seed);
-  module_ = workload_.make_module();  // fp32, on the CPU
-  module_->to(device_);
-  module_->train();
-  if (probe) {
-    synchronize(device_);
-    parameter_bytes_ = probe->allocated_bytes() - baseline_bytes_;
-  }
+  const auto built = detail::measure_added_bytes(probe, device_, [&] {
+    torch::manual_seed(settings_.seed);
+    module_ = workload_.make_module();  // fp32, on the CPU
+    module_->to(device_);
+    module_->train();
+  });
+  baseline_bytes_ = built.baseline;
+  parameter_bytes_ = built.added;
   optimizer_ = detail::make_optimizer(settings_, module_->parameters());
   batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
   const int64_t micro = settings_.batch_size / settings_.accumulate;

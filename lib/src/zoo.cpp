@@ -1,4 +1,5 @@
 // The zoo's presets and lookup by name.
+#include "text.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
@@ -6,11 +7,7 @@
 namespace tvie {
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
+using detail::join;
 
 [[noreturn]] void unknown_preset(const std::string& model, const std::string& preset) {
   throw InvalidArgument("preset", preset, cat(join(preset_names(model)), " (for ", model, ")"));

@@ -30,4 +30,21 @@ inline torch::Tensor classification_loss(const torch::Tensor& logits, const Batc
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), batch.target);
 }
 
+// The part of a zoo model's Workload that only depends on its module type: name, construction from the
+// config, and forward. Each model adds its batch maker, loss and analytic facts.
+template <typename Impl, typename Config>
+class ZooWorkload : public Workload {
+ public:
+  ZooWorkload(Config config, std::string label) : config_(config), label_(std::move(label)) {}
+  std::string name() const override { return label_; }
+  std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<Impl>(config_); }
+  torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
+    return static_cast<Impl&>(module).forward(input);  // modules come from make_module()
+  }
+
+ protected:
+  Config config_;
+  std::string label_;
+};
+
 }  // namespace tvie::zoo

@@ -13,6 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include <tvie/tvie.hpp>
 
 namespace {
@@ -58,11 +60,12 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 21;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
   const c10::Device cpu(c10::kCPU);
-  std::printf("bench_overhead: tvie vs hand-written LibTorch loop, CPU, %d threads, %d repetitions x %d steps, "
-              "interleaved\n",
-              torch::get_num_threads(), reps, steps);
-  std::printf("%-10s %-10s %14s %14s %14s %18s %8s\n", "model", "mode", "tvie ms/step", "hand ms/step",
-              "median ratio", "ratio min..max", "<=1.03");
+  std::printf(
+      "bench_overhead: tvie vs hand-written LibTorch loop, CPU, %d threads, %d repetitions x %d steps, "
+      "interleaved\n",
+      torch::get_num_threads(), reps, steps);
+  std::printf("%-10s %-10s %14s %14s %14s %18s %8s\n", "model", "mode", "tvie ms/step", "hand ms/step", "median ratio",
+              "ratio min..max", "<=1.03");
   for (const std::string model : {"mlp", "gpt"}) {
     auto w = tvie::make_zoo_workload(model, "tiny");
     tvie::TrainSettings ts;  // defaults: batch 8, adamw
@@ -89,8 +92,8 @@ int main(int argc, char** argv) {
       optimizer.zero_grad(true);
     };
     const auto tr = interleave(tvie_train, hand_train, reps, steps);
-    std::printf("%-10s %-10s %14.4f %14.4f %14.4f %8.4f..%-8.4f %8s\n", model.c_str(), "train", tr.tvie_ms,
-                tr.hand_ms, tr.ratio, tr.ratio_min, tr.ratio_max, tr.ratio <= 1.03 ? "yes" : "no");
+    std::printf("%-10s %-10s %14.4f %14.4f %14.4f %8.4f..%-8.4f %8s\n", model.c_str(), "train", tr.tvie_ms, tr.hand_ms,
+                tr.ratio, tr.ratio_min, tr.ratio_max, tr.ratio <= 1.03 ? "yes" : "no");
 
     // --- inference batch --------------------------------------------------------------------------
     tvie::InferenceSession session(*w, is, cpu, &trainer.module());
@@ -111,8 +114,8 @@ int main(int argc, char** argv) {
       w->forward(*eval_module, infer_batch.input);
     };
     const auto in = interleave(tvie_infer, hand_infer, reps, steps);
-    std::printf("%-10s %-10s %14.4f %14.4f %14.4f %8.4f..%-8.4f %8s\n", model.c_str(), "infer", in.tvie_ms,
-                in.hand_ms, in.ratio, in.ratio_min, in.ratio_max, in.ratio <= 1.03 ? "yes" : "no");
+    std::printf("%-10s %-10s %14.4f %14.4f %14.4f %8.4f..%-8.4f %8s\n", model.c_str(), "infer", in.tvie_ms, in.hand_ms,
+                in.ratio, in.ratio_min, in.ratio_max, in.ratio <= 1.03 ? "yes" : "no");
   }
   return 0;
 }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <iostream>
 
+#include <torch/torch.h>
+
 #include <tvie/tvie.hpp>
 
 namespace {

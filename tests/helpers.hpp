@@ -5,18 +5,20 @@
 
 #include <catch2/catch.hpp>
 
+#include <torch/torch.h>
+
 #include <tvie/tvie.hpp>
 
 namespace tvie::test {
 
 // A [gpu] test run on a machine without CUDA: ctest runs each test alone and main() skips it with exit
 // code 77 before it starts; in a whole-binary run it warns and returns instead.
-#define TVIE_REQUIRE_CUDA()                                                                 \
-  do {                                                                                      \
-    if (!tvie::cuda_available()) {                                                          \
-      WARN("SKIPPED: needs a CUDA device; torch::cuda::is_available() is false here");      \
-      return;                                                                               \
-    }                                                                                       \
+#define TVIE_REQUIRE_CUDA()                                                            \
+  do {                                                                                 \
+    if (!tvie::cuda_available()) {                                                     \
+      WARN("SKIPPED: needs a CUDA device; torch::cuda::is_available() is false here"); \
+      return;                                                                          \
+    }                                                                                  \
   } while (0)
 
 inline TrainSettings small_train(OptimizerKind optimizer = OptimizerKind::adamw) {

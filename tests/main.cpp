@@ -25,8 +25,8 @@ int main(int argc, char* argv[]) {
   const auto& config = session.config();
   if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && !tvie::cuda_available()) {
     const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
-    const bool all_gpu = !selected.empty() && std::all_of(selected.begin(), selected.end(),
-                                                          [](const auto& t) { return has_tag(t, "gpu"); });
+    const bool all_gpu = !selected.empty() &&
+                         std::all_of(selected.begin(), selected.end(), [](const auto& t) { return has_tag(t, "gpu"); });
     if (all_gpu) {
       for (const auto& t : selected)
         std::cout << "SKIPPED [gpu] " << t.getTestCaseInfo().name

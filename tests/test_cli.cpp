@@ -103,9 +103,9 @@ TEST_CASE("cli: help lists every option with its default", "[cli]") {
   CHECK(top.out.find("compare") != std::string::npos);
   const Run r = run_cli("compare --help");
   CHECK(r.exit_code == 0);
-  for (const auto* needle : {"--model", "gpt", "--preset", "tiny", "--batch", "--steps", "--warmup", "--optimizer",
-                             "adamw", "--device", "auto", "--infer-dtype", "fp32", "--json", "--accumulate",
-                             "--verbose", "--quiet"}) {
+  for (const auto* needle :
+       {"--model", "gpt", "--preset", "tiny", "--batch", "--steps", "--warmup", "--optimizer", "adamw", "--device",
+        "auto", "--infer-dtype", "fp32", "--json", "--accumulate", "--verbose", "--quiet"}) {
     INFO(needle);
     CHECK(r.out.find(needle) != std::string::npos);
   }
@@ -114,8 +114,8 @@ TEST_CASE("cli: help lists every option with its default", "[cli]") {
 TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
   TempDir dir;
   const fs::path json = dir.path / "report.json";
-  const Run r = run_cli("compare --model mlp --batch 4 --steps 2 --warmup 1 --device cpu --quiet --json " +
-                        json.string());
+  const Run r =
+      run_cli("compare --model mlp --batch 4 --steps 2 --warmup 1 --device cpu --quiet --json " + json.string());
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("tvie compare: mlp/tiny on cpu") != std::string::npos);

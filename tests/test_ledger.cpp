@@ -10,7 +10,8 @@ TEST_CASE("CPU ledger: parameters exact, gradients == parameters, optimizer stat
   for (const std::string model : {"mlp", "gpt"}) {
     auto w = make_zoo_workload(model, "tiny");
     const int64_t weight_bytes = w->facts().parameter_count * 4;  // fp32
-    for (auto optimizer : {OptimizerKind::sgd, OptimizerKind::sgd_momentum, OptimizerKind::adam, OptimizerKind::adamw}) {
+    for (auto optimizer :
+         {OptimizerKind::sgd, OptimizerKind::sgd_momentum, OptimizerKind::adam, OptimizerKind::adamw}) {
       INFO(model << " with " << to_string(optimizer));
       const auto r = run_training(*w, test::small_train(optimizer), cpu);
       CHECK(r.memory.parameters == weight_bytes);
@@ -19,8 +20,8 @@ TEST_CASE("CPU ledger: parameters exact, gradients == parameters, optimizer stat
       CHECK(r.predicted.parameters == r.memory.parameters);
       CHECK(r.predicted.optimizer_state == r.memory.optimizer_state);
       CHECK(r.memory.peak > r.memory.parameters + r.memory.optimizer_state);
-      CHECK(r.memory.other == r.memory.peak - (r.memory.parameters + r.memory.gradients +
-                                               r.memory.optimizer_state + r.memory.activations));
+      CHECK(r.memory.other == r.memory.peak - (r.memory.parameters + r.memory.gradients + r.memory.optimizer_state +
+                                               r.memory.activations));
     }
   }
   CHECK(optimizer_state_multiplier(OptimizerKind::sgd) == 0);

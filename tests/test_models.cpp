@@ -53,8 +53,7 @@ TEST_CASE("forward FLOPs agree with an independent derivation", "[models]") {
   const int64_t h = g.d_model, S = g.context_length, V = g.vocab_size, L = g.n_layer;
   const int64_t block_matmul_weights =
       parameter_count(g) - V * h - S * h - L * (3 * h + h + 4 * h + h) - L * 4 * h - 2 * h;
-  CHECK(forward_flops_per_sample(g) ==
-        Approx(2.0 * S * block_matmul_weights + 4.0 * L * S * S * h + 2.0 * S * h * V));
+  CHECK(forward_flops_per_sample(g) == Approx(2.0 * S * block_matmul_weights + 4.0 * L * S * S * h + 2.0 * S * h * V));
 
   // cnn tiny, by hand: stem 2*3*8*9*16*16 = 110592; stage 0 block (8->8, 16x16): two convs of
   // 2*8*8*9*256 = 294912 each; stage 1 block (8->16, stride 2, 8x8): 2*8*16*9*64 = 147456,

@@ -50,13 +50,27 @@ TEST_CASE("JSON report holds the documented keys as numbers", "[report]") {
   CHECK(at_path(j, "context.cuda_available").is_boolean());
   CHECK(at_path(j, "context.device").get<std::string>() == "cpu");
   CHECK(at_path(j, "context.argv").size() == 4);
-  for (const auto* key : {"training.memory.parameters", "training.memory.gradients", "training.memory.optimizer_state",
-                          "training.memory.activations", "training.memory.other", "training.memory.peak",
-                          "training.step_ms.mean", "training.step_ms.p50", "training.step_ms.p90",
-                          "training.step_ms.p99", "training.throughput.samples_per_s", "inference.memory.parameters",
-                          "inference.memory.activations", "inference.memory.other", "inference.memory.peak",
-                          "inference.latency_ms.mean", "inference.latency_ms.p50", "inference.latency_ms.p90",
-                          "inference.latency_ms.p99", "inference.throughput.samples_per_s", "gap.peak_memory_ratio"}) {
+  for (const auto* key : {"training.memory.parameters",
+                          "training.memory.gradients",
+                          "training.memory.optimizer_state",
+                          "training.memory.activations",
+                          "training.memory.other",
+                          "training.memory.peak",
+                          "training.step_ms.mean",
+                          "training.step_ms.p50",
+                          "training.step_ms.p90",
+                          "training.step_ms.p99",
+                          "training.throughput.samples_per_s",
+                          "inference.memory.parameters",
+                          "inference.memory.activations",
+                          "inference.memory.other",
+                          "inference.memory.peak",
+                          "inference.latency_ms.mean",
+                          "inference.latency_ms.p50",
+                          "inference.latency_ms.p90",
+                          "inference.latency_ms.p99",
+                          "inference.throughput.samples_per_s",
+                          "gap.peak_memory_ratio"}) {
     INFO(key);
     CHECK(at_path(j, key).is_number());
   }

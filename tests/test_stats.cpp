@@ -2,7 +2,6 @@
 
 #include <tvie/stats.hpp>
 
-
 TEST_CASE("percentile follows LoadGen's rule sorted[min(n-1, floor(p*n))]", "[stats]") {
   const std::vector<double> v = {4, 1, 3, 2};  // sorted: 1 2 3 4
   CHECK(tvie::percentile(v, 0.0) == 1);
@@ -38,8 +37,8 @@ TEST_CASE("summary with ties and a known sample standard deviation", "[stats]") 
   CHECK(s.stddev == Approx(std::sqrt(32.0 / 7.0)));
   CHECK(s.min == 2);
   CHECK(s.max == 9);
-  CHECK(s.p50 == 5);   // sorted[4]
-  CHECK(s.p90 == 9);   // sorted[7]
+  CHECK(s.p50 == 5);  // sorted[4]
+  CHECK(s.p90 == 9);  // sorted[7]
   CHECK(s.p95 == 9);
   const auto ties = tvie::summarize({3, 3, 3});
   CHECK(ties.stddev == 0);

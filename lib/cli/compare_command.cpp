@@ -56,8 +56,9 @@ std::string option_for_field(const std::string& field) {
 
 Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto o = std::make_shared<CompareOptions>();
-  auto* cmd = app.add_subcommand("compare", "Train the model, then run inference on a copy of its weights, and print "
-                                            "memory, time and throughput side by side");
+  auto* cmd = app.add_subcommand("compare",
+                                 "Train the model, then run inference on a copy of its weights, and print "
+                                 "memory, time and throughput side by side");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: last wins
   auto& s = o->settings;
   cmd->add_option("--model", s.model, "Zoo model: mlp, cnn, gpt")->capture_default_str();
@@ -69,8 +70,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       ->capture_default_str();
   cmd->add_option("--steps", s.train.steps, "Timed training steps (and inference batches unless --infer-steps)")
       ->capture_default_str();
-  cmd->add_option("--warmup", s.train.warmup_steps, "Untimed warm-up steps/batches before the timed ones (after the "
-                                                    "one instrumented ledger step)")
+  cmd->add_option("--warmup", s.train.warmup_steps,
+                  "Untimed warm-up steps/batches before the timed ones (after the "
+                  "one instrumented ledger step)")
       ->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "sgd, sgd-momentum, adam, adamw")->capture_default_str();
   cmd->add_option("--lr", s.train.learning_rate, "Learning rate")->capture_default_str();
@@ -81,7 +83,8 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       ->capture_default_str();
   cmd->add_option("--infer-batch", o->infer_batch, "Inference samples per batch (default: same as --batch)")
       ->capture_default_str();
-  cmd->add_option("--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)")->capture_default_str();
+  cmd->add_option("--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)")
+      ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the report as JSON to this file (atomically)");
   add_logging_flags(cmd, &o->verbose, &o->quiet);
 

@@ -18,8 +18,9 @@ int main(int argc, char** argv) {
   tvie::install_cpu_memory_counter();
 
   const std::vector<std::string> args(argv, argv + argc);
-  CLI::App app{"tvie: the training-vs-inference emulator. Runs the same model in training and in inference "
-               "mode and measures, side by side, what each costs."};
+  CLI::App app{
+      "tvie: the training-vs-inference emulator. Runs the same model in training and in inference "
+      "mode and measures, side by side, what each costs."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tvie ") + TVIE_VERSION_STRING);
   std::vector<std::pair<CLI::App*, tvie::cli::Runner>> commands;

@@ -29,12 +29,13 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   report.facts = workload.facts();
 
   log::info(cat("training ", workload.name(), " on ", report.context.device, ": batch ", settings.train.batch_size,
-                ", ", Trainer::kLedgerSteps, " ledger + ", settings.train.warmup_steps, " warm-up + ", settings.train.steps, " timed steps"));
+                ", ", Trainer::kLedgerSteps, " ledger + ", settings.train.warmup_steps, " warm-up + ",
+                settings.train.steps, " timed steps"));
   std::shared_ptr<torch::nn::Module> trained;
   report.training = run_training(workload, settings.train, device, &trained);
-  log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype), " copy of the trained weights): batch ",
-                settings.infer.batch_size, ", 1 ledger + ", settings.infer.warmup_steps, " warm-up + ",
-                settings.infer.steps, " timed batches"));
+  log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype),
+                " copy of the trained weights): batch ", settings.infer.batch_size, ", 1 ledger + ",
+                settings.infer.warmup_steps, " warm-up + ", settings.infer.steps, " timed batches"));
   report.inference = run_inference(workload, settings.infer, device, trained.get());
 
   auto ratio = [](double a, double b) { return b != 0 ? a / b : 0.0; };

@@ -13,9 +13,12 @@ namespace {
 
 torch::ScalarType scalar_type(InferenceDtype dtype) {
   switch (dtype) {
-    case InferenceDtype::fp32: return torch::kFloat32;
-    case InferenceDtype::fp16: return torch::kFloat16;
-    case InferenceDtype::bf16: return torch::kBFloat16;
+    case InferenceDtype::fp32:
+      return torch::kFloat32;
+    case InferenceDtype::fp16:
+      return torch::kFloat16;
+    case InferenceDtype::bf16:
+      return torch::kBFloat16;
   }
   return torch::kFloat32;
 }
@@ -33,8 +36,8 @@ void convert_floating(torch::nn::Module& module, const c10::Device& device, torc
 
 }  // namespace
 
-InferenceSession::InferenceSession(const Workload& workload, const InferSettings& settings,
-                                   const c10::Device& device, const torch::nn::Module* weights, MemoryProbe* probe)
+InferenceSession::InferenceSession(const Workload& workload, const InferSettings& settings, const c10::Device& device,
+                                   const torch::nn::Module* weights, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   validate(settings_);
   const auto built = detail::measure_added_bytes(probe, device_, [&] {
@@ -95,8 +98,8 @@ InferenceResult run_inference(const Workload& workload, const InferSettings& set
     r.latency_ms = timer->collect_ms();
     r.timer = timer->description();
   } catch (const c10::OutOfMemoryError&) {
-    throw OutOfMemory(cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
-                          device.str()));
+    throw OutOfMemory(
+        cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
   }
   r.memory_counter = probe->counter_description();
   r.dtype = to_string(settings.dtype);

@@ -34,9 +34,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &CountingCpuAllocator::release; }
 
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 
   int64_t current() const { return current_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
@@ -107,7 +105,8 @@ std::unique_ptr<MemoryProbe> make_memory_probe(const c10::Device& device) {
   if (device.is_cpu()) {
     install_cpu_memory_counter();
     if (!cpu_memory_counter_installed())
-      throw Error("tvie: the counting CPU allocator could not be installed (another allocator holds a higher priority)");
+      throw Error(
+          "tvie: the counting CPU allocator could not be installed (another allocator holds a higher priority)");
     return std::make_unique<CpuProbe>();
   }
 #if TVIE_WITH_CUDA

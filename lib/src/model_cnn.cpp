@@ -86,7 +86,7 @@ struct BasicBlockImpl : torch::nn::Module {
   // x: [B, cin, H, W] -> [B, cout, H/stride, W/stride]
   torch::Tensor forward(const torch::Tensor& x) {
     auto y = torch::relu(bn1->forward(conv1->forward(x)));  // [B, cout, H', W']
-    y = bn2->forward(conv2->forward(y));                     // [B, cout, H', W']
+    y = bn2->forward(conv2->forward(y));                    // [B, cout, H', W']
     auto skip = shortcut_conv ? shortcut_bn->forward(shortcut_conv->forward(x)) : x;
     return torch::relu(y + skip);
   }
@@ -117,7 +117,7 @@ struct CnnImpl : torch::nn::Module {
   // x: [B, 3, H, W] -> logits [B, classes]
   torch::Tensor forward(torch::Tensor x) {
     x = torch::relu(stem_bn->forward(stem_conv->forward(x)));  // [B, width, H, W]
-    for (auto& block : blocks) x = block->forward(x);         // [B, width * 2^(stages-1), H', W']
+    for (auto& block : blocks) x = block->forward(x);          // [B, width * 2^(stages-1), H', W']
     x = x.mean({2, 3});                                        // global average pool: [B, C]
     return fc->forward(x);                                     // [B, classes]
   }

@@ -36,14 +36,14 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   // x: [B, S, h] -> [B, S, h]
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t B = x.size(0), S = x.size(1), h = x.size(2), d = h / n_head;
-    auto qkv = c_attn->forward(x).split(h, /*dim=*/2);                // 3 x [B, S, h]
-    auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
-    auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
-    auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);          // [B, a, S, d]
+    auto qkv = c_attn->forward(x).split(h, /*dim=*/2);        // 3 x [B, S, h]
+    auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
     auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                              /*is_causal=*/true);    // [B, a, S, d]
-    y = y.transpose(1, 2).contiguous().view({B, S, h});               // [B, S, h]
-    return c_proj->forward(y);                                        // [B, S, h]
+                                              /*is_causal=*/true);  // [B, a, S, d]
+    y = y.transpose(1, 2).contiguous().view({B, S, h});             // [B, S, h]
+    return c_proj->forward(y);                                      // [B, S, h]
   }
   int64_t n_head;
   torch::nn::Linear c_attn, c_proj;
@@ -59,9 +59,9 @@ struct BlockImpl : torch::nn::Module {
         c_proj(register_module("c_proj", torch::nn::Linear(4 * c.d_model, c.d_model))) {}
   // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block)
   torch::Tensor forward(torch::Tensor x) {
-    x = x + attn->forward(ln_1->forward(x));                                 // [B, S, h]
+    x = x + attn->forward(ln_1->forward(x));                                        // [B, S, h]
     auto m = torch::gelu(c_fc->forward(ln_2->forward(x)), /*approximate=*/"tanh");  // [B, S, 4h]
-    return x + c_proj->forward(m);                                           // [B, S, h]
+    return x + c_proj->forward(m);                                                  // [B, S, h]
   }
   torch::nn::LayerNorm ln_1;
   CausalSelfAttention attn;
@@ -77,7 +77,8 @@ struct GptImpl : torch::nn::Module {
     for (int64_t i = 0; i < c.n_layer; ++i) blocks.push_back(register_module(cat("h", i), Block(c)));
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
     if (!c.tied_head)
-      lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
+      lm_head =
+          register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
     // GPT-2's initialisation: N(0, 0.02) for embeddings and linear weights, zeros for biases.
     torch::NoGradGuard no_grad;
     for (auto& p : named_parameters()) {

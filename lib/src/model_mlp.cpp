@@ -39,7 +39,7 @@ struct MlpImpl : torch::nn::Module {
   // x: [B, input_features] -> logits [B, classes]
   torch::Tensor forward(torch::Tensor x) {
     for (auto& layer : hidden) x = torch::relu(layer->forward(x));  // [B, hidden_features]
-    return out->forward(x);                                          // [B, classes]
+    return out->forward(x);                                         // [B, classes]
   }
   std::vector<torch::nn::Linear> hidden;
   torch::nn::Linear out{nullptr};

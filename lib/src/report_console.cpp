@@ -26,7 +26,9 @@ std::string with_commas(int64_t v) {
 
 std::string ratio(double a, double b) { return (b != 0 && a != 0) ? fmt("%.2fx", a / b) : "-"; }
 
-std::string pad(const std::string& s, size_t width) { return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' '); }
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
 
 void row(std::ostream& out, const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
   std::string line;
@@ -61,25 +63,34 @@ void ConsoleReporter::report(const CompareReport& r) {
   auto& out = out_;
   out << "tvie compare: " << r.workload << " on " << r.context.device << "  (tvie " << r.context.tvie_version
       << ", LibTorch " << r.context.torch_version << ")\n";
-  out << "model: " << with_commas(r.facts.parameter_count) << " parameters (" << format_bytes(r.facts.parameter_count * 4)
-      << " in fp32), " << flops(r.facts.forward_flops_per_sample) << " forward per sample (analytic)";
+  out << "model: " << with_commas(r.facts.parameter_count) << " parameters ("
+      << format_bytes(r.facts.parameter_count * 4) << " in fp32), " << flops(r.facts.forward_flops_per_sample)
+      << " forward per sample (analytic)";
   if (r.facts.tokens_per_sample > 0) out << ", " << r.facts.tokens_per_sample << " tokens per sample";
-  out << "\ntraining: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch" << (ts.accumulate > 1 ? "es" : "")
-      << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer) << ", fp32"
+  out << "\ntraining: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch"
+      << (ts.accumulate > 1 ? "es" : "") << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer)
+      << ", fp32"
       << "    inference: batch " << is.batch_size << ", " << i.dtype << " copy of the trained weights\n\n";
 
   const std::vector<size_t> w = {18, 14, 14, 18, 10};
   const std::string infer_col = "inference " + i.dtype;
   row(out, {"memory", "training", "predicted", infer_col, "train/infer"}, w);
   auto mem = [](int64_t v) { return format_bytes(v); };
-  row(out, {"  parameters", mem(t.memory.parameters), mem(t.predicted.parameters), mem(i.memory.parameters),
-            ratio(static_cast<double>(t.memory.parameters), static_cast<double>(i.memory.parameters))}, w);
+  row(out,
+      {"  parameters", mem(t.memory.parameters), mem(t.predicted.parameters), mem(i.memory.parameters),
+       ratio(static_cast<double>(t.memory.parameters), static_cast<double>(i.memory.parameters))},
+      w);
   row(out, {"  gradients", mem(t.memory.gradients), mem(t.predicted.gradients), "-", ""}, w);
   row(out, {"  optimizer_state", mem(t.memory.optimizer_state), mem(t.predicted.optimizer_state), "-", ""}, w);
-  row(out, {"  activations", mem(t.memory.activations), "-", mem(i.memory.activations),
-            ratio(static_cast<double>(t.memory.activations), static_cast<double>(i.memory.activations))}, w);
+  row(out,
+      {"  activations", mem(t.memory.activations), "-", mem(i.memory.activations),
+       ratio(static_cast<double>(t.memory.activations), static_cast<double>(i.memory.activations))},
+      w);
   row(out, {"  other", mem(t.memory.other), "-", mem(i.memory.other), ""}, w);
-  row(out, {"  peak", mem(t.memory.peak), "-", mem(i.memory.peak), ratio(static_cast<double>(t.memory.peak), static_cast<double>(i.memory.peak))}, w);
+  row(out,
+      {"  peak", mem(t.memory.peak), "-", mem(i.memory.peak),
+       ratio(static_cast<double>(t.memory.peak), static_cast<double>(i.memory.peak))},
+      w);
   if (t.memory.peak_reserved >= 0)
     row(out, {"  peak reserved", mem(t.memory.peak_reserved), "-", mem(i.memory.peak_reserved), ""}, w);
   out << "  counter: " << t.memory_counter << ".\n"
@@ -95,17 +106,24 @@ void ConsoleReporter::report(const CompareReport& r) {
   const std::vector<size_t> w2 = {18, 24, 24, 12};
   row(out, {"time", "training step", "inference batch", "infer/train"}, w2);
   row(out, {"  timed", cat(t.timed_steps), cat(i.timed_batches), ""}, w2);
-  row(out, {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
-            cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""}, w2);
+  row(out,
+      {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
+       cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
+      w2);
   auto ms = [](double v) { return fmt("%.3f ms", v); };
   row(out, {"  mean", ms(t.step.mean), ms(i.latency.mean), ""}, w2);
   row(out, {"  stddev", ms(t.step.stddev), ms(i.latency.stddev), ""}, w2);
   row(out, {"  p50", ms(t.step.p50), ms(i.latency.p50), ""}, w2);
   row(out, {"  p90", ms(t.step.p90), ms(i.latency.p90), ""}, w2);
   row(out, {"  p99", ms(t.step.p99), ms(i.latency.p99), ""}, w2);
-  row(out, {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s), ratio(i.samples_per_s, t.samples_per_s)}, w2);
+  row(out,
+      {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s),
+       ratio(i.samples_per_s, t.samples_per_s)},
+      w2);
   if (r.facts.tokens_per_sample > 0)
-    row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)}, w2);
+    row(out,
+        {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
+        w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
   out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n"
       << "  loss: " << fmt("%.4f", t.first_loss) << " (ledger step) -> " << fmt("%.4f", t.final_loss)

@@ -25,19 +25,26 @@ void require_positive(const std::string& field, double value) {
 
 std::string to_string(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::sgd: return "sgd";
-    case OptimizerKind::sgd_momentum: return "sgd-momentum";
-    case OptimizerKind::adam: return "adam";
-    case OptimizerKind::adamw: return "adamw";
+    case OptimizerKind::sgd:
+      return "sgd";
+    case OptimizerKind::sgd_momentum:
+      return "sgd-momentum";
+    case OptimizerKind::adam:
+      return "adam";
+    case OptimizerKind::adamw:
+      return "adamw";
   }
   return "?";
 }
 
 std::string to_string(InferenceDtype dtype) {
   switch (dtype) {
-    case InferenceDtype::fp32: return "fp32";
-    case InferenceDtype::fp16: return "fp16";
-    case InferenceDtype::bf16: return "bf16";
+    case InferenceDtype::fp32:
+      return "fp32";
+    case InferenceDtype::fp16:
+      return "fp16";
+    case InferenceDtype::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -59,10 +66,13 @@ InferenceDtype parse_inference_dtype(const std::string& text, const std::string&
 
 int64_t optimizer_state_multiplier(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::sgd: return 0;           // stateless
-    case OptimizerKind::sgd_momentum: return 1;  // momentum buffer
+    case OptimizerKind::sgd:
+      return 0;  // stateless
+    case OptimizerKind::sgd_momentum:
+      return 1;  // momentum buffer
     case OptimizerKind::adam:
-    case OptimizerKind::adamw: return 2;  // exp_avg and exp_avg_sq
+    case OptimizerKind::adamw:
+      return 2;  // exp_avg and exp_avg_sq
   }
   return 0;
 }

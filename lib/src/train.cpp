@@ -11,8 +11,7 @@
 
 namespace tvie {
 
-Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                 MemoryProbe* probe)
+Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   validate(settings_);
   const auto built = detail::measure_added_bytes(probe, device_, [&] {
@@ -95,8 +94,8 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
     ++micro_batches_;
   }
   for (size_t i = 1; i < micro_.size(); ++i) {
-    auto loss = workload_.loss(workload_.forward(*module_, micro_[i].input), micro_[i]) /
-                static_cast<double>(micro_.size());
+    auto loss =
+        workload_.loss(workload_.forward(*module_, micro_[i].input), micro_[i]) / static_cast<double>(micro_.size());
     loss.backward();
     total = total + loss.detach();
     ++micro_batches_;
@@ -148,8 +147,8 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
     r.micro_batches = trainer.micro_batches();
     if (trained) *trained = trainer.module_ptr();
   } catch (const c10::OutOfMemoryError& e) {
-    throw OutOfMemory(cat("training ", workload.name(), " at batch ", settings.batch_size,
-                          " does not fit on ", device.str()));
+    throw OutOfMemory(
+        cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
   }
   r.memory_counter = probe->counter_description();
   r.ledger_steps = Trainer::kLedgerSteps;

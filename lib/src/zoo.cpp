@@ -25,22 +25,22 @@ std::vector<std::string> preset_names(const std::string& model) {
 }
 
 MlpConfig mlp_preset(const std::string& preset) {
-  if (preset == "tiny") return {64, 128, 2, 10};          // 25k parameters: trains in milliseconds on a CPU
-  if (preset == "small") return {512, 1024, 4, 100};      // 3.8M parameters
-  if (preset == "large") return {1024, 4096, 8, 1000};    // 126M parameters: a GPU workload
+  if (preset == "tiny") return {64, 128, 2, 10};        // 25k parameters: trains in milliseconds on a CPU
+  if (preset == "small") return {512, 1024, 4, 100};    // 3.8M parameters
+  if (preset == "large") return {1024, 4096, 8, 1000};  // 126M parameters: a GPU workload
   unknown_preset("mlp", preset);
 }
 
 CnnConfig cnn_preset(const std::string& preset) {
-  if (preset == "tiny") return {16, 3, 8, 2, 1, 10};              // 16x16 images, 8/16 channels
-  if (preset == "small") return {32, 3, 16, 3, 1, 10};            // CIFAR-sized, 16/32/64 channels
-  if (preset == "resnet18-cifar") return {32, 3, 64, 4, 2, 10};   // ResNet-18 layout on 32x32 (11M)
+  if (preset == "tiny") return {16, 3, 8, 2, 1, 10};             // 16x16 images, 8/16 channels
+  if (preset == "small") return {32, 3, 16, 3, 1, 10};           // CIFAR-sized, 16/32/64 channels
+  if (preset == "resnet18-cifar") return {32, 3, 64, 4, 2, 10};  // ResNet-18 layout on 32x32 (11M)
   unknown_preset("cnn", preset);
 }
 
 GptConfig gpt_preset(const std::string& preset) {
-  if (preset == "tiny") return {256, 32, 2, 64, 4, true};              // 119k parameters
-  if (preset == "small") return {4096, 128, 4, 256, 8, true};          // 4.2M parameters
+  if (preset == "tiny") return {256, 32, 2, 64, 4, true};               // 119k parameters
+  if (preset == "small") return {4096, 128, 4, 256, 8, true};           // 4.2M parameters
   if (preset == "gpt2-small") return {50257, 1024, 12, 768, 12, true};  // GPT-2 small: 124,439,808 parameters
   unknown_preset("gpt", preset);
 }

@@ -27,7 +27,7 @@ double forward_flops_per_sample(const MlpConfig& config);
 struct CnnConfig {
   int64_t image_size = 16;  // H = W
   int64_t in_channels = 3;
-  int64_t width = 8;        // channels of the stem and the first stage
+  int64_t width = 8;  // channels of the stem and the first stage
   int64_t stages = 2;
   int64_t blocks_per_stage = 1;
   int64_t classes = 10;

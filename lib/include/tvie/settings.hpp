@@ -23,10 +23,10 @@ std::vector<std::string> inference_dtype_names();
 int64_t optimizer_state_multiplier(OptimizerKind kind);
 
 struct TrainSettings {
-  int64_t batch_size = 8;       // samples per optimizer step, split into `accumulate` micro-batches
-  int64_t steps = 20;           // timed optimizer steps
-  int64_t warmup_steps = 3;     // untimed optimizer steps before the timed ones (after the ledger step)
-  int64_t accumulate = 1;       // micro-batches per optimizer step; must divide batch_size
+  int64_t batch_size = 8;    // samples per optimizer step, split into `accumulate` micro-batches
+  int64_t steps = 20;        // timed optimizer steps
+  int64_t warmup_steps = 3;  // untimed optimizer steps before the timed ones (after the ledger step)
+  int64_t accumulate = 1;    // micro-batches per optimizer step; must divide batch_size
   OptimizerKind optimizer = OptimizerKind::adamw;
   double learning_rate = 1e-3;  // all optimizers
   double momentum = 0.9;        // sgd_momentum only
@@ -35,9 +35,9 @@ struct TrainSettings {
 };
 
 struct InferSettings {
-  int64_t batch_size = 8;    // samples per forward pass
-  int64_t steps = 20;        // timed batches
-  int64_t warmup_steps = 3;  // untimed batches before them
+  int64_t batch_size = 8;                       // samples per forward pass
+  int64_t steps = 20;                           // timed batches
+  int64_t warmup_steps = 3;                     // untimed batches before them
   InferenceDtype dtype = InferenceDtype::fp32;  // weights (and floating inputs) of the inference copy
   uint64_t seed = 0;
 };

@@ -22,8 +22,8 @@ struct Summary {
   double p99 = 0;
 };
 
-double mean(const std::vector<double>& values);             // 0 for an empty vector
-double sample_stddev(const std::vector<double>& values);    // 0 for fewer than 2 values
+double mean(const std::vector<double>& values);           // 0 for an empty vector
+double sample_stddev(const std::vector<double>& values);  // 0 for fewer than 2 values
 // p in [0, 1]; `sorted` ascending and non-empty (throws std::invalid_argument otherwise).
 double percentile_sorted(const std::vector<double>& sorted, double p);
 double percentile(std::vector<double> values, double p);

@@ -65,14 +65,14 @@ class Trainer {
 struct TrainingResult {
   TrainingMemory memory;
   PredictedTrainingMemory predicted;
-  std::string memory_counter;       // which counter the figures are
-  std::vector<double> step_ms;      // every timed step
-  Summary step;                     // statistics of step_ms
-  std::string timer;                // "cuda events" / "steady_clock"
-  int64_t ledger_steps = 0;         // instrumented, untimed (Trainer::kLedgerSteps)
-  int64_t warmup_steps = 0;         // untimed
+  std::string memory_counter;   // which counter the figures are
+  std::vector<double> step_ms;  // every timed step
+  Summary step;                 // statistics of step_ms
+  std::string timer;            // "cuda events" / "steady_clock"
+  int64_t ledger_steps = 0;     // instrumented, untimed (Trainer::kLedgerSteps)
+  int64_t warmup_steps = 0;     // untimed
   int64_t timed_steps = 0;
-  int64_t optimizer_steps = 0;      // all of them, untimed included
+  int64_t optimizer_steps = 0;  // all of them, untimed included
   int64_t micro_batches = 0;
   double samples_per_s = 0;         // batch_size / mean step time
   double tokens_per_s = 0;          // 0 for models without tokens

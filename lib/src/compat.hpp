@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <ATen/autocast_mode.h>
 
 #include <string>
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <utility>
 
+#include <torch/nn/module.h>
+
 #include <tvie/device.hpp>
 #include <tvie/memory.hpp>
 
@@ -29,5 +31,10 @@ AddedBytes measure_added_bytes(MemoryProbe* probe, const c10::Device& device, Wo
   r.added = probe->allocated_bytes() - r.baseline;
   return r;
 }
+
+// Moves every tensor of the module to `device` and converts the floating-point ones to `dtype`.
+// (Module::to(device, dtype) would also turn integer buffers such as BatchNorm's num_batches_tracked
+// into floats, which tvie must not do.)
+void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype);
 
 }  // namespace tvie::detail

@@ -23,17 +23,6 @@ torch::ScalarType scalar_type(InferenceDtype dtype) {
   return torch::kFloat32;
 }
 
-// Moves every tensor of the module to `device` and converts the floating-point ones to `dtype`.
-// (Module::to(device, dtype) would also turn integer buffers such as BatchNorm's num_batches_tracked
-// into floats, which the inference copy must not do.)
-void convert_floating(torch::nn::Module& module, const c10::Device& device, torch::ScalarType dtype) {
-  module.to(device);
-  torch::NoGradGuard no_grad;
-  for (auto tensors : {module.parameters(), module.buffers()})
-    for (auto& t : tensors)
-      if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
-}
-
 }  // namespace
 
 InferenceSession::InferenceSession(const Workload& workload, const InferSettings& settings, const c10::Device& device,
@@ -44,7 +33,7 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
     torch::manual_seed(settings_.seed);
     module_ = workload_.make_module();  // fp32 on the CPU
     if (weights) copy_weights(*weights, *module_);
-    convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
+    detail::convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
     module_->eval();  // BatchNorm uses its running statistics and stops updating them
   });
   baseline_bytes_ = built.baseline;

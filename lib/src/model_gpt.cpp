@@ -4,6 +4,7 @@
 // d = h / a (head size), V vocab_size.
 #include "compat.hpp"
 #include "zoo_common.hpp"
+#include <tvie/checkpoint.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
 
@@ -94,12 +95,20 @@ struct GptImpl : torch::nn::Module {
     const int64_t S = idx.size(1);
     auto pos = torch::arange(S, idx.options().dtype(torch::kInt64));  // [S]
     auto x = wte->forward(idx) + wpe->forward(pos);                   // [B, S, h] + [S, h]
-    for (auto& block : blocks) x = block->forward(x);                 // [B, S, h]
+    for (size_t i = 0; i < blocks.size(); ++i) {                     // [B, S, h]
+      auto block = blocks[i];  // a module holder: shares the block
+      if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
+        // Keep only the block's input; recompute the block during backward.
+        x = tvie::checkpoint([block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
+      else
+        x = block->forward(x);
+    }
     x = ln_f->forward(x);                                             // [B, S, h]
     // Tied head: logits = x @ wte^T, so the token embedding is also the output projection.
     return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, wte->weight);  // [B, S, V]
   }
   GptConfig config;
+  int64_t checkpoint_every = 0;  // activation checkpointing of blocks 0, k, 2k, ...; 0: off
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm ln_f{nullptr};
@@ -109,19 +118,33 @@ struct GptImpl : torch::nn::Module {
 class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
  public:
   using ZooWorkload::ZooWorkload;
-  // Random token sequences of S + 1 tokens: input = tokens[:, :S], target = tokens[:, 1:] (next token).
+  // The copy task: S + 1 tokens [r_1 .. r_n, SEP, r_1 .. r_{S-n}] with n = S / 2, r_i uniform in
+  // [1, V) and SEP = 0; input = tokens[:, :S], target = tokens[:, 1:] (next token). Targets that are
+  // random tokens of the first half cannot be predicted and are masked (-100, ignored by the loss);
+  // the rest can be learned exactly (a solved model reaches loss 0; a model that has learned nothing
+  // has about ln(V)).
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
     const auto& c = config_;
+    const int64_t S = c.context_length, n = S / 2;
     auto gen = zoo::data_generator(seed);
-    auto tokens = torch::randint(0, c.vocab_size, {batch_size, c.context_length + 1}, gen, torch::kInt64);
+    auto random = torch::randint(1, c.vocab_size, {batch_size, n}, gen, torch::kInt64);     // [B, n]
+    auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),         // SEP
+                              random.narrow(1, 0, S - n)},
+                             1);                                                             // [B, S + 1]
     Batch b;
-    b.input = tokens.narrow(1, 0, c.context_length).contiguous().to(device);   // [B, S]
-    b.target = tokens.narrow(1, 1, c.context_length).contiguous().to(device);  // [B, S]
+    b.input = tokens.narrow(1, 0, S).contiguous().to(device);                               // [B, S]
+    auto target = tokens.narrow(1, 1, S).clone();  // [B, S]; a copy: masking must not touch the input
+    target.narrow(1, 0, n - 1).fill_(-100);  // the targets r_2 .. r_n are random: not learnable
+    b.target = target.to(device);
     b.samples = batch_size;
-    b.tokens = batch_size * c.context_length;
+    b.tokens = batch_size * S;
     return b;
   }
-  // Mean next-token cross-entropy over B*S positions.
+  int64_t set_checkpointing(torch::nn::Module& module, int64_t every) const override {
+    static_cast<GptImpl&>(module).checkpoint_every = every;
+    return every > 0 ? (config_.n_layer + every - 1) / every : 0;
+  }
+  // Mean next-token cross-entropy over the B*S positions that are not masked.
   torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
     return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, config_.vocab_size}),
                                                 batch.target.reshape({-1}));

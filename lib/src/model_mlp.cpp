@@ -49,7 +49,9 @@ class MlpWorkload final : public zoo::ZooWorkload<MlpImpl, MlpConfig> {
  public:
   using ZooWorkload::ZooWorkload;
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    return zoo::classification_batch({batch_size, config_.input_features}, config_.classes, device, seed);
+    // Labels from a fixed random linear teacher on the features: learnable, with a known solution.
+    return zoo::teacher_batch({batch_size, config_.input_features}, config_.classes, device, seed,
+                              [](const torch::Tensor& x) { return x; });
   }
   torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
     return zoo::classification_loss(output, batch);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <c10/core/Device.h>
+
 #include <tvie/device.hpp>
 #include "text.hpp"
 #include <tvie/errors.hpp>
@@ -49,6 +51,42 @@ std::string to_string(InferenceDtype dtype) {
   return "?";
 }
 
+std::string to_string(TrainPrecision precision) {
+  switch (precision) {
+    case TrainPrecision::fp32: return "fp32";
+    case TrainPrecision::amp_bf16: return "amp-bf16";
+    case TrainPrecision::amp_fp16: return "amp-fp16";
+    case TrainPrecision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+std::vector<std::string> train_precision_names() { return {"fp32", "amp-bf16", "amp-fp16", "bf16"}; }
+
+TrainPrecision parse_train_precision(const std::string& text, const std::string& field) {
+  for (auto p : {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::amp_fp16, TrainPrecision::bf16})
+    if (text == to_string(p)) return p;
+  throw InvalidArgument(field, text, join(train_precision_names()));
+}
+
+int64_t parse_checkpoint(const std::string& text, const std::string& field) {
+  if (text == "none") return 0;
+  if (text == "blocks") return 1;
+  const std::string prefix = "every-";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() < prefix.size() + 5 &&
+      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+    const int64_t k = std::stoll(text.substr(prefix.size()));
+    if (k >= 1) return k;
+  }
+  throw InvalidArgument(field, text, "none, blocks, every-K (K >= 1)");
+}
+
+std::string checkpoint_to_string(int64_t every) {
+  if (every <= 0) return "none";
+  if (every == 1) return "blocks";
+  return "every-" + std::to_string(every);
+}
+
 std::vector<std::string> optimizer_names() { return {"sgd", "sgd-momentum", "adam", "adamw"}; }
 std::vector<std::string> inference_dtype_names() { return {"fp32", "fp16", "bf16"}; }
 
@@ -88,6 +126,30 @@ void validate(const TrainSettings& s) {
   require_positive("train.learning_rate", s.learning_rate);
   if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
   if (!(s.weight_decay >= 0.0)) throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a number >= 0");
+  if (!(s.clip_grad_norm >= 0.0)) throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a number >= 0 (0: off)");
+  require_at_least("train.checkpoint_every", s.checkpoint_every, 0);
+  require_at_least("train.data_batches", s.data_batches, 1);
+  require_at_least("train.loss_every", s.loss_every, 0);
+  require_positive("train.scaler.initial_scale", s.scaler.initial_scale);
+  require_at_least("train.scaler.growth_interval", s.scaler.growth_interval, 1);
+  if (s.cuda_graph) {
+    // A captured step may not synchronise with the host: the loss scaler reads found_inf on the host
+    // to skip a step, clipping reads the norm, and the checkpoint's recompute runs a nested backward.
+    if (s.precision == TrainPrecision::amp_fp16)
+      throw InvalidArgument("train.precision", "amp-fp16", "fp32, amp-bf16, bf16 with --cuda-graph");
+    if (s.clip_grad_norm > 0)
+      throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "0 with --cuda-graph");
+    if (s.checkpoint_every > 0)
+      throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.checkpoint_every), "none with --cuda-graph");
+  }
+}
+
+void validate(const TrainSettings& s, const c10::Device& device) {
+  validate(s);
+  if (!device.is_cuda() && s.precision == TrainPrecision::amp_fp16)
+    throw InvalidArgument("train.precision", "amp-fp16", "fp32, amp-bf16, bf16 on cpu (amp-fp16 needs a CUDA device)");
+  if (!device.is_cuda() && s.cuda_graph)
+    throw InvalidArgument("train.cuda_graph", "true", "false on cpu (CUDA graphs need a CUDA device)");
 }
 
 void validate(const InferSettings& s) {
@@ -103,9 +165,9 @@ void validate(const CompareSettings& s) {
   const auto presets = preset_names(s.model);
   if (std::find(presets.begin(), presets.end(), s.preset) == presets.end())
     throw InvalidArgument("preset", s.preset, cat(join(presets), " (for ", s.model, ")"));
-  validate(s.train);
-  validate(s.infer);
   const auto device = resolve_device(s.device, "device");
+  validate(s.train, device);
+  validate(s.infer);
   // LibTorch runs fp16 matmuls on the CPU only through slow reference kernels; tvie refuses it there
   // rather than report a figure nobody would deploy.
   if (device.is_cpu() && s.infer.dtype == InferenceDtype::fp16)

@@ -2,56 +2,132 @@
 #include <tvie/train.hpp>
 
 #include "compat.hpp"
+#include "cuda_graph.hpp"
 #include "harness.hpp"
 #include "optimizers.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
-#include <tvie/timing.hpp>
 
 namespace tvie {
 
-Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device, MemoryProbe* probe)
+const char* phase_name(int phase) {
+  switch (phase) {
+    case kPhaseData: return "data";
+    case kPhaseForward: return "forward";
+    case kPhaseBackward: return "backward";
+    case kPhaseOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
+
+c10::ScalarType autocast_dtype(TrainPrecision p) {
+  return p == TrainPrecision::amp_fp16 ? torch::kFloat16 : torch::kBFloat16;
+}
+
+void mark(StepTimer* timer, int phase) {
+  if (timer) timer->mark(phase);
+}
+
+}  // namespace
+
+Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
+                 MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
-  validate(settings_);
+  validate(settings_, device_);
+  // The data: distinct synthetic batches on the host, made before the baseline so that they stay out
+  // of the ledger (on the CPU they are the very tensors the steps read).
+  for (int64_t i = 0; i < settings_.data_batches; ++i) {
+    Batch b = workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU), settings_.seed + static_cast<uint64_t>(i));
+    if (device_.is_cuda()) {  // pinned, so that the copy to the device can overlap
+      b.input = b.input.pin_memory();
+      b.target = b.target.pin_memory();
+    }
+    data_pool_bytes_ += batch_bytes(b);
+    pool_.push_back(std::move(b));
+  }
   const auto built = detail::measure_added_bytes(probe, device_, [&] {
     torch::manual_seed(settings_.seed);
     module_ = workload_.make_module();  // fp32, on the CPU
-    module_->to(device_);
+    // bf16: the weights themselves are bf16 (no fp32 master copy); amp keeps fp32 weights.
+    detail::convert_floating(*module_, device_,
+                             settings_.precision == TrainPrecision::bf16 ? torch::kBFloat16 : torch::kFloat32);
     module_->train();
   });
   baseline_bytes_ = built.baseline;
   parameter_bytes_ = built.added;
+  checkpointed_blocks_ = workload_.set_checkpointing(*module_, settings_.checkpoint_every);
+  if (checkpointed_blocks_ < 0)
+    throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(settings_.checkpoint_every),
+                          cat("none (", workload_.name(), " has no blocks to checkpoint)"));
   optimizer_ = detail::make_optimizer(settings_, module_->parameters());
-  batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
-  const int64_t micro = settings_.batch_size / settings_.accumulate;
-  for (int64_t i = 0; i < settings_.accumulate; ++i) micro_.push_back(slice_batch(batch_, i * micro, micro));
+  if (settings_.precision == TrainPrecision::amp_fp16) {
+    scaler_bytes_ = detail::measure_added_bytes(probe, device_, [&] {
+                      scaler_ = std::make_unique<LossScaler>(settings_.scaler, device_);
+                    }).added;
+  }
 }
 
-torch::Tensor Trainer::forward_backward() {
+Trainer::~Trainer() = default;
+
+Batch Trainer::next_batch() {
+  const Batch& host = pool_[static_cast<size_t>(micro_batches_ / settings_.accumulate) % pool_.size()];
+  Batch b = host;
+  b.input = host.input.to(device_, /*non_blocking=*/true);  // a no-op view on the CPU
+  b.target = host.target.to(device_, /*non_blocking=*/true);
+  if (settings_.precision == TrainPrecision::bf16 && b.input.is_floating_point()) b.input = b.input.to(torch::kBFloat16);
+  return b;
+}
+
+torch::Tensor Trainer::forward_loss(const Batch& mb) {
+  if (!is_amp(settings_.precision)) return workload_.loss(workload_.forward(*module_, mb.input), mb);
+  // Autocast wraps the forward and the loss only; the guard's end clears the cast cache.
+  AutocastGuard autocast(device_.type(), autocast_dtype(settings_.precision));
+  return workload_.loss(workload_.forward(*module_, mb.input), mb);
+}
+
+torch::Tensor Trainer::forward_backward(StepTimer* timer) {
+  const Batch batch = next_batch();
+  mark(timer, kPhaseData);
   // Each micro-batch's mean loss is divided by k, so the accumulated gradient is that of the mean loss
   // over the whole batch (the same gradient as one batch of b, for models without BatchNorm).
+  const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
   torch::Tensor total;
-  const double k = static_cast<double>(micro_.size());
-  for (const auto& mb : micro_) {
-    auto loss = workload_.loss(workload_.forward(*module_, mb.input), mb);
-    if (micro_.size() > 1) loss = loss / k;  // no extra kernel on the common k = 1 path
-    loss.backward();
+  for (int64_t i = 0; i < k; ++i) {
+    const Batch mb = k == 1 ? batch : slice_batch(batch, i * micro, micro);
+    auto loss = forward_loss(mb);
+    if (k > 1) loss = loss / static_cast<double>(k);  // no extra kernel on the common k = 1 path
+    mark(timer, kPhaseForward);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    mark(timer, kPhaseBackward);
     total = total.defined() ? total + loss.detach() : loss.detach();
     ++micro_batches_;
   }
   return total;
 }
 
-void Trainer::optimizer_step() {
-  optimizer_->step();
+void Trainer::optimizer_step(StepTimer* timer) {
+  if (scaler_) scaler_->unscale_(*optimizer_);  // clipping works on true gradients
+  if (settings_.clip_grad_norm > 0)
+    grad_norms_.push_back(torch::nn::utils::clip_grad_norm_(module_->parameters(), settings_.clip_grad_norm));
+  if (scaler_) {
+    scaler_->step(*optimizer_);  // skipped when a gradient is inf/NaN
+    scaler_->update();
+  } else {
+    optimizer_->step();
+  }
   compat::zero_grad_set_to_none(*optimizer_);  // gradients freed until the next backward writes them
   ++optimizer_steps_;
+  mark(timer, kPhaseOptimizer);
 }
 
-torch::Tensor Trainer::step() {
-  auto loss = forward_backward();
-  optimizer_step();
+torch::Tensor Trainer::step(StepTimer* timer) {
+  auto loss = forward_backward(timer);
+  optimizer_step(timer);
   return loss;
 }
 
@@ -59,44 +135,61 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   if (optimizer_steps_ != 0) throw Error("Trainer::ledger_step must be the first step (it measures optimizer state)");
   TrainingMemory m;
   m.parameters = parameter_bytes_;
-  m.batch = batch_bytes(batch_);
-  const auto& first = micro_.front();
+  m.loss_scaler = scaler_bytes_;
+  const Batch batch = next_batch();
+  m.batch = batch_bytes(batch);
+  const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
+  const Batch first = k == 1 ? batch : slice_batch(batch, 0, micro);
 
   // One forward without grad first: lazily created library state (thread pools' scratch, cuBLAS
   // workspaces) is then allocated before anything is measured, and stays out of the categories.
   {
     torch::NoGradGuard no_grad;
-    workload_.forward(*module_, first.input);
+    forward_loss(first);
   }
   synchronize(device_);
-  const int64_t start = probe.allocated_bytes();  // parameters + batch (+ baseline)
+  const int64_t start = probe.allocated_bytes();  // parameters, scaler, batch (+ baseline)
   probe.reset_peak();
 
-  // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus what
-  // the same forward keeps alive without grad (outputs only) = the tensors saved for backward. Training
-  // needs them because backward computes each layer's gradient from that layer's forward inputs.
+  auto autocast_region = [&] {  // amp only; the guard's end clears the cast cache
+    return is_amp(settings_.precision)
+               ? std::make_unique<AutocastGuard>(device_.type(), autocast_dtype(settings_.precision))
+               : nullptr;
+  };
+  // Weight copies: what autocast's cast cache holds after a forward, outputs gone (low-precision copies
+  // of the weights, kept until the autocast region ends; with grad they are also saved for backward).
   int64_t held_without_grad = 0;
   {
-    torch::NoGradGuard no_grad;
-    auto out = workload_.forward(*module_, first.input);
-    auto loss = workload_.loss(out, first);
+    auto autocast = autocast_region();
+    {
+      torch::NoGradGuard no_grad;
+      auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+      synchronize(device_);
+      held_without_grad = probe.allocated_bytes() - start;
+    }
     synchronize(device_);
-    held_without_grad = probe.allocated_bytes() - start;
+    m.weight_copies = probe.allocated_bytes() - start;
   }
+  // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus what
+  // the same forward keeps alive without grad = the tensors saved for backward. Training needs them
+  // because backward computes each layer's gradient from that layer's forward inputs. (A separate
+  // autocast region: a weight copy cached under no_grad would carry no autograd history.)
   torch::Tensor total;
   {
-    auto out = workload_.forward(*module_, first.input);
-    auto loss = workload_.loss(out, first) / static_cast<double>(micro_.size());
+    auto autocast = autocast_region();
+    auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+    if (k > 1) loss = loss / static_cast<double>(k);
     synchronize(device_);
     m.activations = probe.allocated_bytes() - start - held_without_grad;
-    loss.backward();
+    autocast.reset();
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
     total = loss.detach();
     ++micro_batches_;
   }
-  for (size_t i = 1; i < micro_.size(); ++i) {
-    auto loss =
-        workload_.loss(workload_.forward(*module_, micro_[i].input), micro_[i]) / static_cast<double>(micro_.size());
-    loss.backward();
+  for (int64_t i = 1; i < k; ++i) {
+    const Batch mb = slice_batch(batch, i * micro, micro);
+    auto loss = forward_loss(mb) / static_cast<double>(k);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
     total = total + loss.detach();
     ++micro_batches_;
   }
@@ -106,58 +199,107 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   const int64_t after_backward = probe.allocated_bytes();
   // Gradients: one per trainable weight, written by backward and read by the optimizer.
   m.gradients = after_backward - start;
-  optimizer_->step();
-  synchronize(device_);
   // Optimizer state: created by the first step (momentum buffer; Adam's two moments) and kept for the
-  // whole run; inference has no optimizer at all.
-  m.optimizer_state = probe.allocated_bytes() - after_backward;
-  compat::zero_grad_set_to_none(*optimizer_);
-  ++optimizer_steps_;
+  // whole run; inference has no optimizer at all. (Measured across optimizer_step(), which also frees
+  // the gradients: add them back.)
+  optimizer_step();
+  synchronize(device_);
+  m.optimizer_state = probe.allocated_bytes() - after_backward + m.gradients;
   // The peak is that of a steady-state step too: from the second step on, the optimizer state is live
   // during forward and backward, which the first step (that creates it) does not show.
   step();
   synchronize(device_);
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.activations);
+  m.other = m.peak -
+            (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations);
   return m;
 }
 
 TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
                             std::shared_ptr<torch::nn::Module>* trained) {
-  validate(settings);
+  validate(settings, device);
   auto probe = make_memory_probe(device);
   TrainingResult r;
+  std::vector<torch::Tensor> losses;  // one per step, read after the loop
   try {
     Trainer trainer(workload, settings, device, probe.get());
     r.memory = trainer.ledger_step(*probe);
     r.first_loss = trainer.ledger_loss();
-    for (int64_t i = 0; i < settings.warmup_steps; ++i) trainer.step();
+    losses.push_back(torch::full({}, r.first_loss));
+    losses.push_back(torch::Tensor());  // the second ledger step's loss is not kept
+    for (int64_t i = 0; i < settings.warmup_steps; ++i) losses.push_back(trainer.step());
     auto timer = make_step_timer(device);
-    torch::Tensor loss;
-    for (int64_t i = 0; i < settings.steps; ++i) {
-      timer->start();
-      loss = trainer.step();
-      timer->stop();
+    if (settings.cuda_graph) {
+      auto graph = detail::make_graphed_step(trainer, settings, device);
+      r.cuda_graph = true;
+      r.cuda_graph_scope = graph->scope();
+      for (int64_t i = 0; i < settings.steps; ++i) {
+        timer->start();
+        losses.push_back(graph->replay(timer.get()));
+      }
+    } else {
+      for (int64_t i = 0; i < settings.steps; ++i) {
+        timer->start();
+        losses.push_back(trainer.step(timer.get()));
+      }
     }
-    r.step_ms = timer->collect_ms();
+    const auto phases = timer->collect_phases_ms(kPhaseCount);
+    double total = 0;
+    std::vector<double> per_phase_total(kPhaseCount, 0.0);
+    std::vector<std::vector<double>> per_phase(kPhaseCount);
+    for (const auto& step : phases) {
+      double sum = 0;
+      for (int p = 0; p < kPhaseCount; ++p) {
+        sum += step[static_cast<size_t>(p)];
+        per_phase[static_cast<size_t>(p)].push_back(step[static_cast<size_t>(p)]);
+        per_phase_total[static_cast<size_t>(p)] += step[static_cast<size_t>(p)];
+      }
+      r.step_ms.push_back(sum);
+      total += sum;
+    }
+    for (int p = 0; p < kPhaseCount; ++p)
+      r.phases.push_back({phase_name(p), summarize(per_phase[static_cast<size_t>(p)]).p50,
+                          total > 0 ? per_phase_total[static_cast<size_t>(p)] / total : 0.0});
     r.timer = timer->description();
-    r.final_loss = loss.item<double>();
     r.optimizer_steps = trainer.optimizer_steps();
     r.micro_batches = trainer.micro_batches();
+    r.checkpointed_blocks = trainer.checkpointed_blocks();
+    r.data_pool_bytes = trainer.data_pool_bytes();
+    if (auto* scaler = trainer.scaler()) {
+      r.loss_scaling = true;
+      r.initial_scale = scaler->options().initial_scale;
+      r.final_scale = scaler->current_scale();
+      r.skipped_steps = scaler->skipped_steps();
+    }
+    if (settings.clip_grad_norm > 0) {
+      r.clip_max_norm = settings.clip_grad_norm;
+      r.grad_norm = summarize(trainer.grad_norms());
+      for (double n : trainer.grad_norms()) r.clipped_steps += n > settings.clip_grad_norm;
+    }
     if (trained) *trained = trainer.module_ptr();
-  } catch (const c10::OutOfMemoryError& e) {
-    throw OutOfMemory(
-        cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
+  } catch (const c10::OutOfMemoryError&) {
+    throw OutOfMemory(cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
+                          device.str()));
   }
+  // The loss curve: step 1, every loss_every steps, and the last step.
+  const int64_t n = static_cast<int64_t>(losses.size());
+  const int64_t every = settings.loss_every > 0 ? settings.loss_every : std::max<int64_t>(1, n / 10);
+  for (int64_t i = 0; i < n; ++i)
+    if (losses[static_cast<size_t>(i)].defined() && (i == 0 || (i + 1) % every == 0 || i == n - 1))
+      r.loss_curve.emplace_back(i + 1, losses[static_cast<size_t>(i)].item<double>());
+  r.final_loss = r.loss_curve.back().second;
+
   r.memory_counter = probe->counter_description();
+  r.precision = to_string(settings.precision);
+  r.checkpoint = checkpoint_to_string(settings.checkpoint_every);
   r.ledger_steps = Trainer::kLedgerSteps;
   r.warmup_steps = settings.warmup_steps;
   r.timed_steps = settings.steps;
   r.step = summarize(r.step_ms);
 
   const ModelFacts facts = workload.facts();
-  const int64_t weight_bytes = facts.parameter_count * 4;
+  const int64_t weight_bytes = facts.parameter_count * (settings.precision == TrainPrecision::bf16 ? 2 : 4);
   r.predicted.parameters = weight_bytes + facts.buffer_bytes;
   r.predicted.gradients = weight_bytes;
   r.predicted.optimizer_state = weight_bytes * optimizer_state_multiplier(settings.optimizer);

@@ -14,13 +14,20 @@ inline torch::Generator data_generator(uint64_t seed) {
   return gen;
 }
 
-// Classification batch: `input` [B, ...] standard normal, `target` [B] classes in [0, classes).
-inline Batch classification_batch(torch::IntArrayRef input_shape, int64_t classes, const c10::Device& device,
-                                  uint64_t seed) {
+// Classification batch with a learnable rule: `input` [B, ...] standard normal, `target` [B] =
+// argmax over classes of features(input) @ W, with W [F, classes] drawn from a fixed seed (the
+// "teacher"). `features` maps the input batch to [B, F].
+template <typename Features>
+Batch teacher_batch(torch::IntArrayRef input_shape, int64_t classes, const c10::Device& device, uint64_t seed,
+                    Features features) {
   auto gen = data_generator(seed);
   Batch b;
-  b.input = torch::randn(input_shape, gen, torch::kFloat32).to(device);
-  b.target = torch::randint(0, classes, {input_shape[0]}, gen, torch::kInt64).to(device);
+  auto input = torch::randn(input_shape, gen, torch::kFloat32);
+  const auto f = features(input);                                                   // [B, F]
+  auto teacher_gen = data_generator(0x7e57ULL);                                     // same teacher for every batch
+  const auto w = torch::randn({f.size(1), classes}, teacher_gen, torch::kFloat32);  // [F, classes]
+  b.target = f.matmul(w).argmax(1).to(device);                                      // [B]
+  b.input = input.to(device);
   b.samples = input_shape[0];
   return b;
 }

@@ -42,11 +42,13 @@ struct TrainingMemory {
   int64_t gradients = 0;        // one gradient per trainable weight: backward writes them, the optimizer reads them
   int64_t optimizer_state = 0;  // momentum / Adam moments: kept across steps, inference never has them
   int64_t activations = 0;      // tensors saved by the forward for the backward (forward with grad minus without)
-  int64_t other = 0;            // peak minus the four above: transients, the batch, logits; can be negative
-                                // when gradients and saved activations are never all live at once
+  int64_t weight_copies = 0;    // amp: low-precision copies of the weights in autocast's cast cache
+  int64_t loss_scaler = 0;      // amp-fp16: the loss scaler's scale, growth tracker and found_inf
+  int64_t other = 0;            // peak minus the categories above: transients, the batch, logits; can be
+                                // negative when gradients and saved activations are never all live at once
   int64_t peak = 0;             // peak allocated bytes over the first two optimizer steps
   int64_t peak_reserved = -1;   // CUDA only: peak reserved bytes (-1: not applicable)
-  int64_t batch = 0;            // bytes of the step's input batch (included in `other`)
+  int64_t batch = 0;            // bytes of one step's input batch
 };
 
 // Inference ledger, bytes above the baseline taken before the inference copy was built.
@@ -60,10 +62,11 @@ struct InferenceMemory {
 };
 
 // Analytic prediction of the training categories that follow from the parameter count alone.
+// b = bytes per weight: 4 (fp32 and amp, whose master weights are fp32) or 2 (pure bf16).
 struct PredictedTrainingMemory {
-  int64_t parameters = 0;       // parameter_count * 4 + buffer bytes (fp32 weights)
-  int64_t gradients = 0;        // parameter_count * 4
-  int64_t optimizer_state = 0;  // parameter_count * 4 * optimizer_state_multiplier
+  int64_t parameters = 0;       // parameter_count * b + buffer bytes
+  int64_t gradients = 0;        // parameter_count * b
+  int64_t optimizer_state = 0;  // parameter_count * b * optimizer_state_multiplier
 };
 
 }  // namespace tvie

@@ -6,16 +6,29 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
+#include <tvie/precision.hpp>
+
 namespace tvie {
 
 enum class OptimizerKind { sgd, sgd_momentum, adam, adamw };
 enum class InferenceDtype { fp32, fp16, bf16 };
+// Training precision: fp32; amp-bf16 / amp-fp16: fp32 master weights, autocast around forward and loss
+// (amp-fp16 with dynamic loss scaling, CUDA only); bf16: pure bf16 weights, gradients and optimizer state.
+enum class TrainPrecision { fp32, amp_bf16, amp_fp16, bf16 };
 
 std::string to_string(OptimizerKind kind);
 std::string to_string(InferenceDtype dtype);
+std::string to_string(TrainPrecision precision);
 // Parse the command-line spelling ("adamw", "sgd-momentum", "bf16" ...); throws InvalidArgument(field, ...).
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field = "train.optimizer");
 InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field = "infer.dtype");
+TrainPrecision parse_train_precision(const std::string& text, const std::string& field = "train.precision");
+// "none" -> 0, "blocks" -> 1, "every-K" -> K (checkpoint every K-th block).
+int64_t parse_checkpoint(const std::string& text, const std::string& field = "train.checkpoint_every");
+std::string checkpoint_to_string(int64_t every);
+std::vector<std::string> train_precision_names();
 std::vector<std::string> optimizer_names();
 std::vector<std::string> inference_dtype_names();
 // Bytes of optimizer state per parameter byte: sgd 0, sgd_momentum 1 (momentum buffer), adam/adamw 2
@@ -32,6 +45,13 @@ struct TrainSettings {
   double momentum = 0.9;        // sgd_momentum only
   double weight_decay = 0.01;   // adamw only (decoupled)
   uint64_t seed = 0;            // initial weights and synthetic data
+  TrainPrecision precision = TrainPrecision::fp32;
+  double clip_grad_norm = 0;    // clip the gradients' global L2 norm to this (after unscaling); 0: off
+  int64_t checkpoint_every = 0; // activation checkpointing of every k-th transformer block; 0: off, 1: all
+  int64_t data_batches = 64;    // distinct synthetic batches held on the host and cycled through
+  int64_t loss_every = 0;       // a loss-curve point every N steps; 0: about ten points over the run
+  bool cuda_graph = false;      // capture the whole training step in a CUDA graph and replay it (CUDA)
+  LossScalerOptions scaler;     // amp-fp16's dynamic loss scaling
 };
 
 struct InferSettings {
@@ -51,6 +71,8 @@ struct CompareSettings {
 };
 
 void validate(const TrainSettings& settings);
+// Also checks what the device must have (amp-fp16 and CUDA graphs need CUDA).
+void validate(const TrainSettings& settings, const c10::Device& device);
 void validate(const InferSettings& settings);
 // Also checks model, preset and device (and that the inference dtype runs on that device).
 void validate(const CompareSettings& settings);

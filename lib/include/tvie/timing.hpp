@@ -1,4 +1,8 @@
 // Step timing: CUDA events on a CUDA device (time on the GPU's stream), std::chrono::steady_clock on CPU.
+//
+// A step starts with start(); each mark(phase) closes the interval since the previous start/mark and
+// adds it to `phase` (so forward/backward of several micro-batches add up); stop() is mark(0) for
+// single-phase use. Nothing is read until collect, so timing adds no synchronisation to the loop.
 #pragma once
 
 #include <memory>
@@ -12,11 +16,14 @@ namespace tvie {
 class StepTimer {
  public:
   virtual ~StepTimer() = default;
-  virtual void start() = 0;  // marks the beginning of a step
-  virtual void stop() = 0;   // marks its end
-  // Milliseconds of every start/stop pair since the last call (waits for the device once).
-  virtual std::vector<double> collect_ms() = 0;
-  virtual std::string description() const = 0;  // "cuda events" or "steady_clock"
+  virtual void start() = 0;
+  virtual void mark(int phase) = 0;
+  void stop() { mark(0); }
+  // Per step, milliseconds per phase 0 .. phase_count - 1; clears what was recorded (waits for the device once).
+  virtual std::vector<std::vector<double>> collect_phases_ms(int phase_count) = 0;
+  // Per step, the sum over phases.
+  std::vector<double> collect_ms();
+  virtual std::string description() const = 0;  // "cuda events ..." or "steady_clock ..."
 };
 
 std::unique_ptr<StepTimer> make_step_timer(const c10::Device& device);

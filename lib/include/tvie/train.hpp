@@ -1,37 +1,52 @@
-// Scenario: training steps. Forward, loss, backward, optimizer step, zero_grad(set_to_none), with
-// gradient accumulation over k micro-batches (one optimizer step per k).
+// Scenario: training steps. Data (host-to-device copy), forward and loss (under autocast for the amp
+// precisions), backward (of the scaled loss for amp-fp16), optimizer (unscale, clip, step unless a
+// gradient was inf/NaN, zero_grad(set_to_none)), with gradient accumulation over k micro-batches (one
+// optimizer step per k) and optional activation checkpointing of transformer blocks.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
 #include <tvie/memory.hpp>
+#include <tvie/precision.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
+#include <tvie/timing.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie {
+namespace detail {
+class CudaGraphStep;
+}
+
+// The phases of a training step, as StepTimer phase indices.
+enum TrainPhase : int { kPhaseData = 0, kPhaseForward = 1, kPhaseBackward = 2, kPhaseOptimizer = 3, kPhaseCount = 4 };
+const char* phase_name(int phase);
 
 class Trainer {
  public:
-  // Seeds torch with settings.seed, builds the module (on the CPU, then moved to `device`), the
-  // optimizer and one synthetic batch of settings.batch_size samples. With a probe, the parameter bytes
-  // the module adds are recorded for the ledger.
+  // Makes settings.data_batches synthetic batches on the host (pinned on CUDA), then seeds torch with
+  // settings.seed and builds the module (on the CPU, then moved to `device`; converted to bf16 for the
+  // bf16 precision), turns on checkpointing, and makes the optimizer and, for amp-fp16, the loss scaler.
+  // With a probe, the bytes the module and the scaler add are recorded for the ledger.
   Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
           MemoryProbe* probe = nullptr);
+  ~Trainer();
 
-  // One optimizer step over `accumulate` micro-batches: forward_backward() then optimizer_step().
-  // Returns the step's loss tensor (not synchronised: read it with .item() outside timed regions).
-  torch::Tensor step();
-  // Forward and backward over every micro-batch, each loss divided by k: the gradients (left in the
-  // parameters' .grad) are those of the mean loss over the whole batch. Returns that mean loss.
-  torch::Tensor forward_backward();
-  // optimizer.step(), then zero_grad(set_to_none): the gradients are freed until the next backward.
-  void optimizer_step();
+  // One optimizer step: forward_backward() then optimizer_step(). With a timer (started by the
+  // caller), marks the phases. Returns the step's mean loss (unscaled; not synchronised).
+  torch::Tensor step(StepTimer* timer = nullptr);
+  // Data, then forward and backward over every micro-batch, each loss divided by k: the gradients (in
+  // the parameters' .grad; scaled for amp-fp16) are those of the mean loss over the whole batch.
+  torch::Tensor forward_backward(StepTimer* timer = nullptr);
+  // Unscale (amp-fp16), clip (if set), optimizer.step() unless a gradient was inf/NaN, scale update,
+  // zero_grad(set_to_none).
+  void optimizer_step(StepTimer* timer = nullptr);
 
   // The first two optimizer steps, instrumented to fill the ledger: the first measures the categories
   // (it creates the optimizer state), the peak is the maximum over both (the second is a steady-state
@@ -42,47 +57,82 @@ class Trainer {
   torch::nn::Module& module() { return *module_; }
   std::shared_ptr<torch::nn::Module> module_ptr() const { return module_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
-  const Batch& batch() const { return batch_; }
-  int64_t optimizer_steps() const { return optimizer_steps_; }
+  LossScaler* scaler() { return scaler_.get(); }  // nullptr unless amp-fp16
+  int64_t optimizer_steps() const { return optimizer_steps_; }  // steps taken (a skipped one counts)
   int64_t micro_batches() const { return micro_batches_; }
-  double ledger_loss() const { return ledger_loss_; }  // loss of the ledger step
+  int64_t checkpointed_blocks() const { return checkpointed_blocks_; }
+  int64_t data_pool_bytes() const { return data_pool_bytes_; }
+  double ledger_loss() const { return ledger_loss_; }  // loss of the first (ledger) step
+  // Global gradient norms measured by clipping (before clipping), one per step; empty without clipping.
+  const std::vector<double>& grad_norms() const { return grad_norms_; }
 
  private:
+  friend class detail::CudaGraphStep;
+  Batch next_batch();                            // the data phase
+  torch::Tensor forward_loss(const Batch& mb);   // autocast-wrapped forward and loss
+
   const Workload& workload_;
   TrainSettings settings_;
   c10::Device device_;
+  std::vector<Batch> pool_;  // on the host
   std::shared_ptr<torch::nn::Module> module_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  Batch batch_;
-  std::vector<Batch> micro_;  // views into batch_
+  std::unique_ptr<LossScaler> scaler_;
   int64_t parameter_bytes_ = 0;
+  int64_t scaler_bytes_ = 0;
   int64_t baseline_bytes_ = 0;
+  int64_t data_pool_bytes_ = 0;
   int64_t optimizer_steps_ = 0;
   int64_t micro_batches_ = 0;
+  int64_t checkpointed_blocks_ = 0;
   double ledger_loss_ = 0;
+  std::vector<double> grad_norms_;
+};
+
+struct PhaseTime {
+  std::string name;  // data, forward, backward, optimizer
+  double p50_ms = 0;
+  double share = 0;  // of the total time of the timed steps
 };
 
 struct TrainingResult {
   TrainingMemory memory;
   PredictedTrainingMemory predicted;
-  std::string memory_counter;   // which counter the figures are
-  std::vector<double> step_ms;  // every timed step
-  Summary step;                 // statistics of step_ms
-  std::string timer;            // "cuda events" / "steady_clock"
-  int64_t ledger_steps = 0;     // instrumented, untimed (Trainer::kLedgerSteps)
-  int64_t warmup_steps = 0;     // untimed
+  std::string memory_counter;       // which counter the figures are
+  std::string precision;            // fp32, amp-bf16, amp-fp16, bf16
+  std::string checkpoint;           // none, blocks, every-K
+  int64_t checkpointed_blocks = 0;
+  std::vector<double> step_ms;      // every timed step
+  Summary step;                     // statistics of step_ms
+  std::vector<PhaseTime> phases;    // data, forward, backward, optimizer over the timed steps
+  std::string timer;                // "cuda events" / "steady_clock"
+  bool cuda_graph = false;          // timed steps replayed a captured CUDA graph
+  std::string cuda_graph_scope;     // what the graph holds, e.g. "forward+backward+optimizer"
+  int64_t ledger_steps = 0;         // instrumented, untimed (Trainer::kLedgerSteps)
+  int64_t warmup_steps = 0;         // untimed
   int64_t timed_steps = 0;
-  int64_t optimizer_steps = 0;  // all of them, untimed included
+  int64_t optimizer_steps = 0;      // all of them, untimed included
   int64_t micro_batches = 0;
+  int64_t data_pool_bytes = 0;      // host memory of the synthetic batches (outside the ledger)
   double samples_per_s = 0;         // batch_size / mean step time
   double tokens_per_s = 0;          // 0 for models without tokens
   double model_flops_per_step = 0;  // 3 x forward FLOPs x batch (forward + backward at 2x forward)
   double achieved_tflops = 0;       // model_flops_per_step / mean step time
   double first_loss = 0;            // loss of the first (ledger) step
-  double final_loss = 0;            // loss of the last timed step
+  double final_loss = 0;            // loss of the last step
+  std::vector<std::pair<int64_t, double>> loss_curve;  // (step number from 1, loss), every loss_every steps
+  // Loss scaling (amp-fp16 only).
+  bool loss_scaling = false;
+  double initial_scale = 0;
+  double final_scale = 0;
+  int64_t skipped_steps = 0;
+  // Clipping (clip_grad_norm > 0 only): global gradient norm before clipping, over all steps.
+  double clip_max_norm = 0;
+  Summary grad_norm;
+  int64_t clipped_steps = 0;
 };
 
-// Runs the ledger step, the warm-up steps and the timed steps. `trained` (optional) receives the module
+// Runs the ledger steps, the warm-up steps and the timed steps. `trained` (optional) receives the module
 // with its trained weights, for the inference copy.
 TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
                             std::shared_ptr<torch::nn::Module>* trained = nullptr);

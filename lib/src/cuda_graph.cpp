@@ -1,0 +1,111 @@
+#include "cuda_graph.hpp"
+
+#include "compat.hpp"
+#include <tvie/errors.hpp>
+
+#if TVIE_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace tvie::detail {
+
+#if TVIE_WITH_CUDA
+namespace {
+// `waiter` runs nothing queued after this before what `producer` has queued so far.
+void wait_for(const at::cuda::CUDAStream& waiter, const at::cuda::CUDAStream& producer) {
+  at::cuda::CUDAEvent event;
+  event.record(producer);
+  event.block(waiter);
+}
+}  // namespace
+
+class CudaGraphStep final : public GraphedStep {
+ public:
+  CudaGraphStep(Trainer& t, const TrainSettings& s) : t_(t), settings_(s) {
+    optimizer_in_graph_ = s.optimizer == OptimizerKind::sgd || s.optimizer == OptimizerKind::sgd_momentum;
+    // Static input: the graph reads these addresses on every replay.
+    const Batch first = t_.next_batch();
+    static_batch_ = first;
+    static_batch_.input = first.input.clone();
+    static_batch_.target = first.target.clone();
+    // Gradients must keep their addresses too: allocate them once and zero them inside the graph.
+    for (auto& p : t_.module_->parameters())
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+
+    // Warm up on a side stream (as torch.cuda.graphs recommends), then capture on it.
+    auto side = at::cuda::getStreamFromPool();
+    wait_for(side, at::cuda::getCurrentCUDAStream());
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int i = 0; i < 3; ++i) {
+        body();
+        if (!optimizer_in_graph_) t_.optimizer_->step();
+      }
+      graph_.capture_begin();
+      loss_ = body();
+      graph_.capture_end();
+    }
+    wait_for(at::cuda::getCurrentCUDAStream(), side);
+  }
+
+  torch::Tensor replay(StepTimer* timer) override {
+    const Batch next = t_.next_batch();
+    static_batch_.input.copy_(next.input, /*non_blocking=*/true);
+    static_batch_.target.copy_(next.target, /*non_blocking=*/true);
+    if (timer) timer->mark(kPhaseData);
+    graph_.replay();
+    if (timer) timer->mark(kPhaseForward);
+    if (!optimizer_in_graph_) t_.optimizer_->step();  // gradients stay allocated: the graph zeroes them
+    ++t_.optimizer_steps_;
+    t_.micro_batches_ += settings_.accumulate;
+    if (timer) timer->mark(kPhaseOptimizer);
+    return loss_.clone();
+  }
+
+  std::string scope() const override {
+    return optimizer_in_graph_ ? "forward+backward+optimizer" : "forward+backward (optimizer eager)";
+  }
+
+ private:
+  // What the graph holds: zeroed gradients, forward and backward of every micro-batch, and the
+  // optimizer step for the SGD family.
+  torch::Tensor body() {
+    for (auto& p : t_.module_->parameters()) p.mutable_grad().zero_();
+    const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
+    torch::Tensor total;
+    for (int64_t i = 0; i < k; ++i) {
+      const Batch mb = k == 1 ? static_batch_ : slice_batch(static_batch_, i * micro, micro);
+      auto loss = t_.forward_loss(mb);
+      if (k > 1) loss = loss / static_cast<double>(k);
+      loss.backward();
+      total = total.defined() ? total + loss.detach() : loss.detach();
+    }
+    if (optimizer_in_graph_) t_.optimizer_->step();
+    return total;
+  }
+
+  Trainer& t_;
+  TrainSettings settings_;
+  bool optimizer_in_graph_ = false;
+  Batch static_batch_;
+  at::cuda::CUDAGraph graph_;
+  torch::Tensor loss_;
+};
+#else
+class CudaGraphStep {};
+#endif
+
+std::unique_ptr<GraphedStep> make_graphed_step(Trainer& trainer, const TrainSettings& settings,
+                                               const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (device.is_cuda()) return std::make_unique<CudaGraphStep>(trainer, settings);
+#endif
+  (void)trainer;
+  (void)settings;
+  throw DeviceUnavailable("train.cuda_graph", device.str(), "a CUDA device (CUDA graphs run on GPUs only)");
+}
+
+}  // namespace tvie::detail

@@ -1,0 +1,27 @@
+// CUDA graph capture of a whole static-shape training step. Compiled wherever LibTorch has CUDA; runs
+// only on a GPU (elsewhere make_graphed_step throws DeviceUnavailable).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <tvie/train.hpp>
+
+namespace tvie::detail {
+
+class GraphedStep {
+ public:
+  virtual ~GraphedStep() = default;
+  // Copies the next batch into the graph's static input (phase data), replays the graph (phase
+  // forward: the graph is one launch), runs what the graph does not hold (phase optimizer). Returns
+  // the step's loss (a static tensor: read it before the next replay).
+  virtual torch::Tensor replay(StepTimer* timer) = 0;
+  // "forward+backward+optimizer" (SGD family) or "forward+backward" (Adam family: LibTorch's C++ Adam
+  // computes its bias correction from a host-side step count, which a graph would freeze).
+  virtual std::string scope() const = 0;
+};
+
+std::unique_ptr<GraphedStep> make_graphed_step(Trainer& trainer, const TrainSettings& settings,
+                                               const c10::Device& device);
+
+}  // namespace tvie::detail

@@ -53,3 +53,39 @@ TEST_CASE("compare on CUDA with a bf16 inference copy", "[gpu]") {
   CHECK(r.training.timer.find("cuda events") != std::string::npos);
   CHECK(r.peak_memory_ratio > 1.0);
 }
+
+TEST_CASE("amp-fp16 training step with the loss scaler on CUDA", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings s = test::small_train();
+  s.precision = TrainPrecision::amp_fp16;
+  s.clip_grad_norm = 1.0;
+  const auto r = run_training(*w, s, cuda);
+  CHECK(r.loss_scaling);
+  CHECK(r.initial_scale == 65536);
+  CHECK(r.final_scale > 0);
+  CHECK(r.skipped_steps < r.optimizer_steps);
+  CHECK(std::isfinite(r.final_loss));
+  CHECK(r.memory.loss_scaler > 0);
+  CHECK(r.memory.weight_copies > 0);  // fp16 copies of the fp32 weights in autocast's cache
+}
+
+TEST_CASE("CUDA graph replay gives the loss of the eager step for the same inputs", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto w = make_zoo_workload("gpt", "tiny");
+  for (auto optimizer : {OptimizerKind::sgd_momentum, OptimizerKind::adamw}) {
+    INFO(to_string(optimizer));
+    TrainSettings s = test::small_train(optimizer);
+    s.steps = 6;
+    s.data_batches = 4;
+    const auto eager = run_training(*w, s, cuda);
+    s.cuda_graph = true;
+    const auto graphed = run_training(*w, s, cuda);
+    CHECK(graphed.cuda_graph);
+    REQUIRE(eager.loss_curve.size() == graphed.loss_curve.size());
+    for (size_t i = 0; i < eager.loss_curve.size(); ++i)
+      CHECK(graphed.loss_curve[i].second == Approx(eager.loss_curve[i].second).epsilon(1e-4));
+  }
+}

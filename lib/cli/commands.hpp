@@ -14,12 +14,11 @@ using Runner = std::function<int()>;
 
 // `tvie compare`: training and inference of one model side by side.
 Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie train`: training only, every training option.
+Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.
 Runner add_list_command(CLI::App& app);
-
-// The command-line option that sets a library settings field ("train.batch_size" -> "--batch").
-std::string option_for_field(const std::string& field);
 
 }  // namespace tvie::cli

@@ -5,6 +5,7 @@
 #include <tvie/tvie.hpp>
 
 #include "commands.hpp"
+#include "options.hpp"
 
 namespace {
 
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, tvie::cli::Runner>> commands;
   commands.emplace_back(nullptr, tvie::cli::add_compare_command(app, args));
   commands.back().first = app.get_subcommand("compare");
+  commands.emplace_back(nullptr, tvie::cli::add_train_command(app, args));
+  commands.back().first = app.get_subcommand("train");
   commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
   commands.back().first = app.get_subcommand("list");
   commands.emplace_back(nullptr, tvie::cli::add_info_command(app));

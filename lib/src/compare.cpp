@@ -18,19 +18,47 @@ RunContext make_run_context(const c10::Device& device, std::vector<std::string> 
   return c;
 }
 
-CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
-  validate(settings.train);
-  validate(settings.infer);
+namespace {
+
+void log_training(const Workload& workload, const CompareSettings& settings, const std::string& device) {
+  const auto& t = settings.train;
+  log::info(cat("training ", workload.name(), " on ", device, ": batch ", t.batch_size, ", ", to_string(t.precision),
+                ", checkpoint ", checkpoint_to_string(t.checkpoint_every), ", ", Trainer::kLedgerSteps, " ledger + ",
+                t.warmup_steps, " warm-up + ", t.steps, " timed steps"));
+}
+
+}  // namespace
+
+TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
   const c10::Device device = resolve_device(settings.device, "device");
+  validate(settings.train, device);
+  TrainReport report;
+  report.context = make_run_context(device, std::move(argv));
+  report.settings = settings;
+  report.workload = workload.name();
+  report.facts = workload.facts();
+  log_training(workload, settings, report.context.device);
+  report.training = run_training(workload, settings.train, device);
+  return report;
+}
+
+TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv) {
+  validate(settings);
+  auto workload = make_zoo_workload(settings.model, settings.preset);
+  return run_train(*workload, settings, std::move(argv));
+}
+
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
+  const c10::Device device = resolve_device(settings.device, "device");
+  validate(settings.train, device);
+  validate(settings.infer);
   CompareReport report;
   report.context = make_run_context(device, std::move(argv));
   report.settings = settings;
   report.workload = workload.name();
   report.facts = workload.facts();
 
-  log::info(cat("training ", workload.name(), " on ", report.context.device, ": batch ", settings.train.batch_size,
-                ", ", Trainer::kLedgerSteps, " ledger + ", settings.train.warmup_steps, " warm-up + ",
-                settings.train.steps, " timed steps"));
+  log_training(workload, settings, report.context.device);
   std::shared_ptr<torch::nn::Module> trained;
   report.training = run_training(workload, settings.train, device, &trained);
   log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype),

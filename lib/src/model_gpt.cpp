@@ -27,6 +27,10 @@ double forward_flops_per_sample(const GptConfig& c) {
   return static_cast<double>(c.n_layer) * per_block + 2.0 * s * h * static_cast<double>(c.vocab_size);  // + logits
 }
 
+int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& c, int64_t batch, int64_t bytes_per_element) {
+  return 11 * batch * c.context_length * c.d_model * bytes_per_element;
+}
+
 namespace {
 
 struct CausalSelfAttentionImpl : torch::nn::Module {

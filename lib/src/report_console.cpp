@@ -1,4 +1,4 @@
-// The side-by-side console table. Every figure says what it is: which counter, which steps.
+// The console tables. Every figure says what it is: which counter, which steps.
 #include <tvie/report.hpp>
 
 #include <cmath>
@@ -45,6 +45,92 @@ std::string flops(double f) {
   return fmt("%.0f FLOP", f);
 }
 
+std::string ms(double v) { return fmt("%.3f ms", v); }
+
+std::string precision_text(const std::string& p) {
+  if (p == "amp-bf16") return "amp-bf16 (fp32 weights; autocast bf16 around forward and loss)";
+  if (p == "amp-fp16") return "amp-fp16 (fp32 weights; autocast fp16 around forward and loss; dynamic loss scaling)";
+  if (p == "bf16") return "bf16 (weights, gradients and optimizer state in bf16; no fp32 copy)";
+  return "fp32";
+}
+
+void header(std::ostream& out, const std::string& command, const std::string& workload, const RunContext& c,
+            const ModelFacts& f) {
+  out << "tvie " << command << ": " << workload << " on " << c.device << "  (tvie " << c.tvie_version << ", LibTorch "
+      << c.torch_version << ")\n";
+  out << "model: " << with_commas(f.parameter_count) << " parameters (" << format_bytes(f.parameter_count * 4)
+      << " in fp32), " << flops(f.forward_flops_per_sample) << " forward per sample (analytic)";
+  if (f.tokens_per_sample > 0) out << ", " << f.tokens_per_sample << " tokens per sample";
+  out << '\n';
+}
+
+void training_line(std::ostream& out, const TrainSettings& ts, const TrainingResult& t) {
+  out << "training: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch"
+      << (ts.accumulate > 1 ? "es" : "") << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer)
+      << ", " << precision_text(t.precision) << "\n          checkpoint " << t.checkpoint;
+  if (t.checkpointed_blocks > 0) out << " (" << t.checkpointed_blocks << " blocks recomputed in backward)";
+  out << ", clip " << (ts.clip_grad_norm > 0 ? fmt("%g", ts.clip_grad_norm) : "off");
+  if (t.cuda_graph) out << ", CUDA graph (" << t.cuda_graph_scope << ")";
+  out << '\n';
+}
+
+// The rows of the training ledger; `extra` adds inference cells to some rows (compare).
+struct LedgerRow {
+  std::string name;
+  int64_t training;
+  std::string predicted;
+};
+
+std::vector<LedgerRow> ledger_rows(const TrainingResult& t) {
+  auto m = [](int64_t v) { return format_bytes(v); };
+  std::vector<LedgerRow> rows = {{"parameters", t.memory.parameters, m(t.predicted.parameters)},
+                                 {"gradients", t.memory.gradients, m(t.predicted.gradients)},
+                                 {"optimizer_state", t.memory.optimizer_state, m(t.predicted.optimizer_state)}};
+  if (t.precision == "amp-bf16" || t.precision == "amp-fp16")
+    rows.push_back({"weight_copies", t.memory.weight_copies, "-"});
+  if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, "-"});
+  rows.push_back({"activations", t.memory.activations, "-"});
+  rows.push_back({"other", t.memory.other, "-"});
+  rows.push_back({"peak", t.memory.peak, "-"});
+  return rows;
+}
+
+void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inference) {
+  out << "  counter: " << t.memory_counter << ".\n"
+      << "  Bytes above the baseline taken before each mode built its model. Training activations: tensors saved\n"
+      << "  for backward (forward with grad minus without)";
+  if (with_inference) out << "; inference activations: working set of one forward\n  (output included)";
+  out << "; other: peak minus the categories above (transients, logits, the step's batch of "
+      << format_bytes(t.memory.batch) << ").\n";
+  if (t.precision == "amp-bf16" || t.precision == "amp-fp16")
+    out << "  weight_copies: low-precision copies of the weights in autocast's cast cache; parameters stay fp32.\n";
+  if (t.checkpointed_blocks > 0)
+    out << "  Activations with checkpointing: only each checkpointed block's input is kept; the block runs again in\n"
+        << "  backward.\n";
+  if (t.memory.other < 0)
+    out << "  Training 'other' is negative: gradients and saved activations are never all live at once (backward\n"
+        << "  frees activations while it writes gradients), so the categories add up to more than the peak.\n";
+}
+
+void training_details(std::ostream& out, const TrainingResult& t) {
+  out << "phases of the timed training steps (p50, share of the step time):";
+  for (const auto& p : t.phases) {
+    const std::string name = t.cuda_graph && p.name == "forward" ? "graph replay" : p.name;
+    out << "  " << name << " " << ms(p.p50_ms) << " (" << fmt("%.1f%%", 100.0 * p.share) << ")";
+  }
+  out << "\nloss:";
+  for (const auto& [step, loss] : t.loss_curve) out << "  " << step << ": " << fmt("%.4f", loss);
+  out << "  (step: loss; step 1 is the first ledger step)\n";
+  if (t.loss_scaling)
+    out << "loss scaling: scale " << fmt("%g", t.initial_scale) << " -> " << fmt("%g", t.final_scale) << ", "
+        << t.skipped_steps << " of " << t.optimizer_steps << " steps skipped (inf/NaN gradients)\n";
+  if (t.clip_max_norm > 0)
+    out << "clipping: max global norm " << fmt("%g", t.clip_max_norm) << "; norm before clipping p50 "
+        << fmt("%.4g", t.grad_norm.p50) << " (min " << fmt("%.4g", t.grad_norm.min) << ", max "
+        << fmt("%.4g", t.grad_norm.max) << "); clipped in " << t.clipped_steps << " of " << t.grad_norm.count
+        << " steps\n";
+}
+
 }  // namespace
 
 std::string format_bytes(int64_t bytes) {
@@ -55,80 +141,80 @@ std::string format_bytes(int64_t bytes) {
   return cat(bytes, " B");
 }
 
+void ConsoleReporter::report(const TrainReport& r) {
+  const auto& t = r.training;
+  auto& out = out_;
+  header(out, "train", r.workload, r.context, r.facts);
+  training_line(out, r.settings.train, t);
+  out << '\n';
+  const std::vector<size_t> w = {18, 14, 14};
+  row(out, {"memory", "training", "predicted"}, w);
+  for (const auto& lr : ledger_rows(t)) row(out, {"  " + lr.name, format_bytes(lr.training), lr.predicted}, w);
+  if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-"}, w);
+  ledger_notes(out, t, false);
+  out << '\n';
+  const std::vector<size_t> w2 = {18, 24};
+  row(out, {"time", "training step"}, w2);
+  row(out, {"  timed", cat(t.timed_steps)}, w2);
+  row(out, {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up")}, w2);
+  row(out, {"  mean", ms(t.step.mean)}, w2);
+  row(out, {"  p50", ms(t.step.p50)}, w2);
+  row(out, {"  p90", ms(t.step.p90)}, w2);
+  row(out, {"  p99", ms(t.step.p99)}, w2);
+  row(out, {"  samples/s", fmt("%.1f", t.samples_per_s)}, w2);
+  if (r.facts.tokens_per_sample > 0) row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s)}, w2);
+  row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops)}, w2);
+  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n\n";
+  training_details(out, t);
+}
+
 void ConsoleReporter::report(const CompareReport& r) {
   const auto& t = r.training;
   const auto& i = r.inference;
-  const auto& ts = r.settings.train;
   const auto& is = r.settings.infer;
   auto& out = out_;
-  out << "tvie compare: " << r.workload << " on " << r.context.device << "  (tvie " << r.context.tvie_version
-      << ", LibTorch " << r.context.torch_version << ")\n";
-  out << "model: " << with_commas(r.facts.parameter_count) << " parameters ("
-      << format_bytes(r.facts.parameter_count * 4) << " in fp32), " << flops(r.facts.forward_flops_per_sample)
-      << " forward per sample (analytic)";
-  if (r.facts.tokens_per_sample > 0) out << ", " << r.facts.tokens_per_sample << " tokens per sample";
-  out << "\ntraining: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch"
-      << (ts.accumulate > 1 ? "es" : "") << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer)
-      << ", fp32"
-      << "    inference: batch " << is.batch_size << ", " << i.dtype << " copy of the trained weights\n\n";
+  header(out, "compare", r.workload, r.context, r.facts);
+  training_line(out, r.settings.train, t);
+  out << "inference: batch " << is.batch_size << ", " << i.dtype << " copy of the trained weights\n\n";
 
   const std::vector<size_t> w = {18, 14, 14, 18, 10};
-  const std::string infer_col = "inference " + i.dtype;
-  row(out, {"memory", "training", "predicted", infer_col, "train/infer"}, w);
-  auto mem = [](int64_t v) { return format_bytes(v); };
-  row(out,
-      {"  parameters", mem(t.memory.parameters), mem(t.predicted.parameters), mem(i.memory.parameters),
-       ratio(static_cast<double>(t.memory.parameters), static_cast<double>(i.memory.parameters))},
-      w);
-  row(out, {"  gradients", mem(t.memory.gradients), mem(t.predicted.gradients), "-", ""}, w);
-  row(out, {"  optimizer_state", mem(t.memory.optimizer_state), mem(t.predicted.optimizer_state), "-", ""}, w);
-  row(out,
-      {"  activations", mem(t.memory.activations), "-", mem(i.memory.activations),
-       ratio(static_cast<double>(t.memory.activations), static_cast<double>(i.memory.activations))},
-      w);
-  row(out, {"  other", mem(t.memory.other), "-", mem(i.memory.other), ""}, w);
-  row(out,
-      {"  peak", mem(t.memory.peak), "-", mem(i.memory.peak),
-       ratio(static_cast<double>(t.memory.peak), static_cast<double>(i.memory.peak))},
-      w);
+  row(out, {"memory", "training", "predicted", "inference " + i.dtype, "train/infer"}, w);
+  for (const auto& lr : ledger_rows(t)) {
+    int64_t infer = -1;
+    if (lr.name == "parameters") infer = i.memory.parameters;
+    if (lr.name == "activations") infer = i.memory.activations;
+    if (lr.name == "other") infer = i.memory.other;
+    if (lr.name == "peak") infer = i.memory.peak;
+    const bool both = infer >= 0 && lr.name != "other";
+    row(out, {"  " + lr.name, format_bytes(lr.training), lr.predicted, infer >= 0 || lr.name == "other" ? format_bytes(infer) : "-",
+              both ? ratio(static_cast<double>(lr.training), static_cast<double>(infer)) : ""},
+        w);
+  }
   if (t.memory.peak_reserved >= 0)
-    row(out, {"  peak reserved", mem(t.memory.peak_reserved), "-", mem(i.memory.peak_reserved), ""}, w);
-  out << "  counter: " << t.memory_counter << ".\n"
-      << "  Bytes above the baseline taken before each mode built its model. Training activations: tensors saved\n"
-      << "  for backward (forward with grad minus without); inference activations: working set of one forward\n"
-      << "  (output included); other: peak minus the categories above (transients, the input batch of "
-      << format_bytes(t.memory.batch) << ").\n";
-  if (t.memory.other < 0)
-    out << "  Training 'other' is negative: gradients and saved activations are never all live at once (backward\n"
-        << "  frees activations while it writes gradients), so the categories add up to more than the peak.\n";
+    row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""}, w);
+  ledger_notes(out, t, true);
 
   out << '\n';
   const std::vector<size_t> w2 = {18, 24, 24, 12};
   row(out, {"time", "training step", "inference batch", "infer/train"}, w2);
   row(out, {"  timed", cat(t.timed_steps), cat(i.timed_batches), ""}, w2);
-  row(out,
-      {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
-       cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
+  row(out, {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
+            cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
       w2);
-  auto ms = [](double v) { return fmt("%.3f ms", v); };
   row(out, {"  mean", ms(t.step.mean), ms(i.latency.mean), ""}, w2);
   row(out, {"  stddev", ms(t.step.stddev), ms(i.latency.stddev), ""}, w2);
   row(out, {"  p50", ms(t.step.p50), ms(i.latency.p50), ""}, w2);
   row(out, {"  p90", ms(t.step.p90), ms(i.latency.p90), ""}, w2);
   row(out, {"  p99", ms(t.step.p99), ms(i.latency.p99), ""}, w2);
-  row(out,
-      {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s),
-       ratio(i.samples_per_s, t.samples_per_s)},
+  row(out, {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s), ratio(i.samples_per_s, t.samples_per_s)},
       w2);
   if (r.facts.tokens_per_sample > 0)
-    row(out,
-        {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
+    row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
         w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
-  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n"
-      << "  loss: " << fmt("%.4f", t.first_loss) << " (ledger step) -> " << fmt("%.4f", t.final_loss)
-      << " (last timed step)\n\n";
-  out << "gap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
+  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n\n";
+  training_details(out, t);
+  out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
       << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
 }
 

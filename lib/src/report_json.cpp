@@ -25,78 +25,125 @@ json summary_json(const Summary& s) {
           {"p50", s.p50},     {"p90", s.p90},   {"p95", s.p95},       {"p99", s.p99}};
 }
 
+json context_json(const RunContext& c) {
+  return {{"tvie_version", c.tvie_version},
+          {"torch_version", c.torch_version},
+          {"cuda_available", c.cuda_available},
+          {"device", c.device},
+          {"argv", c.argv}};
+}
+
+json model_json(const std::string& name, const ModelFacts& f) {
+  return {{"name", name},
+          {"parameters", f.parameter_count},
+          {"buffer_bytes", f.buffer_bytes},
+          {"forward_flops_per_sample", f.forward_flops_per_sample},
+          {"tokens_per_sample", f.tokens_per_sample}};
+}
+
+json training_json(const TrainSettings& s, const TrainingResult& t) {
+  json phases = json::object();
+  for (const auto& p : t.phases) phases[p.name] = {{"p50_ms", p.p50_ms}, {"share", p.share}};
+  json curve = json::array();
+  for (const auto& [step, loss] : t.loss_curve) curve.push_back({{"step", step}, {"loss", loss}});
+  json j = {
+      {"settings",
+       {{"batch_size", s.batch_size},
+        {"accumulate", s.accumulate},
+        {"optimizer", to_string(s.optimizer)},
+        {"learning_rate", s.learning_rate},
+        {"precision", t.precision},
+        {"checkpoint", t.checkpoint},
+        {"clip_grad_norm", s.clip_grad_norm},
+        {"cuda_graph", s.cuda_graph},
+        {"data_batches", s.data_batches},
+        {"seed", s.seed}}},
+      {"memory_counter", t.memory_counter},
+      {"memory",
+       {{"parameters", t.memory.parameters},
+        {"gradients", t.memory.gradients},
+        {"optimizer_state", t.memory.optimizer_state},
+        {"weight_copies", t.memory.weight_copies},
+        {"loss_scaler", t.memory.loss_scaler},
+        {"activations", t.memory.activations},
+        {"other", t.memory.other},
+        {"peak", t.memory.peak},
+        {"peak_reserved", t.memory.peak_reserved},
+        {"batch", t.memory.batch}}},
+      {"memory_predicted",
+       {{"parameters", t.predicted.parameters},
+        {"gradients", t.predicted.gradients},
+        {"optimizer_state", t.predicted.optimizer_state}}},
+      {"data_pool_bytes", t.data_pool_bytes},
+      {"checkpointed_blocks", t.checkpointed_blocks},
+      {"timer", t.timer},
+      {"cuda_graph", {{"enabled", t.cuda_graph}, {"scope", t.cuda_graph_scope}}},
+      {"ledger_steps", t.ledger_steps},
+      {"warmup_steps", t.warmup_steps},
+      {"timed_steps", t.timed_steps},
+      {"optimizer_steps", t.optimizer_steps},
+      {"micro_batches", t.micro_batches},
+      {"step_ms", summary_json(t.step)},
+      {"step_ms_all", t.step_ms},
+      {"phases", phases},
+      {"throughput",
+       {{"samples_per_s", t.samples_per_s},
+        {"tokens_per_s", t.tokens_per_s},
+        {"model_flops_per_step", t.model_flops_per_step},
+        {"achieved_tflops", t.achieved_tflops}}},
+      {"loss", {{"first", t.first_loss}, {"final", t.final_loss}, {"curve", curve}}}};
+  if (t.loss_scaling)
+    j["loss_scaling"] = {{"initial_scale", t.initial_scale},
+                         {"final_scale", t.final_scale},
+                         {"skipped_steps", t.skipped_steps}};
+  if (t.clip_max_norm > 0)
+    j["clipping"] = {{"max_norm", t.clip_max_norm},
+                     {"grad_norm_before_clip", summary_json(t.grad_norm)},
+                     {"clipped_steps", t.clipped_steps}};
+  return j;
+}
+
 }  // namespace
 
+std::string to_json_string(const TrainReport& r, int indent) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(r.context);
+  j["model"] = model_json(r.workload, r.facts);
+  j["training"] = training_json(r.settings.train, r.training);
+  return j.dump(indent);
+}
+
 std::string to_json_string(const CompareReport& r, int indent) {
-  const auto& t = r.training;
   const auto& i = r.inference;
   json j;
   j["schema_version"] = kReportSchemaVersion;
-  j["context"] = {{"tvie_version", r.context.tvie_version},
-                  {"torch_version", r.context.torch_version},
-                  {"cuda_available", r.context.cuda_available},
-                  {"device", r.context.device},
-                  {"argv", r.context.argv}};
-  j["model"] = {{"name", r.workload},
-                {"parameters", r.facts.parameter_count},
-                {"buffer_bytes", r.facts.buffer_bytes},
-                {"forward_flops_per_sample", r.facts.forward_flops_per_sample},
-                {"tokens_per_sample", r.facts.tokens_per_sample}};
-  j["training"] = {{"settings",
-                    {{"batch_size", r.settings.train.batch_size},
-                     {"accumulate", r.settings.train.accumulate},
-                     {"optimizer", to_string(r.settings.train.optimizer)},
-                     {"learning_rate", r.settings.train.learning_rate},
-                     {"seed", r.settings.train.seed}}},
-                   {"memory_counter", t.memory_counter},
-                   {"memory",
-                    {{"parameters", t.memory.parameters},
-                     {"gradients", t.memory.gradients},
-                     {"optimizer_state", t.memory.optimizer_state},
-                     {"activations", t.memory.activations},
-                     {"other", t.memory.other},
-                     {"peak", t.memory.peak},
-                     {"peak_reserved", t.memory.peak_reserved},
-                     {"batch", t.memory.batch}}},
-                   {"memory_predicted",
-                    {{"parameters", t.predicted.parameters},
-                     {"gradients", t.predicted.gradients},
-                     {"optimizer_state", t.predicted.optimizer_state}}},
-                   {"timer", t.timer},
-                   {"ledger_steps", t.ledger_steps},
-                   {"warmup_steps", t.warmup_steps},
-                   {"timed_steps", t.timed_steps},
-                   {"optimizer_steps", t.optimizer_steps},
-                   {"micro_batches", t.micro_batches},
-                   {"step_ms", summary_json(t.step)},
-                   {"step_ms_all", t.step_ms},
-                   {"throughput",
-                    {{"samples_per_s", t.samples_per_s},
-                     {"tokens_per_s", t.tokens_per_s},
-                     {"model_flops_per_step", t.model_flops_per_step},
-                     {"achieved_tflops", t.achieved_tflops}}},
-                   {"loss", {{"first", t.first_loss}, {"final", t.final_loss}}}};
-  j["inference"] = {
-      {"settings", {{"batch_size", r.settings.infer.batch_size}, {"dtype", i.dtype}, {"seed", r.settings.infer.seed}}},
-      {"memory_counter", i.memory_counter},
-      {"memory",
-       {{"parameters", i.memory.parameters},
-        {"activations", i.memory.activations},
-        {"other", i.memory.other},
-        {"peak", i.memory.peak},
-        {"peak_reserved", i.memory.peak_reserved},
-        {"batch", i.memory.batch}}},
-      {"timer", i.timer},
-      {"ledger_batches", i.ledger_batches},
-      {"warmup_batches", i.warmup_batches},
-      {"timed_batches", i.timed_batches},
-      {"latency_ms", summary_json(i.latency)},
-      {"latency_ms_all", i.latency_ms},
-      {"throughput",
-       {{"samples_per_s", i.samples_per_s},
-        {"tokens_per_s", i.tokens_per_s},
-        {"model_flops_per_batch", i.model_flops_per_batch},
-        {"achieved_tflops", i.achieved_tflops}}}};
+  j["context"] = context_json(r.context);
+  j["model"] = model_json(r.workload, r.facts);
+  j["training"] = training_json(r.settings.train, r.training);
+  j["inference"] = {{"settings",
+                     {{"batch_size", r.settings.infer.batch_size},
+                      {"dtype", i.dtype},
+                      {"seed", r.settings.infer.seed}}},
+                    {"memory_counter", i.memory_counter},
+                    {"memory",
+                     {{"parameters", i.memory.parameters},
+                      {"activations", i.memory.activations},
+                      {"other", i.memory.other},
+                      {"peak", i.memory.peak},
+                      {"peak_reserved", i.memory.peak_reserved},
+                      {"batch", i.memory.batch}}},
+                    {"timer", i.timer},
+                    {"ledger_batches", i.ledger_batches},
+                    {"warmup_batches", i.warmup_batches},
+                    {"timed_batches", i.timed_batches},
+                    {"latency_ms", summary_json(i.latency)},
+                    {"latency_ms_all", i.latency_ms},
+                    {"throughput",
+                     {{"samples_per_s", i.samples_per_s},
+                      {"tokens_per_s", i.tokens_per_s},
+                      {"model_flops_per_batch", i.model_flops_per_batch},
+                      {"achieved_tflops", i.achieved_tflops}}}};
   j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
               {"parameter_memory_ratio", r.parameter_memory_ratio},
               {"throughput_ratio", r.throughput_ratio}};
@@ -139,5 +186,6 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 }
 
 void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const TrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 }  // namespace tvie

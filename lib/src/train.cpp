@@ -151,32 +151,31 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   const int64_t start = probe.allocated_bytes();  // parameters, scaler, batch (+ baseline)
   probe.reset_peak();
 
-  auto autocast_region = [&] {  // amp only; the guard's end clears the cast cache
-    return is_amp(settings_.precision)
-               ? std::make_unique<AutocastGuard>(device_.type(), autocast_dtype(settings_.precision))
-               : nullptr;
-  };
-  // Weight copies: what autocast's cast cache holds after a forward, outputs gone (low-precision copies
-  // of the weights, kept until the autocast region ends; with grad they are also saved for backward).
-  int64_t held_without_grad = 0;
+  torch::Tensor total;
   {
-    auto autocast = autocast_region();
+    // amp only: one autocast region around the three forwards; its end clears the cast cache.
+    std::unique_ptr<AutocastGuard> autocast;
+    if (is_amp(settings_.precision))
+      autocast = std::make_unique<AutocastGuard>(device_.type(), autocast_dtype(settings_.precision));
+    // Weight copies: what autocast's cast cache holds after a forward with grad once its outputs and
+    // graph are gone: the low-precision copies of the weights, kept until the autocast region ends
+    // (and saved for backward, as the matmuls' inputs).
+    {
+      auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+    }
+    synchronize(device_);
+    m.weight_copies = probe.allocated_bytes() - start;
+    // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus
+    // what the same forward keeps alive without grad = the tensors saved for backward. Training needs
+    // them because backward computes each layer's gradient from that layer's forward inputs. (Both
+    // include the cached weight copies, which cancel.)
+    int64_t held_without_grad = 0;
     {
       torch::NoGradGuard no_grad;
       auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
       synchronize(device_);
       held_without_grad = probe.allocated_bytes() - start;
     }
-    synchronize(device_);
-    m.weight_copies = probe.allocated_bytes() - start;
-  }
-  // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus what
-  // the same forward keeps alive without grad = the tensors saved for backward. Training needs them
-  // because backward computes each layer's gradient from that layer's forward inputs. (A separate
-  // autocast region: a weight copy cached under no_grad would carry no autograd history.)
-  torch::Tensor total;
-  {
-    auto autocast = autocast_region();
     auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
     if (k > 1) loss = loss / static_cast<double>(k);
     synchronize(device_);

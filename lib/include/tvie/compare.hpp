@@ -34,6 +34,19 @@ struct CompareReport {
   double throughput_ratio = 0;        // inference samples/s / training samples/s
 };
 
+// Training only (`tvie train`): settings.infer is not used.
+struct TrainReport {
+  RunContext context;
+  CompareSettings settings;
+  std::string workload;
+  ModelFacts facts;
+  TrainingResult training;
+};
+
+// Validates the settings, then trains a zoo model (or a user's workload).
+TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv = {});
+TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv = {});
+
 // Validates the settings, then runs both modes on a zoo model.
 CompareReport run_compare(const CompareSettings& settings, std::vector<std::string> argv = {});
 // Same with a user's workload (settings.model/preset are then only labels).

@@ -52,6 +52,12 @@ int64_t parameter_count(const GptConfig& config);
 // Per sequence of S tokens: L*(24*S*h^2 + 4*S^2*h) + 2*S*h*V (attention counted as dense, not causal-halved).
 double forward_flops_per_sample(const GptConfig& config);
 
+// Bytes a checkpointed gpt block stops keeping for backward, at least: the inputs of its four Linear
+// layers (h, h, h and 4h per token) and of its GELU (4h): 11 * B * S * h elements. (It keeps only its
+// input, which it held anyway as the first LayerNorm's input; attention's and LayerNorm's own saved
+// tensors come on top, so the real saving is larger.)
+int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& config, int64_t batch, int64_t bytes_per_element);
+
 // Zoo access. Names: model_names(); presets per model: preset_names(model).
 std::vector<std::string> model_names();
 std::vector<std::string> preset_names(const std::string& model);

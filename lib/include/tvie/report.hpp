@@ -14,6 +14,7 @@ class Reporter {
  public:
   virtual ~Reporter() = default;
   virtual void report(const CompareReport& report) = 0;
+  virtual void report(const TrainReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -21,6 +22,7 @@ class ConsoleReporter : public Reporter {
  public:
   explicit ConsoleReporter(std::ostream& out) : out_(out) {}
   void report(const CompareReport& report) override;
+  void report(const TrainReport& report) override;
 
  private:
   std::ostream& out_;
@@ -31,12 +33,14 @@ class JsonReporter : public Reporter {
  public:
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
   void report(const CompareReport& report) override;
+  void report(const TrainReport& report) override;
 
  private:
   std::string path_;
 };
 
 std::string to_json_string(const CompareReport& report, int indent = 2);
+std::string to_json_string(const TrainReport& report, int indent = 2);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

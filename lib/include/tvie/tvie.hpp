@@ -5,9 +5,11 @@
 //   train.hpp     Trainer, run_training          infer.hpp   InferenceSession, run_inference
 //   compare.hpp   run_compare                    report.hpp  ConsoleReporter, JsonReporter
 //   memory.hpp    probes and ledgers             timing.hpp  StepTimer      stats.hpp  summarize
+//   precision.hpp AutocastGuard, LossScaler      checkpoint.hpp  activation checkpointing
 //   device.hpp    resolve_device                 errors.hpp  typed exceptions  log.hpp  logging
 #pragma once
 
+#include <tvie/checkpoint.hpp>
 #include <tvie/compare.hpp>
 #include <tvie/config.hpp>
 #include <tvie/device.hpp>
@@ -16,6 +18,7 @@
 #include <tvie/log.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/models.hpp>
+#include <tvie/precision.hpp>
 #include <tvie/report.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>

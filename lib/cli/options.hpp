@@ -1,0 +1,31 @@
+// Options shared by the subcommands: the model and device, the training settings, logging and --json.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <tvie/settings.hpp>
+
+namespace tvie::cli {
+
+struct CommonOptions {
+  CompareSettings settings;
+  std::string optimizer = "adamw";
+  std::string precision = "fp32";
+  std::string checkpoint = "none";
+  std::string json_path;
+  bool verbose = false, quiet = false;
+};
+
+// --model --preset --device --seed --json --verbose --quiet and every training option; a repeated
+// option takes its last value.
+void add_common_options(CLI::App* cmd, CommonOptions& o);
+// Parses the string-valued options into o.settings.train and applies the log level.
+void apply_common_options(CommonOptions& o);
+
+// The command-line option that sets a library settings field ("train.batch_size" -> "--batch").
+std::string option_for_field(const std::string& field);
+
+}  // namespace tvie::cli

@@ -127,3 +127,46 @@ TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
   CHECK(j["training"]["warmup_steps"].get<int>() == 1);
   CHECK(j["context"]["argv"].size() == 15);  // argv[0] and the 14 words after it
 }
+
+TEST_CASE("cli: train prints the loss curve, phases, clipping and the ledger, and writes JSON", "[cli]") {
+  TempDir dir;
+  const fs::path json = dir.path / "train.json";
+  const Run r = run_cli(
+      "train --model gpt --preset tiny --precision amp-bf16 --checkpoint blocks --accumulate 4 "
+      "--clip 1.0 --steps 3 --warmup 1 --device cpu --quiet --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const auto* needle : {"tvie train: gpt/tiny on cpu", "amp-bf16", "checkpoint blocks (2 blocks", "weight_copies",
+                             "phases of the timed training steps", "backward",
+                             "loss:  1:", "clipping: max global norm 1", "4 micro-batches of 2"}) {
+    INFO(needle);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  REQUIRE(fs::exists(json));
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["training"]["settings"]["precision"] == "amp-bf16");
+  CHECK(j["training"]["checkpointed_blocks"] == 2);
+  CHECK(j["training"]["phases"]["backward"]["p50_ms"].is_number());
+  CHECK(j["training"]["loss"]["curve"].size() >= 2);
+  CHECK(j["training"]["clipping"]["clipped_steps"].is_number());
+  CHECK(j["training"]["micro_batches"] == 4 * j["training"]["optimizer_steps"].get<int>());
+  CHECK_FALSE(j.contains("inference"));
+}
+
+TEST_CASE("cli: training options are checked before anything runs", "[cli]") {
+  expect_usage_error("--precision fp8", {"--precision", "'fp8'", "fp32, amp-bf16, amp-fp16, bf16"});
+  expect_usage_error("--device cpu --precision amp-fp16", {"--precision", "'amp-fp16'", "needs a CUDA device"});
+  expect_usage_error("--checkpoint sometimes", {"--checkpoint", "'sometimes'", "none, blocks, every-K"});
+  expect_usage_error("--model mlp --checkpoint blocks", {"--checkpoint", "'blocks'", "no blocks to checkpoint"});
+  expect_usage_error("--device cpu --cuda-graph", {"--cuda-graph", "CUDA graphs need a CUDA device"});
+  expect_usage_error("--clip -1", {"--clip", "'-1'", ">= 0"});
+  // The same options on `tvie train`.
+  TempDir dir;
+  const Run r = run_cli("train --steps 1 --checkpoint every-0 --json " + (dir.path / "x.json").string());
+  CHECK(r.exit_code == 2);
+  CHECK(line_count(r.out) == 1);
+  CHECK(r.out.find("tvie train: error: --checkpoint") != std::string::npos);
+  CHECK(fs::is_empty(dir.path));
+}

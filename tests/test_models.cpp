@@ -79,9 +79,9 @@ TEST_CASE("zoo models produce outputs of the documented shapes", "[models]") {
   CHECK(batch.input.sizes() == torch::IntArrayRef({2, 32}));
   CHECK(batch.tokens == 64);
   // The copy task: [r_1 .. r_16, SEP=0, r_1 .. r_16]; next-token targets, the unlearnable ones masked.
-  CHECK(torch::equal(batch.input.narrow(1, 17, 15), batch.input.narrow(1, 0, 15)));  // second half copies the first
-  CHECK((batch.input.select(1, 16) == 0).all().item<bool>());                        // separator
-  CHECK((batch.target.narrow(1, 0, 15) == -100).all().item<bool>());                 // r_2 .. r_16: masked
+  CHECK(torch::equal(batch.input.narrow(1, 17, 15), batch.input.narrow(1, 0, 15)));    // second half copies the first
+  CHECK((batch.input.select(1, 16) == 0).all().item<bool>());                          // separator
+  CHECK((batch.target.narrow(1, 0, 15) == -100).all().item<bool>());                   // r_2 .. r_16: masked
   CHECK(torch::equal(batch.target.narrow(1, 15, 16), batch.input.narrow(1, 16, 16)));  // next tokens
   CHECK(torch::equal(batch.target.select(1, 31), batch.input.select(1, 15)));          // r_16
   CHECK(g->forward(*g->make_module(), batch.input).sizes() == torch::IntArrayRef({2, 32, 256}));

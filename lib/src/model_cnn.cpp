@@ -135,7 +135,9 @@ class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {
     // Labels from a fixed random linear teacher on each channel's mean brightness: what a global
     // average pool exposes, so the network can learn it.
     return zoo::teacher_batch({batch_size, c.in_channels, c.image_size, c.image_size}, c.classes, device, seed,
-                              [](const torch::Tensor& x) { return x.mean({2, 3}); });
+                              [](const torch::Tensor& x) {
+                                return x.mean({2, 3});
+                              });
   }
   torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
     return zoo::classification_loss(output, batch);

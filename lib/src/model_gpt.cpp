@@ -99,15 +99,15 @@ struct GptImpl : torch::nn::Module {
     const int64_t S = idx.size(1);
     auto pos = torch::arange(S, idx.options().dtype(torch::kInt64));  // [S]
     auto x = wte->forward(idx) + wpe->forward(pos);                   // [B, S, h] + [S, h]
-    for (size_t i = 0; i < blocks.size(); ++i) {                     // [B, S, h]
-      auto block = blocks[i];  // a module holder: shares the block
+    for (size_t i = 0; i < blocks.size(); ++i) {                      // [B, S, h]
+      auto block = blocks[i];                                         // a module holder: shares the block
       if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
         // Keep only the block's input; recompute the block during backward.
         x = tvie::checkpoint([block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
       else
         x = block->forward(x);
     }
-    x = ln_f->forward(x);                                             // [B, S, h]
+    x = ln_f->forward(x);  // [B, S, h]
     // Tied head: logits = x @ wte^T, so the token embedding is also the output projection.
     return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, wte->weight);  // [B, S, V]
   }
@@ -131,22 +131,22 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
     const auto& c = config_;
     const int64_t S = c.context_length, n = S / 2;
     auto gen = zoo::data_generator(seed);
-    auto random = torch::randint(1, c.vocab_size, {batch_size, n}, gen, torch::kInt64);     // [B, n]
-    auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),         // SEP
+    auto random = torch::randint(1, c.vocab_size, {batch_size, n}, gen, torch::kInt64);  // [B, n]
+    auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),      // SEP
                               random.narrow(1, 0, S - n)},
-                             1);                                                             // [B, S + 1]
+                             1);  // [B, S + 1]
     Batch b;
-    b.input = tokens.narrow(1, 0, S).contiguous().to(device);                               // [B, S]
-    auto target = tokens.narrow(1, 1, S).clone();  // [B, S]; a copy: masking must not touch the input
-    target.narrow(1, 0, n - 1).fill_(-100);  // the targets r_2 .. r_n are random: not learnable
+    b.input = tokens.narrow(1, 0, S).contiguous().to(device);  // [B, S]
+    auto target = tokens.narrow(1, 1, S).clone();              // [B, S]; a copy: masking must not touch the input
+    target.narrow(1, 0, n - 1).fill_(-100);                    // the targets r_2 .. r_n are random: not learnable
     b.target = target.to(device);
     b.samples = batch_size;
     b.tokens = batch_size * S;
     return b;
   }
-  int64_t set_checkpointing(torch::nn::Module& module, int64_t every) const override {
+  int64_t block_count() const override { return config_.n_layer; }
+  void set_checkpointing(torch::nn::Module& module, int64_t every) const override {
     static_cast<GptImpl&>(module).checkpoint_every = every;
-    return every > 0 ? (config_.n_layer + every - 1) / every : 0;
   }
   // Mean next-token cross-entropy over the B*S positions that are not masked.
   torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {

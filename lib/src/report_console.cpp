@@ -186,33 +186,41 @@ void ConsoleReporter::report(const CompareReport& r) {
     if (lr.name == "other") infer = i.memory.other;
     if (lr.name == "peak") infer = i.memory.peak;
     const bool both = infer >= 0 && lr.name != "other";
-    row(out, {"  " + lr.name, format_bytes(lr.training), lr.predicted, infer >= 0 || lr.name == "other" ? format_bytes(infer) : "-",
-              both ? ratio(static_cast<double>(lr.training), static_cast<double>(infer)) : ""},
+    row(out,
+        {"  " + lr.name, format_bytes(lr.training), lr.predicted,
+         infer >= 0 || lr.name == "other" ? format_bytes(infer) : "-",
+         both ? ratio(static_cast<double>(lr.training), static_cast<double>(infer)) : ""},
         w);
   }
   if (t.memory.peak_reserved >= 0)
-    row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""}, w);
+    row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""},
+        w);
   ledger_notes(out, t, true);
 
   out << '\n';
   const std::vector<size_t> w2 = {18, 24, 24, 12};
   row(out, {"time", "training step", "inference batch", "infer/train"}, w2);
   row(out, {"  timed", cat(t.timed_steps), cat(i.timed_batches), ""}, w2);
-  row(out, {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
-            cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
+  row(out,
+      {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
+       cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
       w2);
   row(out, {"  mean", ms(t.step.mean), ms(i.latency.mean), ""}, w2);
   row(out, {"  stddev", ms(t.step.stddev), ms(i.latency.stddev), ""}, w2);
   row(out, {"  p50", ms(t.step.p50), ms(i.latency.p50), ""}, w2);
   row(out, {"  p90", ms(t.step.p90), ms(i.latency.p90), ""}, w2);
   row(out, {"  p99", ms(t.step.p99), ms(i.latency.p99), ""}, w2);
-  row(out, {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s), ratio(i.samples_per_s, t.samples_per_s)},
+  row(out,
+      {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s),
+       ratio(i.samples_per_s, t.samples_per_s)},
       w2);
   if (r.facts.tokens_per_sample > 0)
-    row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
+    row(out,
+        {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
         w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
-  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n\n";
+  out << "  timer: " << t.timer
+      << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n\n";
   training_details(out, t);
   out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
       << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";

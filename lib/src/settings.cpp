@@ -53,10 +53,14 @@ std::string to_string(InferenceDtype dtype) {
 
 std::string to_string(TrainPrecision precision) {
   switch (precision) {
-    case TrainPrecision::fp32: return "fp32";
-    case TrainPrecision::amp_bf16: return "amp-bf16";
-    case TrainPrecision::amp_fp16: return "amp-fp16";
-    case TrainPrecision::bf16: return "bf16";
+    case TrainPrecision::fp32:
+      return "fp32";
+    case TrainPrecision::amp_bf16:
+      return "amp-bf16";
+    case TrainPrecision::amp_fp16:
+      return "amp-fp16";
+    case TrainPrecision::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -126,7 +130,8 @@ void validate(const TrainSettings& s) {
   require_positive("train.learning_rate", s.learning_rate);
   if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
   if (!(s.weight_decay >= 0.0)) throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a number >= 0");
-  if (!(s.clip_grad_norm >= 0.0)) throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a number >= 0 (0: off)");
+  if (!(s.clip_grad_norm >= 0.0))
+    throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a number >= 0 (0: off)");
   require_at_least("train.checkpoint_every", s.checkpoint_every, 0);
   require_at_least("train.data_batches", s.data_batches, 1);
   require_at_least("train.loss_every", s.loss_every, 0);
@@ -140,7 +145,8 @@ void validate(const TrainSettings& s) {
     if (s.clip_grad_norm > 0)
       throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "0 with --cuda-graph");
     if (s.checkpoint_every > 0)
-      throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.checkpoint_every), "none with --cuda-graph");
+      throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.checkpoint_every),
+                            "none with --cuda-graph");
   }
 }
 
@@ -168,6 +174,9 @@ void validate(const CompareSettings& s) {
   const auto device = resolve_device(s.device, "device");
   validate(s.train, device);
   validate(s.infer);
+  if (s.train.checkpoint_every > 0 && make_zoo_workload(s.model, s.preset)->block_count() == 0)
+    throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.train.checkpoint_every),
+                          cat("none (", s.model, " has no blocks to checkpoint; gpt has)"));
   // LibTorch runs fp16 matmuls on the CPU only through slow reference kernels; tvie refuses it there
   // rather than report a figure nobody would deploy.
   if (device.is_cpu() && s.infer.dtype == InferenceDtype::fp16)

@@ -55,8 +55,9 @@ class SteadyClockTimer final : public StepTimer {
   void start() override { steps_.push_back({std::chrono::steady_clock::now(), {}}); }
   void mark(int phase) override { steps_.back().marks.emplace_back(phase, std::chrono::steady_clock::now()); }
   std::vector<std::vector<double>> collect_phases_ms(int phase_count) override {
-    auto out = by_phase(steps_, phase_count,
-                        [](const Point& a, const Point& b) { return std::chrono::duration<double, std::milli>(b - a).count(); });
+    auto out = by_phase(steps_, phase_count, [](const Point& a, const Point& b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    });
     steps_.clear();
     return out;
   }

@@ -13,10 +13,14 @@ namespace tvie {
 
 const char* phase_name(int phase) {
   switch (phase) {
-    case kPhaseData: return "data";
-    case kPhaseForward: return "forward";
-    case kPhaseBackward: return "backward";
-    case kPhaseOptimizer: return "optimizer";
+    case kPhaseData:
+      return "data";
+    case kPhaseForward:
+      return "forward";
+    case kPhaseBackward:
+      return "backward";
+    case kPhaseOptimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -35,14 +39,21 @@ void mark(StepTimer* timer, int phase) {
 
 }  // namespace
 
-Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                 MemoryProbe* probe)
+void validate_checkpointing(const Workload& workload, const TrainSettings& settings) {
+  if (settings.checkpoint_every > 0 && workload.block_count() == 0)
+    throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(settings.checkpoint_every),
+                          cat("none (", workload.name(), " has no blocks to checkpoint)"));
+}
+
+Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   validate(settings_, device_);
+  validate_checkpointing(workload_, settings_);
   // The data: distinct synthetic batches on the host, made before the baseline so that they stay out
   // of the ledger (on the CPU they are the very tensors the steps read).
   for (int64_t i = 0; i < settings_.data_batches; ++i) {
-    Batch b = workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU), settings_.seed + static_cast<uint64_t>(i));
+    Batch b =
+        workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU), settings_.seed + static_cast<uint64_t>(i));
     if (device_.is_cuda()) {  // pinned, so that the copy to the device can overlap
       b.input = b.input.pin_memory();
       b.target = b.target.pin_memory();
@@ -60,10 +71,11 @@ Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const 
   });
   baseline_bytes_ = built.baseline;
   parameter_bytes_ = built.added;
-  checkpointed_blocks_ = workload_.set_checkpointing(*module_, settings_.checkpoint_every);
-  if (checkpointed_blocks_ < 0)
-    throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(settings_.checkpoint_every),
-                          cat("none (", workload_.name(), " has no blocks to checkpoint)"));
+  if (settings_.checkpoint_every > 0) {
+    workload_.set_checkpointing(*module_, settings_.checkpoint_every);
+    const int64_t blocks = workload_.block_count();
+    checkpointed_blocks_ = (blocks + settings_.checkpoint_every - 1) / settings_.checkpoint_every;
+  }
   optimizer_ = detail::make_optimizer(settings_, module_->parameters());
   if (settings_.precision == TrainPrecision::amp_fp16) {
     scaler_bytes_ = detail::measure_added_bytes(probe, device_, [&] {
@@ -79,7 +91,8 @@ Batch Trainer::next_batch() {
   Batch b = host;
   b.input = host.input.to(device_, /*non_blocking=*/true);  // a no-op view on the CPU
   b.target = host.target.to(device_, /*non_blocking=*/true);
-  if (settings_.precision == TrainPrecision::bf16 && b.input.is_floating_point()) b.input = b.input.to(torch::kBFloat16);
+  if (settings_.precision == TrainPrecision::bf16 && b.input.is_floating_point())
+    b.input = b.input.to(torch::kBFloat16);
   return b;
 }
 
@@ -160,9 +173,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
     // Weight copies: what autocast's cast cache holds after a forward with grad once its outputs and
     // graph are gone: the low-precision copies of the weights, kept until the autocast region ends
     // (and saved for backward, as the matmuls' inputs).
-    {
-      auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
-    }
+    { auto loss = workload_.loss(workload_.forward(*module_, first.input), first); }
     synchronize(device_);
     m.weight_copies = probe.allocated_bytes() - start;
     // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus
@@ -210,8 +221,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   synchronize(device_);
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.other = m.peak -
-            (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations);
+  m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations);
   return m;
 }
 
@@ -278,8 +288,8 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
     }
     if (trained) *trained = trainer.module_ptr();
   } catch (const c10::OutOfMemoryError&) {
-    throw OutOfMemory(cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
-                          device.str()));
+    throw OutOfMemory(
+        cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
   }
   // The loss curve: step 1, every loss_every steps, and the last step.
   const int64_t n = static_cast<int64_t>(losses.size());

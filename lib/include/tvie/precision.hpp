@@ -52,9 +52,9 @@ class LossScaler {
   // Backoff after an inf/NaN step, growth after growth_interval clean steps; resets the step's state.
   void update();
 
-  double current_scale() const;   // host copy of the scale (synchronises)
+  double current_scale() const;  // host copy of the scale (synchronises)
   int64_t skipped_steps() const { return skipped_steps_; }
-  int64_t state_bytes() const;    // bytes of the scaler's tensors
+  int64_t state_bytes() const;  // bytes of the scaler's tensors
   const LossScalerOptions& options() const { return options_; }
 
  private:

@@ -46,12 +46,12 @@ struct TrainSettings {
   double weight_decay = 0.01;   // adamw only (decoupled)
   uint64_t seed = 0;            // initial weights and synthetic data
   TrainPrecision precision = TrainPrecision::fp32;
-  double clip_grad_norm = 0;    // clip the gradients' global L2 norm to this (after unscaling); 0: off
-  int64_t checkpoint_every = 0; // activation checkpointing of every k-th transformer block; 0: off, 1: all
-  int64_t data_batches = 64;    // distinct synthetic batches held on the host and cycled through
-  int64_t loss_every = 0;       // a loss-curve point every N steps; 0: about ten points over the run
-  bool cuda_graph = false;      // capture the whole training step in a CUDA graph and replay it (CUDA)
-  LossScalerOptions scaler;     // amp-fp16's dynamic loss scaling
+  double clip_grad_norm = 0;     // clip the gradients' global L2 norm to this (after unscaling); 0: off
+  int64_t checkpoint_every = 0;  // activation checkpointing of every k-th transformer block; 0: off, 1: all
+  int64_t data_batches = 64;     // distinct synthetic batches held on the host and cycled through
+  int64_t loss_every = 0;        // a loss-curve point every N steps; 0: about ten points over the run
+  bool cuda_graph = false;       // capture the whole training step in a CUDA graph and replay it (CUDA)
+  LossScalerOptions scaler;      // amp-fp16's dynamic loss scaling
 };
 
 struct InferSettings {

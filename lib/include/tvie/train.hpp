@@ -57,7 +57,7 @@ class Trainer {
   torch::nn::Module& module() { return *module_; }
   std::shared_ptr<torch::nn::Module> module_ptr() const { return module_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
-  LossScaler* scaler() { return scaler_.get(); }  // nullptr unless amp-fp16
+  LossScaler* scaler() { return scaler_.get(); }                // nullptr unless amp-fp16
   int64_t optimizer_steps() const { return optimizer_steps_; }  // steps taken (a skipped one counts)
   int64_t micro_batches() const { return micro_batches_; }
   int64_t checkpointed_blocks() const { return checkpointed_blocks_; }
@@ -68,8 +68,8 @@ class Trainer {
 
  private:
   friend class detail::CudaGraphStep;
-  Batch next_batch();                            // the data phase
-  torch::Tensor forward_loss(const Batch& mb);   // autocast-wrapped forward and loss
+  Batch next_batch();                           // the data phase
+  torch::Tensor forward_loss(const Batch& mb);  // autocast-wrapped forward and loss
 
   const Workload& workload_;
   TrainSettings settings_;
@@ -98,28 +98,28 @@ struct PhaseTime {
 struct TrainingResult {
   TrainingMemory memory;
   PredictedTrainingMemory predicted;
-  std::string memory_counter;       // which counter the figures are
-  std::string precision;            // fp32, amp-bf16, amp-fp16, bf16
-  std::string checkpoint;           // none, blocks, every-K
+  std::string memory_counter;  // which counter the figures are
+  std::string precision;       // fp32, amp-bf16, amp-fp16, bf16
+  std::string checkpoint;      // none, blocks, every-K
   int64_t checkpointed_blocks = 0;
-  std::vector<double> step_ms;      // every timed step
-  Summary step;                     // statistics of step_ms
-  std::vector<PhaseTime> phases;    // data, forward, backward, optimizer over the timed steps
-  std::string timer;                // "cuda events" / "steady_clock"
-  bool cuda_graph = false;          // timed steps replayed a captured CUDA graph
-  std::string cuda_graph_scope;     // what the graph holds, e.g. "forward+backward+optimizer"
-  int64_t ledger_steps = 0;         // instrumented, untimed (Trainer::kLedgerSteps)
-  int64_t warmup_steps = 0;         // untimed
+  std::vector<double> step_ms;    // every timed step
+  Summary step;                   // statistics of step_ms
+  std::vector<PhaseTime> phases;  // data, forward, backward, optimizer over the timed steps
+  std::string timer;              // "cuda events" / "steady_clock"
+  bool cuda_graph = false;        // timed steps replayed a captured CUDA graph
+  std::string cuda_graph_scope;   // what the graph holds, e.g. "forward+backward+optimizer"
+  int64_t ledger_steps = 0;       // instrumented, untimed (Trainer::kLedgerSteps)
+  int64_t warmup_steps = 0;       // untimed
   int64_t timed_steps = 0;
-  int64_t optimizer_steps = 0;      // all of them, untimed included
+  int64_t optimizer_steps = 0;  // all of them, untimed included
   int64_t micro_batches = 0;
-  int64_t data_pool_bytes = 0;      // host memory of the synthetic batches (outside the ledger)
-  double samples_per_s = 0;         // batch_size / mean step time
-  double tokens_per_s = 0;          // 0 for models without tokens
-  double model_flops_per_step = 0;  // 3 x forward FLOPs x batch (forward + backward at 2x forward)
-  double achieved_tflops = 0;       // model_flops_per_step / mean step time
-  double first_loss = 0;            // loss of the first (ledger) step
-  double final_loss = 0;            // loss of the last step
+  int64_t data_pool_bytes = 0;                         // host memory of the synthetic batches (outside the ledger)
+  double samples_per_s = 0;                            // batch_size / mean step time
+  double tokens_per_s = 0;                             // 0 for models without tokens
+  double model_flops_per_step = 0;                     // 3 x forward FLOPs x batch (forward + backward at 2x forward)
+  double achieved_tflops = 0;                          // model_flops_per_step / mean step time
+  double first_loss = 0;                               // loss of the first (ledger) step
+  double final_loss = 0;                               // loss of the last step
   std::vector<std::pair<int64_t, double>> loss_curve;  // (step number from 1, loss), every loss_every steps
   // Loss scaling (amp-fp16 only).
   bool loss_scaling = false;
@@ -131,6 +131,10 @@ struct TrainingResult {
   Summary grad_norm;
   int64_t clipped_steps = 0;
 };
+
+// Throws InvalidArgument("train.checkpoint_every", ...) when checkpointing is asked of a workload
+// without blocks.
+void validate_checkpointing(const Workload& workload, const TrainSettings& settings);
 
 // Runs the ledger steps, the warm-up steps and the timed steps. `trained` (optional) receives the module
 // with its trained weights, for the inference copy.

@@ -9,8 +9,8 @@
 //    along dimension 0 are independent samples: tvie slices a batch into micro-batches along dim 0.
 //  - loss() returns a scalar: the MEAN loss over the batch's samples (gradient accumulation relies on it).
 //  - facts() gives analytic figures (parameter count, FLOPs); zeros mean "not known" and are shown as such.
-//  - set_checkpointing() (optional) turns activation checkpointing of the model's repeated blocks on:
-//    every k-th block (k = 1: all), 0 = off. Models without blocks keep the default, which refuses.
+//  - block_count() and set_checkpointing() (optional): activation checkpointing of the model's repeated
+//    blocks, every k-th block (k = 1: all), 0 = off. Models without blocks keep the defaults.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +51,13 @@ class Workload {
   virtual Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const = 0;
   virtual torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const = 0;
   virtual ModelFacts facts() const { return {}; }
-  // Returns the number of blocks now checkpointed, or -1 when the model cannot checkpoint.
-  virtual int64_t set_checkpointing(torch::nn::Module& module, int64_t every_k_blocks) const {
+  // Repeated blocks that activation checkpointing can apply to (0: none, the default).
+  virtual int64_t block_count() const { return 0; }
+  // Checkpoint blocks 0, k, 2k, ... of a module made by make_module() (k = 0: none). Called only when
+  // block_count() > 0.
+  virtual void set_checkpointing(torch::nn::Module& module, int64_t every_k_blocks) const {
     (void)module;
-    return every_k_blocks == 0 ? 0 : -1;
+    (void)every_k_blocks;
   }
 };
 

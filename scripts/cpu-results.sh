@@ -48,3 +48,4 @@ print("| precision | checkpoint | parameters MiB | gradients MiB | optimizer sta
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))
 PY
+python3 "$TVIE_ROOT/scripts/readme-results.py"

@@ -35,17 +35,18 @@ class CudaGraphStep final : public GraphedStep {
     for (auto& p : t_.module_->parameters())
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
 
-    // Warm up on a side stream (as torch.cuda.graphs recommends), then capture on it.
+    // The optimizer state must exist before capture (the host decides "first step" branches once, at
+    // capture time): the ledger steps that ran before have created it. Warm up forward and backward on
+    // a side stream, so that lazily created library state (cuBLAS workspaces for that stream) is made
+    // outside the capture, without touching the weights; then capture on that stream.
     auto side = at::cuda::getStreamFromPool();
     wait_for(side, at::cuda::getCurrentCUDAStream());
     {
       c10::cuda::CUDAStreamGuard guard(side);
-      for (int i = 0; i < 3; ++i) {
-        body();
-        if (!optimizer_in_graph_) t_.optimizer_->step();
-      }
+      for (int i = 0; i < 2; ++i) forward_backward();
       graph_.capture_begin();
-      loss_ = body();
+      loss_ = forward_backward();
+      if (optimizer_in_graph_) t_.optimizer_->step();
       graph_.capture_end();
     }
     wait_for(at::cuda::getCurrentCUDAStream(), side);
@@ -70,9 +71,8 @@ class CudaGraphStep final : public GraphedStep {
   }
 
  private:
-  // What the graph holds: zeroed gradients, forward and backward of every micro-batch, and the
-  // optimizer step for the SGD family.
-  torch::Tensor body() {
+  // Zeroed gradients, then forward and backward of every micro-batch of the static batch.
+  torch::Tensor forward_backward() {
     for (auto& p : t_.module_->parameters()) p.mutable_grad().zero_();
     const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
     torch::Tensor total;
@@ -83,7 +83,6 @@ class CudaGraphStep final : public GraphedStep {
       loss.backward();
       total = total.defined() ? total + loss.detach() : loss.detach();
     }
-    if (optimizer_in_graph_) t_.optimizer_->step();
     return total;
   }
 

@@ -27,17 +27,26 @@ void log_training(const Workload& workload, const CompareSettings& settings, con
                 t.warmup_steps, " warm-up + ", t.steps, " timed steps"));
 }
 
-}  // namespace
-
-TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
+// The parts every report shares: the run's context, its settings and the model's facts. Validates the
+// training settings for the device and logs what will run.
+template <typename Report>
+c10::Device begin_report(Report& report, const Workload& workload, const CompareSettings& settings,
+                         std::vector<std::string> argv) {
   const c10::Device device = resolve_device(settings.device, "device");
   validate(settings.train, device);
-  TrainReport report;
   report.context = make_run_context(device, std::move(argv));
   report.settings = settings;
   report.workload = workload.name();
   report.facts = workload.facts();
   log_training(workload, settings, report.context.device);
+  return device;
+}
+
+}  // namespace
+
+TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
+  TrainReport report;
+  const c10::Device device = begin_report(report, workload, settings, std::move(argv));
   report.training = run_training(workload, settings.train, device);
   return report;
 }
@@ -49,16 +58,9 @@ TrainReport run_train(const CompareSettings& settings, std::vector<std::string> 
 }
 
 CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
-  const c10::Device device = resolve_device(settings.device, "device");
-  validate(settings.train, device);
   validate(settings.infer);
   CompareReport report;
-  report.context = make_run_context(device, std::move(argv));
-  report.settings = settings;
-  report.workload = workload.name();
-  report.facts = workload.facts();
-
-  log_training(workload, settings, report.context.device);
+  const c10::Device device = begin_report(report, workload, settings, std::move(argv));
   std::shared_ptr<torch::nn::Module> trained;
   report.training = run_training(workload, settings.train, device, &trained);
   log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype),

@@ -31,6 +31,9 @@ done
 # The learning run: the copy task solved (loss curve in the file).
 run "cpu-train-gpt-tiny-learning" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 300 --warmup 0 \
     --lr 3e-3 --clip 1.0 --device cpu --quiet --json "$out/cpu-train-gpt-tiny-learning.json"
+# A serving load: Poisson arrivals at 50 QPS through the dynamic batcher.
+run "cpu-serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --scenario server --qps 50 --max-batch 16 \
+    --max-queue-delay-us 2000 --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-server.json"
 # The table README shows, made from the JSON reports above.
 python3 - "$out" >"$out/cpu-train-gpt-tiny-table.md" <<'PY'
 import json, sys, glob, os

@@ -170,3 +170,43 @@ TEST_CASE("cli: training options are checked before anything runs", "[cli]") {
   CHECK(r.out.find("tvie train: error: --checkpoint") != std::string::npos);
   CHECK(fs::is_empty(dir.path));
 }
+
+TEST_CASE("cli: serve prints the percentile table with the queue/compute split and writes JSON", "[cli]") {
+  TempDir dir;
+  const fs::path json = dir.path / "serve.json";
+  const Run r = run_cli(
+      "serve --model gpt --preset tiny --scenario server --qps 400 --max-batch 16 "
+      "--max-queue-delay-us 2000 --queries 60 --min-queries 50 --min-duration-ms 0 --device cpu "
+      "--quiet --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const auto* needle : {"tvie serve: gpt/tiny on cpu", "Poisson arrivals at 400 QPS", "p99.9", "queue", "compute",
+                             "60 answered", "valid"}) {
+    INFO(needle);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["serving"]["answered"] == 60);
+  CHECK(j["serving"]["latency_ms"]["p99_9"].is_number());
+  CHECK(j["serving"]["valid"] == true);
+}
+
+TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
+  TempDir dir;
+  const std::string json = " --json " + (dir.path / "x.json").string();
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"serve --scenario burst", "--scenario: got 'burst'; accepted: single-stream, server, offline"},
+           {"serve --qps 0", "--qps: got '0'"},
+           {"serve --max-batch 0", "--max-batch: got '0'"},
+           {"serve --model resnet", "--model: got 'resnet'"},
+           {"serve --device cpu --dtype fp16", "--dtype"}}) {
+    const Run r = run_cli(args + json);
+    INFO(args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  CHECK(fs::is_empty(dir.path));
+}

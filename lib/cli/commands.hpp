@@ -16,6 +16,8 @@ using Runner = std::function<int()>;
 Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie train`: training only, every training option.
 Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie serve`: a serving load with latency percentiles.
+Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.

@@ -75,6 +75,14 @@ std::string option_for_field(const std::string& field) {
       {"infer.steps", "--infer-steps"},
       {"infer.warmup_steps", "--warmup"},
       {"infer.dtype", "--infer-dtype"},
+      {"serve.scenario", "--scenario"},
+      {"serve.target_qps", "--qps"},
+      {"serve.max_batch", "--max-batch"},
+      {"serve.max_queue_delay_us", "--max-queue-delay-us"},
+      {"serve.query_count", "--queries"},
+      {"serve.min_query_count", "--min-queries"},
+      {"serve.min_duration_ms", "--min-duration-ms"},
+      {"serve.dtype", "--dtype"},
   };
   const auto it = options.find(field);
   return it == options.end() ? field : it->second;

@@ -47,6 +47,12 @@ torch::Tensor InferenceSession::run_batch() {
   return workload_.forward(*module_, batch_.input);
 }
 
+torch::Tensor InferenceSession::run_rows(const std::vector<int64_t>& rows) {
+  c10::InferenceMode inference_mode;
+  const auto index = torch::tensor(rows, torch::kInt64).to(batch_.input.device());
+  return workload_.forward(*module_, batch_.input.index_select(0, index));
+}
+
 InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
   InferenceMemory m;
   m.parameters = parameter_bytes_;

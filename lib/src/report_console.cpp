@@ -168,6 +168,42 @@ void ConsoleReporter::report(const TrainReport& r) {
   training_details(out, t);
 }
 
+void ConsoleReporter::report(const ServeReport& r) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  auto& out = out_;
+  out << "tvie serve: " << r.workload << " on " << r.device << "  (tvie " << r.tvie_version << ", LibTorch "
+      << r.torch_version << ")\n";
+  out << "scenario " << to_string(s.scenario) << ": ";
+  if (s.scenario == Scenario::server)
+    out << "Poisson arrivals at " << fmt("%g", s.target_qps) << " QPS (seed " << s.seed
+        << "), dynamic batcher max_batch " << s.max_batch << ", max_queue_delay " << s.max_queue_delay_us << " us";
+  else if (s.scenario == Scenario::offline)
+    out << "all " << s.query_count << " requests at once, batches of " << s.max_batch;
+  else
+    out << "one request at a time, the next when the previous is answered";
+  out << "; " << to_string(s.dtype) << " weights\n";
+  out << "requests: " << x.answered << " answered in " << fmt("%.3f", x.duration_s)
+      << " s: " << fmt("%.1f", x.achieved_qps) << " QPS achieved";
+  if (s.scenario == Scenario::server) out << " (target " << fmt("%g", s.target_qps) << ")";
+  out << "\nvalidity: " << x.validity << "\n\n";
+  const std::vector<size_t> w = {28, 10, 10, 10, 10, 10, 10, 10};
+  row(out, {"latency (ms)", "p50", "p90", "p95", "p99", "p99.9", "mean", "max"}, w);
+  auto line = [&](const std::string& name, const Summary& m) {
+    row(out,
+        {name, fmt("%.3f", m.p50), fmt("%.3f", m.p90), fmt("%.3f", m.p95), fmt("%.3f", m.p99), fmt("%.3f", m.p999),
+         fmt("%.3f", m.mean), fmt("%.3f", m.max)},
+        w);
+  };
+  line("  total (from scheduled)", x.latency_ms);
+  line("  queue", x.queue_ms);
+  line("  compute", x.compute_ms);
+  out << "batch size per request: mean " << fmt("%.2f", x.batch_size.mean) << ", p50 " << fmt("%.0f", x.batch_size.p50)
+      << ", max " << fmt("%.0f", x.batch_size.max) << "\n"
+      << "  Latency counts from each request's scheduled arrival (queueing cannot hide); queue = scheduled arrival\n"
+      << "  to batch start, compute = batch start to end; percentiles are sorted[floor(p*n)] (LoadGen's rule).\n";
+}
+
 void ConsoleReporter::report(const CompareReport& r) {
   const auto& t = r.training;
   const auto& i = r.inference;

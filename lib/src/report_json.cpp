@@ -22,7 +22,7 @@ using nlohmann::json;
 
 json summary_json(const Summary& s) {
   return {{"count", s.count}, {"mean", s.mean}, {"stddev", s.stddev}, {"min", s.min}, {"max", s.max},
-          {"p50", s.p50},     {"p90", s.p90},   {"p95", s.p95},       {"p99", s.p99}};
+          {"p50", s.p50},     {"p90", s.p90},   {"p95", s.p95},       {"p99", s.p99}, {"p99_9", s.p999}};
 }
 
 json context_json(const RunContext& c) {
@@ -183,5 +183,36 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 
 void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const TrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const ServeReport& report) { write_file_atomically(path_, to_json_string(report)); }
+
+std::string to_json_string(const ServeReport& r, int indent) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = {
+      {"tvie_version", r.tvie_version}, {"torch_version", r.torch_version}, {"device", r.device}, {"argv", r.argv}};
+  j["model"] = model_json(r.workload, r.facts);
+  j["serving"] = {{"settings",
+                   {{"scenario", to_string(s.scenario)},
+                    {"target_qps", s.target_qps},
+                    {"max_batch", s.max_batch},
+                    {"max_queue_delay_us", s.max_queue_delay_us},
+                    {"query_count", s.query_count},
+                    {"min_query_count", s.min_query_count},
+                    {"min_duration_ms", s.min_duration_ms},
+                    {"dtype", to_string(s.dtype)},
+                    {"seed", s.seed}}},
+                  {"answered", x.answered},
+                  {"duration_s", x.duration_s},
+                  {"achieved_qps", x.achieved_qps},
+                  {"latency_ms", summary_json(x.latency_ms)},
+                  {"queue_ms", summary_json(x.queue_ms)},
+                  {"compute_ms", summary_json(x.compute_ms)},
+                  {"batch_size", summary_json(x.batch_size)},
+                  {"valid", x.valid},
+                  {"validity", x.validity}};
+  return j.dump(indent);
+}
 
 }  // namespace tvie

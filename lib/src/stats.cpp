@@ -47,6 +47,7 @@ Summary summarize(std::vector<double> values) {
   s.p90 = percentile_sorted(values, 0.90);
   s.p95 = percentile_sorted(values, 0.95);
   s.p99 = percentile_sorted(values, 0.99);
+  s.p999 = percentile_sorted(values, 0.999);
   return s;
 }
 

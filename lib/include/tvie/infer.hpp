@@ -25,6 +25,8 @@ class InferenceSession {
 
   // One forward pass of the batch under InferenceMode; returns the output.
   torch::Tensor run_batch();
+  // One forward pass of the given rows of the batch (a serving batch), under InferenceMode.
+  torch::Tensor run_rows(const std::vector<int64_t>& rows);
   // One forward pass instrumented for the ledger (synchronises: never time it).
   InferenceMemory ledger_batch(MemoryProbe& probe);
 

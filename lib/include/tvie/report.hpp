@@ -5,6 +5,7 @@
 #include <string>
 
 #include <tvie/compare.hpp>
+#include <tvie/serve.hpp>
 
 namespace tvie {
 
@@ -15,6 +16,7 @@ class Reporter {
   virtual ~Reporter() = default;
   virtual void report(const CompareReport& report) = 0;
   virtual void report(const TrainReport& report) = 0;
+  virtual void report(const ServeReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -23,6 +25,7 @@ class ConsoleReporter : public Reporter {
   explicit ConsoleReporter(std::ostream& out) : out_(out) {}
   void report(const CompareReport& report) override;
   void report(const TrainReport& report) override;
+  void report(const ServeReport& report) override;
 
  private:
   std::ostream& out_;
@@ -34,6 +37,7 @@ class JsonReporter : public Reporter {
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
   void report(const CompareReport& report) override;
   void report(const TrainReport& report) override;
+  void report(const ServeReport& report) override;
 
  private:
   std::string path_;
@@ -41,6 +45,7 @@ class JsonReporter : public Reporter {
 
 std::string to_json_string(const CompareReport& report, int indent = 2);
 std::string to_json_string(const TrainReport& report, int indent = 2);
+std::string to_json_string(const ServeReport& report, int indent = 2);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

@@ -20,6 +20,7 @@ struct Summary {
   double p90 = 0;
   double p95 = 0;
   double p99 = 0;
+  double p999 = 0;  // p99.9
 };
 
 double mean(const std::vector<double>& values);           // 0 for an empty vector

@@ -5,6 +5,7 @@
 //   train.hpp     Trainer, run_training          infer.hpp   InferenceSession, run_inference
 //   compare.hpp   run_compare                    report.hpp  ConsoleReporter, JsonReporter
 //   memory.hpp    probes and ledgers             timing.hpp  StepTimer      stats.hpp  summarize
+//   serve.hpp     run_serving, DynamicBatcher, poisson_schedule_s
 //   precision.hpp AutocastGuard, LossScaler      checkpoint.hpp  activation checkpointing
 //   device.hpp    resolve_device                 errors.hpp  typed exceptions  log.hpp  logging
 #pragma once
@@ -20,6 +21,7 @@
 #include <tvie/models.hpp>
 #include <tvie/precision.hpp>
 #include <tvie/report.hpp>
+#include <tvie/serve.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/timing.hpp>

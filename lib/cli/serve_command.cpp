@@ -1,0 +1,90 @@
+// `tvie serve`: a serving load (single-stream, server, offline) on one model.
+#include <iostream>
+
+#include <tvie/tvie.hpp>
+
+#include "commands.hpp"
+#include "options.hpp"
+
+namespace tvie::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model = "gpt", preset = "tiny", device = "auto";
+  std::string scenario = "server", dtype = "fp32";
+  ServeSettings settings;
+  std::string json_path;
+  bool verbose = false, quiet = false;
+};
+
+}  // namespace
+
+Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto o = std::make_shared<ServeOptions>();
+  auto* cmd = app.add_subcommand("serve",
+                                 "Serve the model under a load (LoadGen scenarios, dynamic batching) and "
+                                 "print latency percentiles with the queue/compute split");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  auto& s = o->settings;
+  cmd->add_option("--model", o->model, "Zoo model: mlp, cnn, gpt")->capture_default_str();
+  cmd->add_option("--preset", o->preset, "Size preset")->capture_default_str();
+  cmd->add_option("--device", o->device, "auto, cpu, cuda, cuda:N")->capture_default_str();
+  cmd->add_option("--scenario", o->scenario, "single-stream, server, offline")->capture_default_str();
+  cmd->add_option("--qps", s.target_qps, "server: mean arrival rate (Poisson)")->capture_default_str();
+  cmd->add_option("--max-batch", s.max_batch, "Dynamic batcher: the largest batch")->capture_default_str();
+  cmd->add_option("--max-queue-delay-us", s.max_queue_delay_us,
+                  "Dynamic batcher: close a batch when its oldest request has waited this long")
+      ->capture_default_str();
+  cmd->add_option("--queries", s.query_count, "Requests issued")->capture_default_str();
+  cmd->add_option("--min-queries", s.min_query_count, "A run is valid with at least this many answers...")
+      ->capture_default_str();
+  cmd->add_option("--min-duration-ms", s.min_duration_ms, "...over at least this long")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Weights: fp32, fp16 (CUDA), bf16")->capture_default_str();
+  cmd->add_option("--seed", s.seed, "Seed of the weights, the request data and the arrival schedule")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Also write the report as JSON to this file (atomically)");
+  cmd->add_flag("-v,--verbose", o->verbose, "Log debug messages");
+  cmd->add_flag("-q,--quiet", o->quiet, "Log only errors");
+
+  return [o, argv]() {
+    if (o->verbose) log::set_level(log::Level::debug);
+    if (o->quiet) log::set_level(log::Level::error);
+    auto& s = o->settings;
+    s.scenario = parse_scenario(o->scenario);
+    s.dtype = parse_inference_dtype(o->dtype, "serve.dtype");
+    // The model, preset and device are checked as compare checks them.
+    CompareSettings model;
+    model.model = o->model;
+    model.preset = o->preset;
+    model.device = o->device;
+    model.infer.dtype = s.dtype;
+    try {
+      validate(model);
+    } catch (const InvalidArgument& e) {  // the dtype is --dtype here, not compare's --infer-dtype
+      if (e.field() != "infer.dtype") throw;
+      throw InvalidArgument("serve.dtype", e.value(), e.accepted());
+    }
+    validate(s);
+    if (!o->json_path.empty()) check_output_path(o->json_path, "json");
+
+    const auto device = resolve_device(o->device);
+    auto workload = make_zoo_workload(o->model, o->preset);
+    log::info(cat("serving ", workload->name(), " on ", describe_device(device), ": ", to_string(s.scenario), ", ",
+                  s.query_count, " requests"));
+    ServeReport report;
+    const auto context = make_run_context(device, argv);
+    report.tvie_version = context.tvie_version;
+    report.torch_version = context.torch_version;
+    report.device = context.device;
+    report.argv = argv;
+    report.workload = workload->name();
+    report.facts = workload->facts();
+    report.settings = s;
+    report.result = run_serving(*workload, s, device);
+    ConsoleReporter(std::cout).report(report);
+    if (!o->json_path.empty()) JsonReporter(o->json_path).report(report);
+    return 0;
+  };
+}
+
+}  // namespace tvie::cli

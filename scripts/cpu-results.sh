@@ -34,6 +34,9 @@ run "cpu-train-gpt-tiny-learning" "$bin/tvie" train --model gpt --preset tiny --
 # A serving load: Poisson arrivals at 50 QPS through the dynamic batcher.
 run "cpu-serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --scenario server --qps 50 --max-batch 16 \
     --max-queue-delay-us 2000 --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-server.json"
+# KV-cached decoding.
+run "cpu-decode-gpt-small" "$bin/tvie" decode --preset small --batch 4 --prompt 64 --new-tokens 64 --repetitions 3 \
+    --device cpu --quiet
 # The table README shows, made from the JSON reports above.
 python3 - "$out" >"$out/cpu-train-gpt-tiny-table.md" <<'PY'
 import json, sys, glob, os

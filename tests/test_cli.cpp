@@ -210,3 +210,19 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
   }
   CHECK(fs::is_empty(dir.path));
 }
+
+TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes; bad lengths get one line", "[cli]") {
+  const Run r =
+      run_cli("decode --preset tiny --batch 2 --prompt 8 --new-tokens 4 --repetitions 2 --device cpu --quiet");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const auto* needle :
+       {"time to first token", "time per output token", "tokens/s", "kv_cache 22.0 KiB measured, 22.0 KiB predicted"}) {
+    INFO(needle);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  const Run bad = run_cli("decode --prompt 30 --new-tokens 10 --device cpu");
+  CHECK(bad.exit_code == 2);
+  CHECK(line_count(bad.out) == 1);
+  CHECK(bad.out.find("--new-tokens: got '10'") != std::string::npos);
+}

@@ -102,3 +102,47 @@ TEST_CASE("gpt attention is causal: a later token does not change earlier output
   CHECK(torch::allclose(a.narrow(1, 0, 31), b.narrow(1, 0, 31)));
   CHECK_FALSE(torch::allclose(a.narrow(1, 31, 1), b.narrow(1, 31, 1)));
 }
+
+TEST_CASE("KV-cached decoding gives the next-token logits of recomputing the full sequence", "[models][decode]") {
+  torch::manual_seed(0);
+  const auto config = gpt_preset("tiny");
+  auto w = make_gpt_workload(config);
+  auto module = w->make_module();
+  module->eval();
+  const auto tokens = w->make_batch(3, torch::kCPU, 11).input;  // [3, 32]
+  c10::InferenceMode inference;
+  GptDecoder decoder(config, module, 3, config.context_length);
+  CHECK(decoder.cache_bytes() == gpt_kv_cache_bytes(config, 3, config.context_length, 4));
+  const int64_t prompt = 8;
+  auto logits = decoder.prefill(tokens.narrow(1, 0, prompt));
+  for (int64_t t = prompt; t <= config.context_length; ++t) {
+    INFO("position " << t);
+    // Reference: the whole sequence so far, recomputed; its last position's logits.
+    const auto full = w->forward(*module, tokens.narrow(1, 0, t)).select(1, t - 1);
+    CHECK((logits - full).abs().max().item<double>() <= 1e-4);
+    if (t < config.context_length) logits = decoder.step(tokens.select(1, t));
+  }
+  CHECK(decoder.length() == config.context_length);
+  CHECK_THROWS_AS(decoder.step(tokens.select(1, 0)), InvalidArgument);  // the cache is full
+}
+
+TEST_CASE("decoding run: KV-cache bytes measured equal predicted; TTFT and TPOT per token", "[models][decode]") {
+  const auto config = gpt_preset("tiny");
+  DecodeSettings s;
+  s.batch_size = 2;
+  s.prompt_tokens = 8;
+  s.new_tokens = 6;
+  s.repetitions = 3;
+  const auto r = run_decoding(config, s, c10::Device(c10::kCPU));
+  CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
+  CHECK(r.kv_cache_bytes == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);
+  CHECK(r.parameter_bytes == parameter_count(config) * 4);
+  CHECK(r.ttft_ms.count == 3);
+  CHECK(r.tpot_ms.count == 3 * 5);
+  CHECK(r.tokens_per_s > 0);
+  s.dtype = InferenceDtype::bf16;
+  const auto half = run_decoding(config, s, c10::Device(c10::kCPU));
+  CHECK(half.kv_cache_bytes * 2 == r.kv_cache_bytes);
+  s.new_tokens = 40;  // 8 + 40 > 32 positions
+  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);
+}

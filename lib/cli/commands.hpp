@@ -18,6 +18,8 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv);
 Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie serve`: a serving load with latency percentiles.
 Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie decode`: KV-cached decoding of gpt.
+Runner add_decode_command(CLI::App& app);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.

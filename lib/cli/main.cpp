@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommand("train");
   commands.emplace_back(nullptr, tvie::cli::add_serve_command(app, args));
   commands.back().first = app.get_subcommand("serve");
+  commands.emplace_back(nullptr, tvie::cli::add_decode_command(app));
+  commands.back().first = app.get_subcommand("decode");
   commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
   commands.back().first = app.get_subcommand("list");
   commands.emplace_back(nullptr, tvie::cli::add_info_command(app));

@@ -83,6 +83,11 @@ std::string option_for_field(const std::string& field) {
       {"serve.min_query_count", "--min-queries"},
       {"serve.min_duration_ms", "--min-duration-ms"},
       {"serve.dtype", "--dtype"},
+      {"decode.dtype", "--dtype"},
+      {"decode.batch_size", "--batch"},
+      {"decode.prompt_tokens", "--prompt"},
+      {"decode.new_tokens", "--new-tokens"},
+      {"decode.repetitions", "--repetitions"},
   };
   const auto it = options.find(field);
   return it == options.end() ? field : it->second;

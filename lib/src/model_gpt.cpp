@@ -5,6 +5,7 @@
 #include "compat.hpp"
 #include "zoo_common.hpp"
 #include <tvie/checkpoint.hpp>
+#include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
 
@@ -31,6 +32,10 @@ int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& c, int64_t batch, int
   return 11 * batch * c.context_length * c.d_model * bytes_per_element;
 }
 
+int64_t gpt_kv_cache_bytes(const GptConfig& c, int64_t batch, int64_t max_length, int64_t bytes_per_element) {
+  return 2 * c.n_layer * batch * max_length * c.d_model * bytes_per_element;  // keys and values, every layer
+}
+
 namespace {
 
 struct CausalSelfAttentionImpl : torch::nn::Module {
@@ -38,17 +43,30 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
       : n_head(c.n_head),
         c_attn(register_module("c_attn", torch::nn::Linear(c.d_model, 3 * c.d_model))),
         c_proj(register_module("c_proj", torch::nn::Linear(c.d_model, c.d_model))) {}
-  // x: [B, S, h] -> [B, S, h]
-  torch::Tensor forward(const torch::Tensor& x) {
+  // x: [B, S, h] -> [B, S, h]. With a cache (decoding), x holds the S new positions pos .. pos+S-1: their
+  // keys and values are written into the cache, and they attend to every cached position up to their own.
+  torch::Tensor forward(const torch::Tensor& x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
     const int64_t B = x.size(0), S = x.size(1), h = x.size(2), d = h / n_head;
     auto qkv = c_attn->forward(x).split(h, /*dim=*/2);        // 3 x [B, S, h]
     auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
     auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
     auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
-    auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                              /*is_causal=*/true);  // [B, a, S, d]
-    y = y.transpose(1, 2).contiguous().view({B, S, h});             // [B, S, h]
-    return c_proj->forward(y);                                      // [B, S, h]
+    if (cache) {
+      cache->k.narrow(2, pos, S).copy_(k);  // cache: [B, a, S_max, d]
+      cache->v.narrow(2, pos, S).copy_(v);
+      k = cache->k.narrow(2, 0, pos + S);  // [B, a, pos + S, d]
+      v = cache->v.narrow(2, 0, pos + S);
+    }
+    torch::Tensor y;
+    if (pos == 0) {  // no earlier positions: plain causal attention
+      y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    } else {  // new position i (absolute pos + i) sees positions 0 .. pos + i
+      const auto mask =
+          torch::ones({S, pos + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril(pos);
+      y = at::scaled_dot_product_attention(q, k, v, mask);
+    }                                                    // [B, a, S, d]
+    y = y.transpose(1, 2).contiguous().view({B, S, h});  // [B, S, h]
+    return c_proj->forward(y);                           // [B, S, h]
   }
   int64_t n_head;
   torch::nn::Linear c_attn, c_proj;
@@ -62,9 +80,9 @@ struct BlockImpl : torch::nn::Module {
         ln_2(register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
         c_fc(register_module("c_fc", torch::nn::Linear(c.d_model, 4 * c.d_model))),
         c_proj(register_module("c_proj", torch::nn::Linear(4 * c.d_model, c.d_model))) {}
-  // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block)
-  torch::Tensor forward(torch::Tensor x) {
-    x = x + attn->forward(ln_1->forward(x));                                        // [B, S, h]
+  // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block); cache and pos as in attention.
+  torch::Tensor forward(torch::Tensor x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
+    x = x + attn->forward(ln_1->forward(x), cache, pos);                            // [B, S, h]
     auto m = torch::gelu(c_fc->forward(ln_2->forward(x)), /*approximate=*/"tanh");  // [B, S, 4h]
     return x + c_proj->forward(m);                                                  // [B, S, h]
   }
@@ -94,14 +112,17 @@ struct GptImpl : torch::nn::Module {
         p.value().normal_(0.0, 0.02);
     }
   }
-  // idx: [B, S] token ids -> logits [B, S, V]
-  torch::Tensor forward(const torch::Tensor& idx) {
+  // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos ..
+  // pos+S-1 and each block reads and extends its layer's cache.
+  torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     const int64_t S = idx.size(1);
-    auto pos = torch::arange(S, idx.options().dtype(torch::kInt64));  // [S]
-    auto x = wte->forward(idx) + wpe->forward(pos);                   // [B, S, h] + [S, h]
-    for (size_t i = 0; i < blocks.size(); ++i) {                      // [B, S, h]
-      auto block = blocks[i];                                         // a module holder: shares the block
-      if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
+    auto positions = torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64));  // [S]
+    auto x = wte->forward(idx) + wpe->forward(positions);                              // [B, S, h] + [S, h]
+    for (size_t i = 0; i < blocks.size(); ++i) {                                       // [B, S, h]
+      auto block = blocks[i];  // a module holder: shares the block
+      if (caches)
+        x = block->forward(x, &(*caches)[i], pos);
+      else if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
         // Keep only the block's input; recompute the block during backward.
         x = tvie::checkpoint([block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
       else
@@ -159,6 +180,43 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
 };
 
 }  // namespace
+
+GptDecoder::GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch,
+                       int64_t max_length)
+    : config_(config), module_(std::move(module)), max_length_(max_length) {
+  auto& gpt = dynamic_cast<GptImpl&>(*module_);
+  if (max_length_ < 1 || max_length_ > config_.context_length)
+    throw InvalidArgument("decode.max_length", std::to_string(max_length_),
+                          cat("1 .. ", config_.context_length, " (the model's position embeddings)"));
+  const auto weight = gpt.wte->weight;
+  const auto options = weight.options().requires_grad(false);
+  const int64_t d = config_.d_model / config_.n_head;
+  for (int64_t l = 0; l < config_.n_layer; ++l)  // [B, a, S_max, d] each
+    caches_.push_back({torch::zeros({batch, config_.n_head, max_length_, d}, options),
+                       torch::zeros({batch, config_.n_head, max_length_, d}, options)});
+}
+
+torch::Tensor GptDecoder::prefill(const torch::Tensor& prompt) {
+  length_ = 0;
+  return advance(prompt);
+}
+
+torch::Tensor GptDecoder::step(const torch::Tensor& tokens) { return advance(tokens.view({-1, 1})); }
+
+torch::Tensor GptDecoder::advance(const torch::Tensor& tokens) {
+  const int64_t n = tokens.size(1);
+  if (length_ + n > max_length_)
+    throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
+  auto logits = dynamic_cast<GptImpl&>(*module_).forward(tokens, &caches_, length_);  // [B, n, V]
+  length_ += n;
+  return logits.select(1, n - 1);  // the next-token logits: [B, V]
+}
+
+int64_t GptDecoder::cache_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& c : caches_) bytes += static_cast<int64_t>(c.k.nbytes() + c.v.nbytes());
+  return bytes;
+}
 
 std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label) {
   return std::make_unique<GptWorkload>(config, std::move(label));

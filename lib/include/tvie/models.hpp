@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/types.h>
+
 #include <tvie/workload.hpp>
 
 namespace tvie {
@@ -57,6 +59,34 @@ double forward_flops_per_sample(const GptConfig& config);
 // input, which it held anyway as the first LayerNorm's input; attention's and LayerNorm's own saved
 // tensors come on top, so the real saving is larger.)
 int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& config, int64_t batch, int64_t bytes_per_element);
+
+// KV-cache bytes for decoding: keys and values of every layer, 2 * L * B * S_max * h elements.
+int64_t gpt_kv_cache_bytes(const GptConfig& config, int64_t batch, int64_t max_length, int64_t bytes_per_element);
+
+// One layer's KV cache: keys and values of every position so far, [B, a, S_max, d] each.
+struct GptLayerCache {
+  torch::Tensor k, v;
+};
+
+// KV-cached decoding with a module made by make_gpt_workload(config)->make_module() (any dtype/device):
+// prefill() runs the prompt and fills the caches; step() runs one new token per sequence, attending to
+// the cached keys and values instead of recomputing the whole sequence. Call under InferenceMode.
+class GptDecoder {
+ public:
+  GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch, int64_t max_length);
+  torch::Tensor prefill(const torch::Tensor& prompt);  // [B, P] token ids -> next-token logits [B, V]
+  torch::Tensor step(const torch::Tensor& tokens);     // [B] token ids -> next-token logits [B, V]
+  int64_t length() const { return length_; }           // positions in the cache
+  int64_t cache_bytes() const;                         // bytes of the cache tensors
+
+ private:
+  torch::Tensor advance(const torch::Tensor& tokens);  // [B, n]
+  GptConfig config_;
+  std::shared_ptr<torch::nn::Module> module_;
+  int64_t max_length_;
+  int64_t length_ = 0;
+  std::vector<GptLayerCache> caches_;
+};
 
 // Zoo access. Names: model_names(); presets per model: preset_names(model).
 std::vector<std::string> model_names();

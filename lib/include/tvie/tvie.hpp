@@ -5,7 +5,7 @@
 //   train.hpp     Trainer, run_training          infer.hpp   InferenceSession, run_inference
 //   compare.hpp   run_compare                    report.hpp  ConsoleReporter, JsonReporter
 //   memory.hpp    probes and ledgers             timing.hpp  StepTimer      stats.hpp  summarize
-//   serve.hpp     run_serving, DynamicBatcher, poisson_schedule_s
+//   decode.hpp    run_decoding (KV cache)      serve.hpp   run_serving, DynamicBatcher, poisson_schedule_s
 //   precision.hpp AutocastGuard, LossScaler      checkpoint.hpp  activation checkpointing
 //   device.hpp    resolve_device                 errors.hpp  typed exceptions  log.hpp  logging
 #pragma once
@@ -13,6 +13,7 @@
 #include <tvie/checkpoint.hpp>
 #include <tvie/compare.hpp>
 #include <tvie/config.hpp>
+#include <tvie/decode.hpp>
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/infer.hpp>

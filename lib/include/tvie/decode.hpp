@@ -1,0 +1,42 @@
+// Scenario: KV-cached decoding of the zoo gpt. Prefill the prompt, then generate token by token
+// (greedy), attending to cached keys and values: time to first token, time per output token, tokens/s,
+// and the KV cache as its own memory category, predicted and measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include <tvie/models.hpp>
+#include <tvie/settings.hpp>
+#include <tvie/stats.hpp>
+
+namespace tvie {
+
+struct DecodeSettings {
+  int64_t batch_size = 1;      // sequences decoded together
+  int64_t prompt_tokens = 16;  // prefill length
+  int64_t new_tokens = 16;     // generated tokens per sequence (the first comes from the prefill)
+  int64_t repetitions = 5;     // timed prefill+generate runs, after one untimed warm-up run
+  InferenceDtype dtype = InferenceDtype::fp32;
+  uint64_t seed = 0;
+};
+void validate(const DecodeSettings& settings, const GptConfig& config);
+
+struct DecodeResult {
+  std::string dtype;
+  std::string memory_counter;
+  std::string timer;
+  int64_t parameter_bytes = 0;           // the weights, measured
+  int64_t kv_cache_bytes = 0;            // measured: allocated bytes the cache added
+  int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * h * bytes per element
+  Summary ttft_ms;                       // time to first token: the prefill, per repetition
+  Summary tpot_ms;                       // time per output token after the first, over all steps
+  double tokens_per_s = 0;               // generated tokens (all sequences) / mean time of a whole run
+  int64_t timed_runs = 0;
+};
+
+DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
+
+}  // namespace tvie

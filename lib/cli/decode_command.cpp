@@ -42,18 +42,8 @@ Runner add_decode_command(CLI::App& app) {
   return [o]() {
     if (o->quiet) log::set_level(log::Level::error);
     auto& s = o->settings;
-    CompareSettings model;  // the preset, device and dtype are checked as compare checks them
-    model.model = "gpt";
-    model.preset = o->preset;
-    model.device = o->device;
     s.dtype = parse_inference_dtype(o->dtype, "decode.dtype");
-    model.infer.dtype = s.dtype;
-    try {
-      validate(model);
-    } catch (const InvalidArgument& e) {
-      if (e.field() != "infer.dtype") throw;
-      throw InvalidArgument("decode.dtype", e.value(), e.accepted());
-    }
+    validate_model("gpt", o->preset, o->device, s.dtype, "decode.dtype");
     const auto config = gpt_preset(o->preset);
     const auto device = resolve_device(o->device);
     const auto r = run_decoding(config, s, device);

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
 namespace tvie::cli {
@@ -49,6 +50,21 @@ void apply_common_options(CommonOptions& o) {
   t.optimizer = parse_optimizer(o.optimizer);
   t.precision = parse_train_precision(o.precision);
   t.checkpoint_every = parse_checkpoint(o.checkpoint);
+}
+
+void validate_model(const std::string& model, const std::string& preset, const std::string& device,
+                    InferenceDtype dtype, const std::string& dtype_field) {
+  CompareSettings s;
+  s.model = model;
+  s.preset = preset;
+  s.device = device;
+  s.infer.dtype = dtype;
+  try {
+    validate(s);
+  } catch (const InvalidArgument& e) {
+    if (e.field() != "infer.dtype") throw;
+    throw InvalidArgument(dtype_field, e.value(), e.accepted());
+  }
 }
 
 std::string option_for_field(const std::string& field) {

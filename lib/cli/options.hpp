@@ -25,6 +25,11 @@ void add_common_options(CLI::App* cmd, CommonOptions& o);
 // Parses the string-valued options into o.settings.train and applies the log level.
 void apply_common_options(CommonOptions& o);
 
+// Checks a zoo model, preset, device and inference dtype as `tvie compare` does; a dtype error names
+// `dtype_field` (the calling command's own option) instead of compare's infer.dtype.
+void validate_model(const std::string& model, const std::string& preset, const std::string& device,
+                    InferenceDtype dtype, const std::string& dtype_field);
+
 // The command-line option that sets a library settings field ("train.batch_size" -> "--batch").
 std::string option_for_field(const std::string& field);
 

@@ -52,18 +52,7 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     auto& s = o->settings;
     s.scenario = parse_scenario(o->scenario);
     s.dtype = parse_inference_dtype(o->dtype, "serve.dtype");
-    // The model, preset and device are checked as compare checks them.
-    CompareSettings model;
-    model.model = o->model;
-    model.preset = o->preset;
-    model.device = o->device;
-    model.infer.dtype = s.dtype;
-    try {
-      validate(model);
-    } catch (const InvalidArgument& e) {  // the dtype is --dtype here, not compare's --infer-dtype
-      if (e.field() != "infer.dtype") throw;
-      throw InvalidArgument("serve.dtype", e.value(), e.accepted());
-    }
+    validate_model(o->model, o->preset, o->device, s.dtype, "serve.dtype");
     validate(s);
     if (!o->json_path.empty()) check_output_path(o->json_path, "json");
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include <tvie/log.hpp>
 
@@ -215,17 +216,18 @@ void ConsoleReporter::report(const CompareReport& r) {
 
   const std::vector<size_t> w = {18, 14, 14, 18, 10};
   row(out, {"memory", "training", "predicted", "inference " + i.dtype, "train/infer"}, w);
+  // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
+  const std::map<std::string, int64_t> inference = {{"parameters", i.memory.parameters},
+                                                    {"activations", i.memory.activations},
+                                                    {"other", i.memory.other},
+                                                    {"peak", i.memory.peak}};
   for (const auto& lr : ledger_rows(t)) {
-    int64_t infer = -1;
-    if (lr.name == "parameters") infer = i.memory.parameters;
-    if (lr.name == "activations") infer = i.memory.activations;
-    if (lr.name == "other") infer = i.memory.other;
-    if (lr.name == "peak") infer = i.memory.peak;
-    const bool both = infer >= 0 && lr.name != "other";
+    const auto it = inference.find(lr.name);
+    const bool has = it != inference.end();
+    const bool comparable = has && lr.name != "other";
     row(out,
-        {"  " + lr.name, format_bytes(lr.training), lr.predicted,
-         infer >= 0 || lr.name == "other" ? format_bytes(infer) : "-",
-         both ? ratio(static_cast<double>(lr.training), static_cast<double>(infer)) : ""},
+        {"  " + lr.name, format_bytes(lr.training), lr.predicted, has ? format_bytes(it->second) : "-",
+         comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second)) : ""},
         w);
   }
   if (t.memory.peak_reserved >= 0)

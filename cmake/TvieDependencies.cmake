@@ -59,6 +59,34 @@ if(_tvie_nvidia_libdirs)
   target_link_options(tvie_torch_deps INTERFACE "LINKER:-rpath-link,${_tvie_rpath_link}")
 endif()
 
+# Distributed training through c10d. ProcessGroupGloo.hpp (in the wheel) includes gloo headers the wheel does
+# not ship; scripts/setup.sh fetches them (see there). They must have the store interface of gloo >= 2023
+# (has_v2_support): an older gloo (Debian's libgloo-dev) does not compile with the header.
+set(TVIE_GLOO_INCLUDE_DIR "" CACHE PATH "gloo headers for c10d's ProcessGroupGloo (scripts/setup.sh fetches them)")
+set(TVIE_WITH_GLOO OFF)
+foreach(_dir IN ITEMS "${TVIE_GLOO_INCLUDE_DIR}" "${TORCH_INSTALL_PREFIX}/include")
+  if(_dir AND EXISTS "${_dir}/gloo/rendezvous/store.h" AND EXISTS "${_dir}/gloo/config.h")
+    file(READ "${_dir}/gloo/rendezvous/store.h" _tvie_gloo_store)
+    if(_tvie_gloo_store MATCHES "has_v2_support")
+      set(TVIE_WITH_GLOO ON)
+      set(TVIE_GLOO_HEADERS "${_dir}")
+      break()
+    endif()
+  endif()
+endforeach()
+if(TVIE_WITH_GLOO)
+  message(STATUS "tvie: Gloo backend (c10d ProcessGroupGloo) with gloo headers from ${TVIE_GLOO_HEADERS}")
+else()
+  message(STATUS "tvie: no usable gloo headers (set TVIE_GLOO_INCLUDE_DIR; scripts/setup.sh fetches them): "
+                 "distributed training on CPU is disabled in this build")
+endif()
+# ProcessGroupNCCL.hpp includes nccl.h: the NCCL torch loads ships it (site-packages/nvidia/nccl/include).
+set(TVIE_NCCL_INCLUDE_DIR "")
+if(TVIE_WITH_CUDA)
+  find_path(TVIE_NCCL_INCLUDE_DIR nccl.h HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" /usr/local/cuda/include
+            NO_DEFAULT_PATH)
+endif()
+
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)

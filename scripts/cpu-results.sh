@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
+# Usage: scripts/cpu-results.sh [all|inference|dist]   (a group: only those results)
 set -euo pipefail
+group="${1:-all}"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 "$TVIE_ROOT/scripts/build.sh"
 out="$TVIE_ROOT/docs/results"
@@ -11,6 +13,7 @@ run() {  # run NAME COMMAND...: stdout to docs/results/NAME.txt with a header na
   local name="$1"; shift
   { echo "# machine: $machine"; echo "# command: ${*/#$TVIE_ROOT\//}"; "$@"; } >"$out/$name.txt"
 }
+if [ "$group" = all ]; then
 for model in mlp cnn gpt; do
   run "cpu-compare-$model-tiny" "$bin/tvie" compare --model "$model" --preset tiny --batch 8 --steps 20 --warmup 3 \
       --optimizer adamw --device cpu --infer-dtype bf16 --quiet --json "$out/cpu-compare-$model-tiny.json"
@@ -54,4 +57,65 @@ print("| precision | checkpoint | parameters MiB | gradients MiB | optimizer sta
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))
 PY
+fi
+
+if [ "$group" = all ] || [ "$group" = inference ]; then
+# The inference path: batch x precision sweeps with accuracy against fp32.
+run "cpu-infer-gpt-small" "$bin/tvie" infer --model gpt --preset small --batch 1,4,16,64 --dtype fp32,bf16,int8 \
+    --steps 10 --warmup 2 --device cpu --quiet --json "$out/cpu-infer-gpt-small.json"
+run "cpu-infer-mlp-small" "$bin/tvie" infer --model mlp --preset small --batch 1,64 --dtype fp32,bf16,int8 \
+    --steps 20 --warmup 3 --device cpu --quiet --json "$out/cpu-infer-mlp-small.json"
+# A 16 MiB device, emulated: the larger batches do not fit and the sweep goes on.
+run "cpu-infer-gpt-tiny-16mib" "$bin/tvie" infer --model gpt --preset tiny --batch 1,2,4,...,256 --dtype fp32,int8 \
+    --steps 10 --warmup 2 --cpu-memory-limit-mb 16 --device cpu --quiet --json "$out/cpu-infer-gpt-tiny-16mib.json"
+# The serving compute tail on this CPU: the same 25 QPS load, three seeds, under OpenMP's default wait policy,
+# passive and active waiting, and one intra-op thread (compute-time row of each run).
+run "cpu-serve-gpt-tiny-25qps-omp" bash -c "cd '$TVIE_ROOT'; echo 'columns of compute (ms): p50 p90 p95 p99 p99.9 mean max'; for rep in 1 2 3; do \
+  for e in OMP_UNSET=1 OMP_WAIT_POLICY=passive OMP_WAIT_POLICY=active OMP_NUM_THREADS=1; do \
+  printf '%-24s seed %s %s\n' \$e \$rep \"\$(env \$e build/bin/tvie serve --model gpt --preset tiny --qps 25 \
+  --queries 200 --min-queries 100 --seed \$rep --device cpu --quiet | grep '  compute')\"; done; done"
+# The highest Poisson rate whose p99 stays under 20 ms (one intra-op thread: see the run above).
+run "cpu-serve-gpt-tiny-maxqps" env OMP_NUM_THREADS=1 "$bin/tvie" serve --model gpt --preset tiny --find-max-qps \
+    --p99-ms 20 --qps 50 --max-batch 16 --max-queue-delay-us 2000 --min-queries 256 --min-duration-ms 2000 \
+    --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-maxqps.json"
+# A TorchScript model saved from Python (torch.jit.script), run as loaded, frozen, and frozen + optimised.
+script_dir="$TVIE_BUILD_DIR/torchscript"
+mkdir -p "$script_dir"
+"$TVIE_VENV/bin/python" - "$script_dir/convnet.pt" 2>/dev/null <<'PY'
+import sys, torch
+torch.manual_seed(0)
+def block(cin, cout):  # conv + batchnorm + relu: what optimize_for_inference folds and fuses
+    return [torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.BatchNorm2d(cout), torch.nn.ReLU()]
+net = torch.nn.Sequential(*block(3, 32), *block(32, 64), torch.nn.MaxPool2d(2), *block(64, 64),
+                          torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10))
+net.eval()
+torch.jit.save(torch.jit.script(net), sys.argv[1])
+PY
+for fusion in none freeze optimize; do
+  run "cpu-infer-script-$fusion" "$bin/tvie" infer --torchscript "$script_dir/convnet.pt" --input-shape 3,32,32 \
+      --fusion "$fusion" --batch 1,32 --steps 20 --warmup 3 --device cpu --quiet \
+      --json "$out/cpu-infer-script-$fusion.json"
+done
+python3 - "$out" >"$out/cpu-infer-script-table.md" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+print("| TorchScript model | batch | p50 ms | p99 ms | samples/s | weights KiB | activations KiB | peak KiB |")
+print("|---|---|---|---|---|---|---|---|")
+for fusion in ["none", "freeze", "optimize"]:
+    j = json.load(open(os.path.join(out, f"cpu-infer-script-{fusion}.json")))
+    for row in j["inference_sweep"]["rows"]:
+        r = row["result"]; m = r["memory"]
+        print(f"| {j['model']['name']} | {row['batch_size']} | {r['latency_ms']['p50']:.3f} | {r['latency_ms']['p99']:.3f} | "
+              f"{r['throughput']['samples_per_s']:.0f} | {(m['parameters'] + m['packed_weights']) / 1024:.1f} | "
+              f"{m['activations'] / 1024:.1f} | {m['peak'] / 1024:.1f} |")
+PY
+fi
+
+if [ "$group" = all ] || [ "$group" = dist ]; then
+# Data-parallel training and the all-reduce sweep: 2 ranks over Gloo on this machine.
+run "cpu-launch-train-gpt-tiny" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt --preset tiny --steps 20 \
+    --device cpu --quiet --json "$out/cpu-launch-train-gpt-tiny.json"
+run "cpu-launch-allreduce" "$bin/tvie" launch --nproc 2 -- tvie allreduce --min-bytes 8 --max-bytes 33554432 \
+    --iters 20 --warmup 5 --json "$out/cpu-launch-allreduce.json"
+fi
 python3 "$TVIE_ROOT/scripts/readme-results.py"

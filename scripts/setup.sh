@@ -4,6 +4,7 @@
 #  - LibTorch: the PyPI torch==2.14.1 wheel in a virtual environment outside the clone
 #    ($TVIE_VENV, default ~/.cache/tvie/venv-torch-2.14.1). Skipped when the user brings their own:
 #    TVIE_PYTHON=<python with torch> or CMAKE_PREFIX_PATH containing a LibTorch.
+#  - Gloo headers for c10d's ProcessGroupGloo (distributed training on CPU), from PyPI: see fetch_gloo_headers.
 # Prints nothing on stdout but, at the end, the python to configure with (empty for a user's LibTorch).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -27,15 +28,44 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 fi
 
+# --- Gloo headers ---------------------------------------------------------------------------------
+# The torch wheel contains Gloo (compiled into libtorch_cpu) and c10d's ProcessGroupGloo.hpp, but not the gloo
+# headers that header includes; Debian's libgloo-dev (2022) predates the store interface it overrides. The
+# horovod sdist on PyPI vendors a recent enough gloo: tvie takes its headers (nothing is built from it) into
+# $TVIE_HOME/gloo-headers, with gloo/config.h generated for the TCP transport only.
+fetch_gloo_headers() {  # fetch_gloo_headers PYTHON
+  local dir="$TVIE_HOME/gloo-headers" stamp="$TVIE_HOME/gloo-headers/.tvie-gloo-from-horovod-$TVIE_GLOO_SOURCE_VERSION"
+  [ -f "$stamp" ] && return 0
+  say "fetching gloo headers (horovod==$TVIE_GLOO_SOURCE_VERSION sdist from PyPI, 3.5 MB)"
+  local tmp; tmp="$(mktemp -d)"
+  if ! "$1" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+      "horovod==$TVIE_GLOO_SOURCE_VERSION" -d "$tmp" >&2; then
+    say "could not download the gloo headers: distributed training on CPU (Gloo) will be unavailable"
+    rm -rf "$tmp"; return 0
+  fi
+  local src="horovod-$TVIE_GLOO_SOURCE_VERSION/third_party/gloo"
+  tar xzf "$tmp/horovod-$TVIE_GLOO_SOURCE_VERSION.tar.gz" -C "$tmp" "$src/gloo"
+  rm -rf "$dir"; mkdir -p "$dir"
+  (cd "$tmp/$src" && find gloo -name '*.h' | tar cf - -T -) | tar xf - -C "$dir"
+  sed -e 's/@GLOO_VERSION_MAJOR@/0/; s/@GLOO_VERSION_MINOR@/5/; s/@GLOO_VERSION_PATCH@/0/' \
+      -e 's/#cmakedefine01 GLOO_HAVE_TRANSPORT_TCP$/#define GLOO_HAVE_TRANSPORT_TCP 1/' \
+      -e 's/#cmakedefine01 \([A-Z_]*\)/#define \1 0/' "$tmp/$src/gloo/config.h.in" >"$dir/gloo/config.h"
+  rm -rf "$tmp"
+  touch "$stamp"
+}
+
 # --- LibTorch ------------------------------------------------------------------------------------------
 if [ -n "${TVIE_PYTHON:-}" ]; then
   "$TVIE_PYTHON" -c 'import torch' >/dev/null 2>&1 || { say "TVIE_PYTHON=$TVIE_PYTHON has no torch"; exit 2; }
+  fetch_gloo_headers "$TVIE_PYTHON"
   echo "$TVIE_PYTHON"; exit 0
 fi
 cmake_prefix="${CMAKE_PREFIX_PATH:-}"
 for prefix in ${cmake_prefix//:/ }; do
   if ls "$prefix"/TorchConfig.cmake "$prefix"/share/cmake/Torch/TorchConfig.cmake "$prefix"/Torch/TorchConfig.cmake >/dev/null 2>&1; then
-    say "using the LibTorch in CMAKE_PREFIX_PATH ($prefix)"; echo ""; exit 0
+    say "using the LibTorch in CMAKE_PREFIX_PATH ($prefix)"
+    python3 -m pip --version >/dev/null 2>&1 && fetch_gloo_headers python3
+    echo ""; exit 0
   fi
 done
 py="$TVIE_VENV/bin/python"
@@ -48,4 +78,5 @@ if [ ! -f "$stamp" ]; then
   "$py" -W ignore -c "import torch; assert torch.__version__.startswith('$TVIE_TORCH_VERSION'), torch.__version__" >&2
   touch "$stamp"
 fi
+fetch_gloo_headers "$py"
 echo "$py"

@@ -1,11 +1,13 @@
 // Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
-// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available.
+// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available, and [dist]
+// tests when the build has no Gloo backend.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <iostream>
 
+#include <tvie/config.hpp>
 #include <tvie/device.hpp>
 #include <tvie/memory.hpp>
 
@@ -31,6 +33,19 @@ int main(int argc, char* argv[]) {
       for (const auto& t : selected)
         std::cout << "SKIPPED [gpu] " << t.getTestCaseInfo().name
                   << ": needs a CUDA device; torch::cuda::is_available() is false on this machine\n";
+      return 77;
+    }
+  }
+  if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && !TVIE_WITH_GLOO) {
+    const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
+    const bool all_dist = !selected.empty() && std::all_of(selected.begin(), selected.end(), [](const auto& t) {
+      return has_tag(t, "dist") && !has_tag(t, "gpu");
+    });
+    if (all_dist) {
+      for (const auto& t : selected)
+        std::cout << "SKIPPED [dist] " << t.getTestCaseInfo().name
+                  << ": this build has no Gloo backend (no gloo headers at configure time; scripts/setup.sh fetches "
+                     "them)\n";
       return 77;
     }
   }

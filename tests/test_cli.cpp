@@ -128,6 +128,23 @@ TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
   CHECK(j["context"]["argv"].size() == 15);  // argv[0] and the 14 words after it
 }
 
+TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[cli]") {
+  TempDir dir;
+  const fs::path json = dir.path / "report.json";
+  const Run r = run_cli(
+      "compare --model mlp --preset small --batch 4 --steps 1 --warmup 0 --device cpu --quiet "
+      "--infer-dtype int8 --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("int8 copy of the trained weights") != std::string::npos);
+  CHECK(r.out.find("packed by fbgemm") != std::string::npos);
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  CHECK(j["inference"]["memory"]["packed_weights"].get<int64_t>() > 0);
+  // int8 Linear weights: the training copy (fp32) holds about four times the inference weights.
+  CHECK(j["gap"]["parameter_memory_ratio"].get<double>() > 3.0);
+}
+
 TEST_CASE("cli: train prints the loss curve, phases, clipping and the ledger, and writes JSON", "[cli]") {
   TempDir dir;
   const fs::path json = dir.path / "train.json";
@@ -193,6 +210,39 @@ TEST_CASE("cli: serve prints the percentile table with the queue/compute split a
   CHECK(j["serving"]["valid"] == true);
 }
 
+TEST_CASE("cli: infer sweeps batch and precision with accuracy columns and writes JSON", "[cli]") {
+  TempDir dir;
+  const fs::path json = dir.path / "infer.json";
+  const Run r = run_cli(
+      "infer --model mlp --preset tiny --device cpu --batch 1,2,...,8 --dtype fp32,int8,bf16 "
+      "--steps 2 --warmup 0 --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const char* needle : {"tvie infer: mlp/tiny", "max|err|", "top-1", "int8", "bf16", "ref"})
+    CHECK(r.out.find(needle) != std::string::npos);
+  REQUIRE(fs::exists(json));
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  const auto& sweep = j.at("inference_sweep");
+  CHECK(sweep.at("settings").at("batch_sizes") == nlohmann::json({1, 2, 4, 8}));
+  REQUIRE(sweep.at("rows").size() == 12);
+  for (const auto& row : sweep.at("rows")) {
+    CHECK(row.at("fits") == true);
+    CHECK(row.contains("accuracy_vs_fp32") == (row.at("dtype") != "fp32"));
+    CHECK(row.at("result").at("memory").at("peak").get<int64_t>() > 0);
+  }
+}
+
+TEST_CASE("cli: infer reports 'does not fit' under an emulated memory limit and goes on", "[cli]") {
+  const Run r = run_cli(
+      "infer --model gpt --preset tiny --device cpu --batch 1,4096,2 --steps 1 --warmup 0 "
+      "--cpu-memory-limit-mb 8");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("4096   fp32  does not fit") != std::string::npos);
+  CHECK(r.out.find("\n2      fp32") != std::string::npos);  // the row after it ran
+}
+
 TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
   TempDir dir;
   const std::string json = " --json " + (dir.path / "x.json").string();
@@ -201,7 +251,18 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"serve --qps 0", "--qps: got '0'"},
            {"serve --max-batch 0", "--max-batch: got '0'"},
            {"serve --model resnet", "--model: got 'resnet'"},
-           {"serve --device cpu --dtype fp16", "--dtype"}}) {
+           {"serve --device cpu --dtype fp16", "--dtype"},
+           {"serve --device cpu --dtype fp8", "--dtype: got 'fp8'"},
+           {"serve --scenario offline --find-max-qps", "--scenario: got 'offline'; accepted: server"},
+           {"serve --find-max-qps --p99-ms 0", "--p99-ms: got '0'"},
+           {"infer --batch 0", "--batch: got '0'"},
+           {"infer --batch 1,2,...", "--batch: got '1,2,...'"},
+           {"infer --dtype fp32,int4", "--dtype: got 'int4'"},
+           {"infer --device cpu --dtype fp8", "--dtype: got 'fp8'"},
+           {"infer --device cpu --cuda-graph", "--cuda-graph"},
+           {"infer --cpu-memory-limit-mb -1", "--cpu-memory-limit-mb: got '-1'"},
+           {"infer --torchscript /nonexistent.pt --input-shape 4", "--torchscript: got '/nonexistent.pt'"},
+           {"infer --model gpt --preset huge", "--preset: got 'huge'"}}) {
     const Run r = run_cli(args + json);
     INFO(args << "\n" << r.out);
     CHECK(r.exit_code == 2);

@@ -89,3 +89,73 @@ TEST_CASE("CUDA graph replay gives the loss of the eager step for the same input
       CHECK(graphed.loss_curve[i].second == Approx(eager.loss_curve[i].second).epsilon(1e-4));
   }
 }
+
+namespace {
+
+InferSettings gpu_infer(int64_t batch, InferenceDtype dtype) {
+  InferSettings s = test::small_infer();
+  s.batch_size = batch;
+  s.dtype = dtype;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA inference in fp16, bf16, int8 (_int_mm) and fp8 (_scaled_mm) stays near fp32", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto w = make_zoo_workload("gpt", "tiny");
+  InferenceSession ref_session(*w, gpu_infer(8, InferenceDtype::fp32), cuda);
+  const auto ref = ref_session.run_batch().to(torch::kCPU, torch::kFloat32);
+  std::vector<InferenceDtype> dtypes = {InferenceDtype::fp16, InferenceDtype::bf16, InferenceDtype::int8};
+  if (nn::linear_weights_supported(nn::LinearWeights::fp8_e4m3, cuda)) dtypes.push_back(InferenceDtype::fp8);
+  for (auto dtype : dtypes) {
+    InferenceSession session(*w, gpu_infer(8, dtype), cuda);
+    const auto a = compare_outputs(ref, session.run_batch());
+    INFO(to_string(dtype) << ": max " << a.max_abs_error << " mean " << a.mean_abs_error << " ref "
+                          << a.reference_mean_abs << " top1 " << a.top1_agreement);
+    CHECK(a.mean_abs_error < 0.05 * a.reference_mean_abs);
+    CHECK(a.top1_agreement >= 0.9);
+  }
+}
+
+TEST_CASE("CUDA graph replay of the inference forward equals eager", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  auto w = make_zoo_workload("gpt", "tiny");
+  InferenceSession session(*w, gpu_infer(4, InferenceDtype::fp32), cuda);
+  const auto eager = session.run_batch().clone();
+  session.capture_cuda_graph();
+  const auto replayed = session.run_batch().clone();
+  CHECK(torch::allclose(eager, replayed, 1e-5, 1e-5));
+  auto s = gpu_infer(4, InferenceDtype::bf16);
+  s.cuda_graph = true;
+  const auto r = run_inference(*w, s, cuda);
+  CHECK(r.cuda_graph);
+  CHECK(r.timed_batches == s.steps);
+}
+
+TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all-reduce sweep", "[gpu][dist]") {
+  TVIE_REQUIRE_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  DistEnv env;
+  env.master_port = 0;  // one rank: the store takes any free port
+  DistSettings d;
+  d.backend = DistBackend::nccl;
+  d.timeout_s = 60;
+  Communicator comm(env, d, cuda);
+  CHECK(comm.backend_name() == "nccl");
+  AllreduceSweepSettings s;
+  s.max_bytes = 1 << 20;
+  s.factor = 16;
+  s.iters = 3;
+  const auto sweep = run_allreduce_sweep(comm, s, cuda);
+  CHECK(sweep.total_wrong == 0);
+  CHECK(sweep.rows.size() == 6);
+  auto w = make_zoo_workload("gpt", "tiny");
+  auto t = test::small_train();
+  const auto r = run_training(*w, t, cuda, nullptr, &comm, &d);
+  CHECK(r.distributed.enabled);
+  CHECK(r.distributed.parameters_identical);
+  CHECK(r.memory.comm_buffers == r.distributed.bytes_per_step);
+}

@@ -16,8 +16,14 @@ using Runner = std::function<int()>;
 Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie train`: training only, every training option.
 Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie infer`: batch x precision sweep of inference with accuracy against fp32.
+Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie serve`: a serving load with latency percentiles.
 Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie launch`: N local ranks of a command with the torchrun environment.
+Runner add_launch_command(CLI::App& app);
+// `tvie allreduce`: all-reduce bandwidth sweep (nccl-tests' all_reduce_perf).
+Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie decode`: KV-cached decoding of gpt.
 Runner add_decode_command(CLI::App& app);
 // `tvie info`: versions and devices.

@@ -29,8 +29,14 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommand("compare");
   commands.emplace_back(nullptr, tvie::cli::add_train_command(app, args));
   commands.back().first = app.get_subcommand("train");
+  commands.emplace_back(nullptr, tvie::cli::add_infer_command(app, args));
+  commands.back().first = app.get_subcommand("infer");
   commands.emplace_back(nullptr, tvie::cli::add_serve_command(app, args));
   commands.back().first = app.get_subcommand("serve");
+  commands.emplace_back(nullptr, tvie::cli::add_launch_command(app));
+  commands.back().first = app.get_subcommand("launch");
+  commands.emplace_back(nullptr, tvie::cli::add_allreduce_command(app, args));
+  commands.back().first = app.get_subcommand("allreduce");
   commands.emplace_back(nullptr, tvie::cli::add_decode_command(app));
   commands.back().first = app.get_subcommand("decode");
   commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
@@ -59,6 +65,9 @@ int main(int argc, char** argv) {
     } catch (const tvie::InvalidArgument& e) {
       std::cerr << name << ": error: " << tvie::cli::option_for_field(e.field()) << ": got '" << e.value()
                 << "'; accepted: " << e.accepted() << "\n";
+      return kUsageError;
+    } catch (const tvie::ConfigurationMismatch& e) {
+      std::cerr << name << ": error: " << e.what() << "\n";
       return kUsageError;
     } catch (const tvie::OutOfMemory& e) {
       std::cerr << name << ": out of memory: " << e.what() << "\n";

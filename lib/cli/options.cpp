@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <map>
+#include <sstream>
 
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -67,6 +68,38 @@ void validate_model(const std::string& model, const std::string& preset, const s
   }
 }
 
+std::vector<int64_t> parse_int_series(const std::string& text, const std::string& field) {
+  const std::string accepted =
+      "comma-separated integers >= 1; '...' continues a doubling (or other constant-ratio) series, e.g. 1,2,4,...,256";
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) items.push_back(item);
+  auto number = [&](const std::string& t) {
+    if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw InvalidArgument(field, text, accepted);
+    const int64_t v = std::stoll(t);
+    if (v < 1) throw InvalidArgument(field, text, accepted);
+    return v;
+  };
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i] != "...") {
+      out.push_back(number(items[i]));
+      continue;
+    }
+    // Needs two numbers before (the ratio) and one after (the end).
+    if (out.size() < 2 || i + 1 >= items.size() || out[out.size() - 1] % out[out.size() - 2] != 0 ||
+        out[out.size() - 1] == out[out.size() - 2])
+      throw InvalidArgument(field, text, accepted);
+    const int64_t ratio = out[out.size() - 1] / out[out.size() - 2];
+    const int64_t end = number(items[i + 1]);
+    for (int64_t v = out.back() * ratio; v < end; v *= ratio) out.push_back(v);
+  }
+  if (out.empty()) throw InvalidArgument(field, text, accepted);
+  return out;
+}
+
 std::string option_for_field(const std::string& field) {
   static const std::map<std::string, std::string> options = {
       {"model", "--model"},
@@ -91,6 +124,17 @@ std::string option_for_field(const std::string& field) {
       {"infer.steps", "--infer-steps"},
       {"infer.warmup_steps", "--warmup"},
       {"infer.dtype", "--infer-dtype"},
+      {"infer.cuda_graph", "--infer-cuda-graph"},
+      {"infer_sweep.batch_sizes", "--batch"},
+      {"torchscript.path", "--torchscript"},
+      {"torchscript.input_shape", "--input-shape"},
+      {"torchscript.vocab_size", "--vocab"},
+      {"torchscript.fusion", "--fusion"},
+      {"infer_sweep.dtypes", "--dtype"},
+      {"infer_sweep.steps", "--steps"},
+      {"infer_sweep.warmup_steps", "--warmup"},
+      {"infer_sweep.cuda_graph", "--cuda-graph"},
+      {"infer_sweep.cpu_memory_limit_mb", "--cpu-memory-limit-mb"},
       {"serve.scenario", "--scenario"},
       {"serve.target_qps", "--qps"},
       {"serve.max_batch", "--max-batch"},
@@ -99,7 +143,27 @@ std::string option_for_field(const std::string& field) {
       {"serve.min_query_count", "--min-queries"},
       {"serve.min_duration_ms", "--min-duration-ms"},
       {"serve.dtype", "--dtype"},
+      {"serve.p99_bound_ms", "--p99-ms"},
+      {"serve.refine_steps", "--refine-steps"},
       {"decode.dtype", "--dtype"},
+      {"launch.nproc", "--nproc"},
+      {"launch.master_port", "--master-port"},
+      {"launch.grace_s", "--grace-s"},
+      {"launch.command", "COMMAND (after --)"},
+      {"dist.backend", "--backend"},
+      {"dist.bucket_mb", "--bucket-mb"},
+      {"dist.timeout_s", "--timeout-s"},
+      {"allreduce.min_bytes", "--min-bytes"},
+      {"allreduce.max_bytes", "--max-bytes"},
+      {"allreduce.factor", "--factor"},
+      {"allreduce.iters", "--iters"},
+      {"allreduce.warmup", "--warmup"},
+      {"allreduce.dtype", "--dtype"},
+      {"csv", "--csv"},
+      {"env.RANK", "RANK (environment)"},
+      {"env.WORLD_SIZE", "WORLD_SIZE (environment)"},
+      {"env.LOCAL_RANK", "LOCAL_RANK (environment)"},
+      {"env.MASTER_PORT", "MASTER_PORT (environment)"},
       {"decode.batch_size", "--batch"},
       {"decode.prompt_tokens", "--prompt"},
       {"decode.new_tokens", "--new-tokens"},

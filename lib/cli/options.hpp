@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -29,6 +30,10 @@ void apply_common_options(CommonOptions& o);
 // `dtype_field` (the calling command's own option) instead of compare's infer.dtype.
 void validate_model(const std::string& model, const std::string& preset, const std::string& device,
                     InferenceDtype dtype, const std::string& dtype_field);
+
+// "1,2,4,...,256": comma-separated integers; "..." continues the series by the ratio of the two numbers
+// before it (doubling here) up to the number after it. Throws InvalidArgument(field, text, ...).
+std::vector<int64_t> parse_int_series(const std::string& text, const std::string& field);
 
 // The command-line option that sets a library settings field ("train.batch_size" -> "--batch").
 std::string option_for_field(const std::string& field);

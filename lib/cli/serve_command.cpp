@@ -13,6 +13,8 @@ struct ServeOptions {
   std::string model = "gpt", preset = "tiny", device = "auto";
   std::string scenario = "server", dtype = "fp32";
   ServeSettings settings;
+  bool find_max_qps = false;
+  MaxQpsSearch search;
   std::string json_path;
   bool verbose = false, quiet = false;
 };
@@ -42,6 +44,12 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--dtype", o->dtype, "Weights: fp32, fp16 (CUDA), bf16")->capture_default_str();
   cmd->add_option("--seed", s.seed, "Seed of the weights, the request data and the arrival schedule")
       ->capture_default_str();
+  cmd->add_flag("--find-max-qps", o->find_max_qps,
+                "server: search the highest QPS whose run is valid with p99 latency <= --p99-ms, starting at --qps");
+  cmd->add_option("--p99-ms", o->search.p99_bound_ms, "--find-max-qps: the p99 latency bound in milliseconds")
+      ->capture_default_str();
+  cmd->add_option("--refine-steps", o->search.refine_steps, "--find-max-qps: bisections after the bound is bracketed")
+      ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the report as JSON to this file (atomically)");
   cmd->add_flag("-v,--verbose", o->verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o->quiet, "Log only errors");
@@ -54,6 +62,11 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.dtype = parse_inference_dtype(o->dtype, "serve.dtype");
     validate_model(o->model, o->preset, o->device, s.dtype, "serve.dtype");
     validate(s);
+    if (o->find_max_qps) {
+      validate(o->search);
+      if (s.scenario != Scenario::server)
+        throw InvalidArgument("serve.scenario", to_string(s.scenario), "server (--find-max-qps searches its QPS)");
+    }
     if (!o->json_path.empty()) check_output_path(o->json_path, "json");
 
     const auto device = resolve_device(o->device);
@@ -69,7 +82,14 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     report.workload = workload->name();
     report.facts = workload->facts();
     report.settings = s;
-    report.result = run_serving(*workload, s, device);
+    if (o->find_max_qps) {
+      log::info(cat("searching the highest QPS with p99 <= ", o->search.p99_bound_ms, " ms, from ", s.target_qps));
+      report.search = find_max_qps(*workload, s, o->search, device);
+      report.result = report.search->at_max;
+      if (report.search->max_qps > 0) report.settings.target_qps = report.search->max_qps;
+    } else {
+      report.result = run_serving(*workload, s, device);
+    }
     ConsoleReporter(std::cout).report(report);
     if (!o->json_path.empty()) JsonReporter(o->json_path).report(report);
     return 0;

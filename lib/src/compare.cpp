@@ -44,17 +44,19 @@ c10::Device begin_report(Report& report, const Workload& workload, const Compare
 
 }  // namespace
 
-TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
+TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv,
+                      Communicator* comm, const DistSettings* dist) {
   TrainReport report;
   const c10::Device device = begin_report(report, workload, settings, std::move(argv));
-  report.training = run_training(workload, settings.train, device);
+  report.training = run_training(workload, settings.train, device, nullptr, comm, dist);
   return report;
 }
 
-TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv) {
+TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv, Communicator* comm,
+                      const DistSettings* dist) {
   validate(settings);
   auto workload = make_zoo_workload(settings.model, settings.preset);
-  return run_train(*workload, settings, std::move(argv));
+  return run_train(*workload, settings, std::move(argv), comm, dist);
 }
 
 CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
@@ -71,9 +73,26 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   auto ratio = [](double a, double b) { return b != 0 ? a / b : 0.0; };
   report.peak_memory_ratio =
       ratio(static_cast<double>(report.training.memory.peak), static_cast<double>(report.inference.memory.peak));
-  report.parameter_memory_ratio = ratio(static_cast<double>(report.training.memory.parameters),
-                                        static_cast<double>(report.inference.memory.parameters));
+  report.parameter_memory_ratio =
+      ratio(static_cast<double>(report.training.memory.parameters),
+            static_cast<double>(report.inference.memory.parameters + report.inference.memory.packed_weights));
   report.throughput_ratio = ratio(report.inference.samples_per_s, report.training.samples_per_s);
+  return report;
+}
+
+InferReport run_infer(const Workload& workload, const InferSweepSettings& settings, const std::string& device_spec,
+                      std::vector<std::string> argv) {
+  const c10::Device device = resolve_device(device_spec, "device");
+  validate(settings, device);
+  InferReport report;
+  report.context = make_run_context(device, std::move(argv));
+  report.workload = workload.name();
+  report.facts = workload.facts();
+  report.settings = settings;
+  log::info(cat("inference sweep of ", workload.name(), " on ", report.context.device, ": ",
+                settings.batch_sizes.size(), " batch sizes x ", settings.dtypes.size(), " precisions, 1 ledger + ",
+                settings.warmup_steps, " warm-up + ", settings.steps, " timed batches each"));
+  report.sweep = run_inference_sweep(workload, settings, device);
   return report;
 }
 

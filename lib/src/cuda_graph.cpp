@@ -93,9 +93,43 @@ class CudaGraphStep final : public GraphedStep {
   at::cuda::CUDAGraph graph_;
   torch::Tensor loss_;
 };
+
+class CudaGraphForward final : public GraphedForward {
+ public:
+  explicit CudaGraphForward(const std::function<torch::Tensor()>& forward) {
+    auto side = at::cuda::getStreamFromPool();
+    wait_for(side, at::cuda::getCurrentCUDAStream());
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int i = 0; i < 2; ++i) forward();
+      graph_.capture_begin();
+      output_ = forward();
+      graph_.capture_end();
+    }
+    wait_for(at::cuda::getCurrentCUDAStream(), side);
+  }
+
+  torch::Tensor replay() override {
+    graph_.replay();
+    return output_;
+  }
+
+ private:
+  at::cuda::CUDAGraph graph_;
+  torch::Tensor output_;
+};
 #else
 class CudaGraphStep {};
 #endif
+
+std::unique_ptr<GraphedForward> make_graphed_forward(std::function<torch::Tensor()> forward,
+                                                     const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (device.is_cuda()) return std::make_unique<CudaGraphForward>(forward);
+#endif
+  (void)forward;
+  throw DeviceUnavailable("infer.cuda_graph", device.str(), "a CUDA device (CUDA graphs run on GPUs only)");
+}
 
 std::unique_ptr<GraphedStep> make_graphed_step(Trainer& trainer, const TrainSettings& settings,
                                                const c10::Device& device) {

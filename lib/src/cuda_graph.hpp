@@ -2,6 +2,7 @@
 // only on a GPU (elsewhere make_graphed_step throws DeviceUnavailable).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,18 @@ class GraphedStep {
   // computes its bias correction from a host-side step count, which a graph would freeze).
   virtual std::string scope() const = 0;
 };
+
+// A captured inference forward at a fixed batch size. `forward` must read a static input (same address
+// every call) and is run twice on a side stream (lazily created library state, such as cuBLAS workspaces,
+// is made outside the capture), then captured once. replay() relaunches it and returns the static output:
+// read it (or clone it) before the next replay.
+class GraphedForward {
+ public:
+  virtual ~GraphedForward() = default;
+  virtual torch::Tensor replay() = 0;
+};
+
+std::unique_ptr<GraphedForward> make_graphed_forward(std::function<torch::Tensor()> forward, const c10::Device& device);
 
 std::unique_ptr<GraphedStep> make_graphed_step(Trainer& trainer, const TrainSettings& settings,
                                                const c10::Device& device);

@@ -24,21 +24,26 @@ void validate(const DecodeSettings& s, const GptConfig& c) {
 
 DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
   validate(settings, config);
-  const auto dtype = settings.dtype == InferenceDtype::fp16   ? torch::kFloat16
-                     : settings.dtype == InferenceDtype::bf16 ? torch::kBFloat16
-                                                              : torch::kFloat32;
+  validate_inference_dtype(settings.dtype, device, "decode.dtype");
+  const auto dtype = detail::inference_base_dtype(settings.dtype);  // of the activations and the KV cache
   auto probe = make_memory_probe(device);
   auto workload = make_gpt_workload(config);
   DecodeResult r;
   r.dtype = to_string(settings.dtype);
   r.memory_counter = probe->counter_description();
   std::shared_ptr<torch::nn::Module> module;
-  r.parameter_bytes = detail::measure_added_bytes(probe.get(), device, [&] {
-                        torch::manual_seed(settings.seed);
-                        module = workload->make_module();
-                        detail::convert_floating(*module, device, dtype);
-                        module->eval();
-                      }).added;
+  int64_t packed_bytes = 0;  // CPU int8: fbgemm's packed weights, outside torch's allocator
+  r.parameter_bytes =
+      detail::measure_added_bytes(
+          probe.get(), device,
+          [&] {
+            torch::manual_seed(settings.seed);
+            module = workload->make_module();
+            packed_bytes =
+                detail::make_inference_copy(*module, device, settings.dtype, probe.get()).outside_allocator_bytes;
+          })
+          .added +
+      packed_bytes;
   // The cache holds every position the run writes: the prompt and all generated tokens but the last.
   const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
   std::unique_ptr<GptDecoder> decoder;

@@ -2,6 +2,7 @@
 #include <tvie/infer.hpp>
 
 #include "compat.hpp"
+#include "cuda_graph.hpp"
 #include "harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -9,42 +10,38 @@
 #include <tvie/timing.hpp>
 
 namespace tvie {
-namespace {
-
-torch::ScalarType scalar_type(InferenceDtype dtype) {
-  switch (dtype) {
-    case InferenceDtype::fp32:
-      return torch::kFloat32;
-    case InferenceDtype::fp16:
-      return torch::kFloat16;
-    case InferenceDtype::bf16:
-      return torch::kBFloat16;
-  }
-  return torch::kFloat32;
-}
-
-}  // namespace
 
 InferenceSession::InferenceSession(const Workload& workload, const InferSettings& settings, const c10::Device& device,
                                    const torch::nn::Module* weights, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
-  validate(settings_);
+  validate(settings_, device_);
   const auto built = detail::measure_added_bytes(probe, device_, [&] {
     torch::manual_seed(settings_.seed);
     module_ = workload_.make_module();  // fp32 on the CPU
     if (weights) copy_weights(*weights, *module_);
-    detail::convert_floating(*module_, device_, scalar_type(settings_.dtype));  // the converted copy
-    module_->eval();  // BatchNorm uses its running statistics and stops updating them
+    packed_bytes_ = detail::make_inference_copy(*module_, device_, settings_.dtype, probe).outside_allocator_bytes;
+    workload_.prepare_inference(*module_);
   });
   baseline_bytes_ = built.baseline;
   parameter_bytes_ = built.added;
   batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
-  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(scalar_type(settings_.dtype));
+  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(detail::inference_base_dtype(settings_.dtype));
 }
 
 torch::Tensor InferenceSession::run_batch() {
+  if (graph_) return static_cast<detail::GraphedForward*>(graph_.get())->replay();
   c10::InferenceMode inference_mode;  // no autograd graph, no saved tensors, no version counters
   return workload_.forward(*module_, batch_.input);
+}
+
+void InferenceSession::capture_cuda_graph() {
+  // The graph reads batch_.input at a fixed address and writes a static output.
+  graph_ = std::shared_ptr<detail::GraphedForward>(detail::make_graphed_forward(
+      [this] {
+        c10::InferenceMode inference_mode;
+        return workload_.forward(*module_, batch_.input);
+      },
+      device_));
 }
 
 torch::Tensor InferenceSession::run_rows(const std::vector<int64_t>& rows) {
@@ -56,6 +53,7 @@ torch::Tensor InferenceSession::run_rows(const std::vector<int64_t>& rows) {
 InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
   InferenceMemory m;
   m.parameters = parameter_bytes_;
+  m.packed_weights = packed_bytes_;
   m.batch = batch_bytes(batch_);
   run_batch();  // lazily created library state is allocated here, before measuring
   synchronize(device_);
@@ -69,20 +67,21 @@ InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
   // its output included. Without autograd, each layer's input can be freed as soon as the next layer
   // has consumed it, so this is a few layers' worth, not all of them as in training.
   m.activations = probe.peak_allocated_bytes() - start;
-  m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
+  m.peak = probe.peak_allocated_bytes() - baseline_bytes_ + m.packed_weights;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.other = m.peak - (m.parameters + m.activations);
+  m.other = m.peak - (m.parameters + m.packed_weights + m.activations);
   return m;
 }
 
 InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
-                              const torch::nn::Module* weights) {
-  validate(settings);
+                              const torch::nn::Module* weights, torch::Tensor* output) {
+  validate(settings, device);
   auto probe = make_memory_probe(device);
   InferenceResult r;
   try {
     InferenceSession session(workload, settings, device, weights, probe.get());
-    r.memory = session.ledger_batch(*probe);
+    r.memory = session.ledger_batch(*probe);  // eager, also with cuda_graph
+    if (settings.cuda_graph) session.capture_cuda_graph();
     for (int64_t i = 0; i < settings.warmup_steps; ++i) session.run_batch();
     auto timer = make_step_timer(device);
     for (int64_t i = 0; i < settings.steps; ++i) {
@@ -92,12 +91,14 @@ InferenceResult run_inference(const Workload& workload, const InferSettings& set
     }
     r.latency_ms = timer->collect_ms();
     r.timer = timer->description();
+    if (output) *output = session.run_batch().to(torch::kCPU, torch::kFloat32);
   } catch (const c10::OutOfMemoryError&) {
     throw OutOfMemory(
         cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
   }
   r.memory_counter = probe->counter_description();
   r.dtype = to_string(settings.dtype);
+  r.cuda_graph = settings.cuda_graph;
   r.warmup_batches = settings.warmup_steps;
   r.timed_batches = settings.steps;
   r.latency = summarize(r.latency_ms);

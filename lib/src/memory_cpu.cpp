@@ -25,6 +25,10 @@ class CountingCpuAllocator final : public c10::Allocator {
   }
 
   c10::DataPtr allocate(size_t n) override {
+    const int64_t limit = limit_.load(std::memory_order_relaxed);
+    if (limit > 0 && current() + static_cast<int64_t>(n) > limit)
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "tvie: CPU memory limit: ", n, " more bytes would exceed the ",
+                       limit - limit_base_, "-byte limit (", current() - limit_base_, " bytes in use above the base)");
     auto* base = static_cast<char*>(inner_->raw_allocate(n + kHeader));
     *reinterpret_cast<size_t*>(base) = n;
     void* data = base + kHeader;
@@ -39,6 +43,10 @@ class CountingCpuAllocator final : public c10::Allocator {
   int64_t current() const { return current_.load(std::memory_order_relaxed); }
   int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
   void reset_peak() { peak_.store(current_.load()); }
+  void set_limit(int64_t base, int64_t limit) {
+    limit_base_ = base;
+    limit_.store(limit);
+  }
 
   static CountingCpuAllocator* instance;
 
@@ -62,6 +70,8 @@ class CountingCpuAllocator final : public c10::Allocator {
   c10::DeleterFnPtr inner_deleter_ = nullptr;
   std::atomic<int64_t> current_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> limit_{0};  // absolute counted bytes allowed; 0: none
+  int64_t limit_base_ = 0;
 };
 
 CountingCpuAllocator* CountingCpuAllocator::instance = nullptr;
@@ -100,6 +110,14 @@ void install_cpu_memory_counter() {
 }
 
 bool cpu_memory_counter_installed() { return g_counter != nullptr && c10::GetCPUAllocator() == g_counter; }
+
+ScopedCpuMemoryLimit::ScopedCpuMemoryLimit(int64_t limit_bytes) {
+  install_cpu_memory_counter();
+  const int64_t base = g_counter->current();
+  g_counter->set_limit(base, limit_bytes > 0 ? base + limit_bytes : 0);
+}
+
+ScopedCpuMemoryLimit::~ScopedCpuMemoryLimit() { g_counter->set_limit(0, 0); }
 
 std::unique_ptr<MemoryProbe> make_memory_probe(const c10::Device& device) {
   if (device.is_cpu()) {

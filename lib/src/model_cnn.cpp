@@ -112,7 +112,7 @@ struct CnnImpl : torch::nn::Module {
         channels = out;
       }
     }
-    fc = register_module("fc", torch::nn::Linear(channels, c.classes));
+    fc = register_module("fc", tvie::nn::Linear(channels, c.classes));
   }
   // x: [B, 3, H, W] -> logits [B, classes]
   torch::Tensor forward(torch::Tensor x) {
@@ -124,7 +124,7 @@ struct CnnImpl : torch::nn::Module {
   torch::nn::Conv2d stem_conv{nullptr};
   torch::nn::BatchNorm2d stem_bn{nullptr};
   std::vector<BasicBlock> blocks;
-  torch::nn::Linear fc{nullptr};
+  tvie::nn::Linear fc{nullptr};
 };
 
 class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {

@@ -41,8 +41,8 @@ namespace {
 struct CausalSelfAttentionImpl : torch::nn::Module {
   explicit CausalSelfAttentionImpl(const GptConfig& c)
       : n_head(c.n_head),
-        c_attn(register_module("c_attn", torch::nn::Linear(c.d_model, 3 * c.d_model))),
-        c_proj(register_module("c_proj", torch::nn::Linear(c.d_model, c.d_model))) {}
+        c_attn(register_module("c_attn", tvie::nn::Linear(c.d_model, 3 * c.d_model))),
+        c_proj(register_module("c_proj", tvie::nn::Linear(c.d_model, c.d_model))) {}
   // x: [B, S, h] -> [B, S, h]. With a cache (decoding), x holds the S new positions pos .. pos+S-1: their
   // keys and values are written into the cache, and they attend to every cached position up to their own.
   torch::Tensor forward(const torch::Tensor& x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
@@ -69,7 +69,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
     return c_proj->forward(y);                           // [B, S, h]
   }
   int64_t n_head;
-  torch::nn::Linear c_attn, c_proj;
+  tvie::nn::Linear c_attn, c_proj;
 };
 TORCH_MODULE(CausalSelfAttention);
 
@@ -78,8 +78,8 @@ struct BlockImpl : torch::nn::Module {
       : ln_1(register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
         attn(register_module("attn", CausalSelfAttention(c))),
         ln_2(register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
-        c_fc(register_module("c_fc", torch::nn::Linear(c.d_model, 4 * c.d_model))),
-        c_proj(register_module("c_proj", torch::nn::Linear(4 * c.d_model, c.d_model))) {}
+        c_fc(register_module("c_fc", tvie::nn::Linear(c.d_model, 4 * c.d_model))),
+        c_proj(register_module("c_proj", tvie::nn::Linear(4 * c.d_model, c.d_model))) {}
   // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block); cache and pos as in attention.
   torch::Tensor forward(torch::Tensor x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
     x = x + attn->forward(ln_1->forward(x), cache, pos);                            // [B, S, h]
@@ -89,7 +89,7 @@ struct BlockImpl : torch::nn::Module {
   torch::nn::LayerNorm ln_1;
   CausalSelfAttention attn;
   torch::nn::LayerNorm ln_2;
-  torch::nn::Linear c_fc, c_proj;
+  tvie::nn::Linear c_fc, c_proj;
 };
 TORCH_MODULE(Block);
 
@@ -100,8 +100,7 @@ struct GptImpl : torch::nn::Module {
     for (int64_t i = 0; i < c.n_layer; ++i) blocks.push_back(register_module(cat("h", i), Block(c)));
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
     if (!c.tied_head)
-      lm_head =
-          register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, c.vocab_size).bias(false)));
+      lm_head = register_module("lm_head", tvie::nn::Linear(c.d_model, c.vocab_size, /*with_bias=*/false));
     // GPT-2's initialisation: N(0, 0.02) for embeddings and linear weights, zeros for biases.
     torch::NoGradGuard no_grad;
     for (auto& p : named_parameters()) {
@@ -137,7 +136,7 @@ struct GptImpl : torch::nn::Module {
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   std::vector<Block> blocks;
   torch::nn::LayerNorm ln_f{nullptr};
-  torch::nn::Linear lm_head{nullptr};
+  tvie::nn::Linear lm_head{nullptr};
 };
 
 class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {

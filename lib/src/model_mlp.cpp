@@ -31,18 +31,18 @@ struct MlpImpl : torch::nn::Module {
   explicit MlpImpl(const MlpConfig& c) {
     int64_t in = c.input_features;
     for (int64_t i = 0; i < c.hidden_layers; ++i) {
-      hidden.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(in, c.hidden_features)));
+      hidden.push_back(register_module("fc" + std::to_string(i), tvie::nn::Linear(in, c.hidden_features)));
       in = c.hidden_features;
     }
-    out = register_module("out", torch::nn::Linear(in, c.classes));
+    out = register_module("out", tvie::nn::Linear(in, c.classes));
   }
   // x: [B, input_features] -> logits [B, classes]
   torch::Tensor forward(torch::Tensor x) {
     for (auto& layer : hidden) x = torch::relu(layer->forward(x));  // [B, hidden_features]
     return out->forward(x);                                         // [B, classes]
   }
-  std::vector<torch::nn::Linear> hidden;
-  torch::nn::Linear out{nullptr};
+  std::vector<tvie::nn::Linear> hidden;
+  tvie::nn::Linear out{nullptr};
 };
 
 class MlpWorkload final : public zoo::ZooWorkload<MlpImpl, MlpConfig> {

@@ -90,6 +90,7 @@ std::vector<LedgerRow> ledger_rows(const TrainingResult& t) {
   if (t.precision == "amp-bf16" || t.precision == "amp-fp16")
     rows.push_back({"weight_copies", t.memory.weight_copies, "-"});
   if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, "-"});
+  if (t.distributed.enabled) rows.push_back({"comm_buffers", t.memory.comm_buffers, m(t.distributed.bytes_per_step)});
   rows.push_back({"activations", t.memory.activations, "-"});
   rows.push_back({"other", t.memory.other, "-"});
   rows.push_back({"peak", t.memory.peak, "-"});
@@ -125,6 +126,20 @@ void training_details(std::ostream& out, const TrainingResult& t) {
   if (t.loss_scaling)
     out << "loss scaling: scale " << fmt("%g", t.initial_scale) << " -> " << fmt("%g", t.final_scale) << ", "
         << t.skipped_steps << " of " << t.optimizer_steps << " steps skipped (inf/NaN gradients)\n";
+  if (t.distributed.enabled) {
+    const auto& d = t.distributed;
+    out << "distributed: " << d.backend << ", " << d.world_size << " ranks, data parallel; " << d.buckets
+        << " gradient bucket" << (d.buckets == 1 ? "" : "s") << " of <= " << fmt("%g", d.bucket_mb) << " MiB, "
+        << (d.overlap ? "all-reduced as backward fills them (overlap)" : "all-reduced after backward") << "\n"
+        << "  per timed step: " << format_bytes(d.bytes_per_step) << " all-reduced; communication p50 "
+        << ms(d.comm_ms.p50) << " (first bucket's start to last one's end), exposed p50 " << ms(d.exposed_ms.p50)
+        << " (what the step waits after backward)\n"
+        << "  in-loop algbw " << fmt("%.3f", d.algbw_gbs) << " GB/s, busbw " << fmt("%.3f", d.busbw_gbs)
+        << " GB/s; standalone all-reduce of the same size (as tvie allreduce): busbw " << fmt("%.3f", d.sweep_busbw_gbs)
+        << " GB/s\n"
+        << "  parameters identical on every rank after the run: " << (d.parameters_identical ? "yes" : "NO")
+        << "; losses above are means over ranks (rank r draws its own samples)\n";
+  }
   if (t.clip_max_norm > 0)
     out << "clipping: max global norm " << fmt("%g", t.clip_max_norm) << "; norm before clipping p50 "
         << fmt("%.4g", t.grad_norm.p50) << " (min " << fmt("%.4g", t.grad_norm.min) << ", max "
@@ -184,10 +199,36 @@ void ConsoleReporter::report(const ServeReport& r) {
   else
     out << "one request at a time, the next when the previous is answered";
   out << "; " << to_string(s.dtype) << " weights\n";
+  if (r.search) {
+    const auto& q = *r.search;
+    out << "\nsearch: highest QPS with a valid run and p99 <= " << fmt("%g", q.p99_bound_ms) << " ms ("
+        << q.probes.size() << " runs, in order)\n";
+    const std::vector<size_t> ws = {14, 14, 12, 8, 8};
+    row(out, {"  target QPS", "achieved QPS", "p99 ms", "valid", "meets"}, ws);
+    for (const auto& p : q.probes)
+      row(out,
+          {cat("  ", fmt("%.2f", p.target_qps)), fmt("%.2f", p.achieved_qps), fmt("%.3f", p.p99_ms),
+           p.valid ? "yes" : "no", p.meets ? "yes" : "no"},
+          ws);
+    if (q.max_qps <= 0) {
+      out << "result: no QPS tried met the bound; nothing below is measured at a passing rate\n";
+      return;
+    }
+    out << "result: max QPS " << fmt("%.2f", q.max_qps);
+    if (q.first_miss_qps > 0)
+      out << " (" << fmt("%.2f", q.first_miss_qps) << " missed)";
+    else
+      out << " (the search never found a failing rate within 16 doublings)";
+    out << "; the run at that rate:\n\n";
+  }
   out << "requests: " << x.answered << " answered in " << fmt("%.3f", x.duration_s)
       << " s: " << fmt("%.1f", x.achieved_qps) << " QPS achieved";
   if (s.scenario == Scenario::server) out << " (target " << fmt("%g", s.target_qps) << ")";
-  out << "\nvalidity: " << x.validity << "\n\n";
+  out << "\nvalidity: " << x.validity << "\n";
+  if (r.device.rfind("cpu", 0) == 0)
+    out << "cpu threads: " << x.intra_op_threads << " intra-op; OMP_WAIT_POLICY="
+        << (x.omp_wait_policy.empty() ? "unset (idle threads spin briefly, then sleep)" : x.omp_wait_policy) << '\n';
+  out << '\n';
   const std::vector<size_t> w = {28, 10, 10, 10, 10, 10, 10, 10};
   row(out, {"latency (ms)", "p50", "p90", "p95", "p99", "p99.9", "mean", "max"}, w);
   auto line = [&](const std::string& name, const Summary& m) {
@@ -217,7 +258,7 @@ void ConsoleReporter::report(const CompareReport& r) {
   const std::vector<size_t> w = {18, 14, 14, 18, 10};
   row(out, {"memory", "training", "predicted", "inference " + i.dtype, "train/infer"}, w);
   // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
-  const std::map<std::string, int64_t> inference = {{"parameters", i.memory.parameters},
+  const std::map<std::string, int64_t> inference = {{"parameters", i.memory.parameters + i.memory.packed_weights},
                                                     {"activations", i.memory.activations},
                                                     {"other", i.memory.other},
                                                     {"peak", i.memory.peak}};
@@ -234,6 +275,9 @@ void ConsoleReporter::report(const CompareReport& r) {
     row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""},
         w);
   ledger_notes(out, t, true);
+  if (i.memory.packed_weights > 0)
+    out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
+        << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";
 
   out << '\n';
   const std::vector<size_t> w2 = {18, 24, 24, 12};
@@ -262,6 +306,61 @@ void ConsoleReporter::report(const CompareReport& r) {
   training_details(out, t);
   out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
       << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
+}
+
+namespace {
+
+std::string accuracy_cell(const InferSweepRow& row, int which) {
+  if (row.dtype == InferenceDtype::fp32) return "ref";
+  if (!row.has_accuracy) return "-";
+  const auto& a = row.accuracy;
+  if (which == 0) return fmt("%.2e", a.max_abs_error);
+  if (which == 1) return fmt("%.2e", a.mean_abs_error);
+  return a.rows > 0 ? fmt("%.2f%%", 100.0 * a.top1_agreement) : "n/a";
+}
+
+}  // namespace
+
+void ConsoleReporter::report(const InferReport& r) {
+  auto& out = out_;
+  const auto& s = r.settings;
+  header(out, "infer", r.workload, r.context, r.facts);
+  out << "rows: " << s.batch_sizes.size() << " batch sizes x " << s.dtypes.size() << " precisions; each row 1 ledger + "
+      << s.warmup_steps << " warm-up + " << s.steps << " timed batches (only the timed ones count)"
+      << (s.cuda_graph ? ", replayed from a CUDA graph" : "") << "\n      same weights (seed " << s.seed
+      << ") in every row; accuracy against the fp32 output on the same inputs\n";
+  if (r.sweep.cpu_memory_limit_bytes > 0)
+    out << "memory: emulated device with " << format_bytes(r.sweep.cpu_memory_limit_bytes)
+        << " free for tensors (--cpu-memory-limit-mb)\n";
+  out << '\n';
+  const bool tokens = r.facts.tokens_per_sample > 0;
+  const std::vector<size_t> w = {7, 6, 11, 11, 12, 12, 11, 13, 11, 10, 10, 9};
+  row(out,
+      {"batch", "dtype", "p50 ms", "p99 ms", "samples/s", tokens ? "tokens/s" : "", "weights", "activations", "peak",
+       "max|err|", "mean|err|", "top-1"},
+      w);
+  for (const auto& x : r.sweep.rows) {
+    if (!x.fits) {
+      out << pad(cat(x.batch_size), w[0]) << pad(to_string(x.dtype), w[1]) << "does not fit: " << x.does_not_fit
+          << '\n';
+      continue;
+    }
+    const auto& i = x.result;
+    row(out,
+        {cat(x.batch_size), to_string(x.dtype), fmt("%.3f", i.latency.p50), fmt("%.3f", i.latency.p99),
+         fmt("%.1f", i.samples_per_s), tokens ? fmt("%.0f", i.tokens_per_s) : "",
+         format_bytes(i.memory.parameters + i.memory.packed_weights), format_bytes(i.memory.activations),
+         format_bytes(i.memory.peak), accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2)},
+        w);
+  }
+  out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
+      << "  weights: the inference copy, measured (int8 on CPU: fbgemm's packed weights, measured as glibc heap\n"
+      << "  growth, plus the fp32 rest); activations: working set of one forward; peak: " << r.sweep.memory_counter
+      << ".\n"
+      << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
+      << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
+      << "  weights, the rest bf16.\n"
+      << "  timer: " << r.sweep.timer << '\n';
 }
 
 }  // namespace tvie

@@ -64,6 +64,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t) {
               {"optimizer_state", t.memory.optimizer_state},
               {"weight_copies", t.memory.weight_copies},
               {"loss_scaler", t.memory.loss_scaler},
+              {"comm_buffers", t.memory.comm_buffers},
               {"activations", t.memory.activations},
               {"other", t.memory.other},
               {"peak", t.memory.peak},
@@ -98,10 +99,86 @@ json training_json(const TrainSettings& s, const TrainingResult& t) {
     j["clipping"] = {{"max_norm", t.clip_max_norm},
                      {"grad_norm_before_clip", summary_json(t.grad_norm)},
                      {"clipped_steps", t.clipped_steps}};
+  if (t.distributed.enabled) {
+    const auto& d = t.distributed;
+    j["distributed"] = {{"backend", d.backend},
+                        {"world_size", d.world_size},
+                        {"bucket_mb", d.bucket_mb},
+                        {"overlap", d.overlap},
+                        {"buckets", d.buckets},
+                        {"bytes_per_step", d.bytes_per_step},
+                        {"comm_ms", summary_json(d.comm_ms)},
+                        {"exposed_ms", summary_json(d.exposed_ms)},
+                        {"algbw_gbs", d.algbw_gbs},
+                        {"busbw_gbs", d.busbw_gbs},
+                        {"bus_factor", 2.0 * static_cast<double>(d.world_size - 1) / static_cast<double>(d.world_size)},
+                        {"sweep_busbw_gbs", d.sweep_busbw_gbs},
+                        {"parameters_identical", d.parameters_identical},
+                        {"loss_mean_over_ranks", d.loss_mean_over_ranks}};
+  }
   return j;
 }
 
+json inference_json(const InferenceResult& i) {
+  return {{"memory_counter", i.memory_counter},
+          {"memory",
+           {{"parameters", i.memory.parameters},
+            {"packed_weights", i.memory.packed_weights},
+            {"activations", i.memory.activations},
+            {"other", i.memory.other},
+            {"peak", i.memory.peak},
+            {"peak_reserved", i.memory.peak_reserved},
+            {"batch", i.memory.batch}}},
+          {"timer", i.timer},
+          {"cuda_graph", i.cuda_graph},
+          {"ledger_batches", i.ledger_batches},
+          {"warmup_batches", i.warmup_batches},
+          {"timed_batches", i.timed_batches},
+          {"latency_ms", summary_json(i.latency)},
+          {"latency_ms_all", i.latency_ms},
+          {"throughput",
+           {{"samples_per_s", i.samples_per_s},
+            {"tokens_per_s", i.tokens_per_s},
+            {"model_flops_per_batch", i.model_flops_per_batch},
+            {"achieved_tflops", i.achieved_tflops}}}};
+}
+
 }  // namespace
+
+std::string to_json_string(const InferReport& r, int indent) {
+  const auto& s = r.settings;
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(r.context);
+  j["model"] = model_json(r.workload, r.facts);
+  std::vector<std::string> dtypes;
+  for (auto d : s.dtypes) dtypes.push_back(to_string(d));
+  json rows = json::array();
+  for (const auto& row : r.sweep.rows) {
+    json x = {{"batch_size", row.batch_size}, {"dtype", to_string(row.dtype)}, {"fits", row.fits}};
+    if (!row.fits) x["does_not_fit"] = row.does_not_fit;
+    if (row.fits) x["result"] = inference_json(row.result);
+    if (row.has_accuracy)
+      x["accuracy_vs_fp32"] = {{"max_abs_error", row.accuracy.max_abs_error},
+                               {"mean_abs_error", row.accuracy.mean_abs_error},
+                               {"reference_mean_abs", row.accuracy.reference_mean_abs},
+                               {"top1_agreement", row.accuracy.rows > 0 ? json(row.accuracy.top1_agreement) : json()},
+                               {"top1_rows", row.accuracy.rows}};
+    rows.push_back(x);
+  }
+  j["inference_sweep"] = {{"settings",
+                           {{"batch_sizes", s.batch_sizes},
+                            {"dtypes", dtypes},
+                            {"steps", s.steps},
+                            {"warmup_steps", s.warmup_steps},
+                            {"seed", s.seed},
+                            {"cuda_graph", s.cuda_graph},
+                            {"cpu_memory_limit_mb", s.cpu_memory_limit_mb}}},
+                          {"memory_counter", r.sweep.memory_counter},
+                          {"timer", r.sweep.timer},
+                          {"rows", rows}};
+  return j.dump(indent);
+}
 
 std::string to_json_string(const TrainReport& r, int indent) {
   json j;
@@ -119,27 +196,9 @@ std::string to_json_string(const CompareReport& r, int indent) {
   j["context"] = context_json(r.context);
   j["model"] = model_json(r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
-  j["inference"] = {
-      {"settings", {{"batch_size", r.settings.infer.batch_size}, {"dtype", i.dtype}, {"seed", r.settings.infer.seed}}},
-      {"memory_counter", i.memory_counter},
-      {"memory",
-       {{"parameters", i.memory.parameters},
-        {"activations", i.memory.activations},
-        {"other", i.memory.other},
-        {"peak", i.memory.peak},
-        {"peak_reserved", i.memory.peak_reserved},
-        {"batch", i.memory.batch}}},
-      {"timer", i.timer},
-      {"ledger_batches", i.ledger_batches},
-      {"warmup_batches", i.warmup_batches},
-      {"timed_batches", i.timed_batches},
-      {"latency_ms", summary_json(i.latency)},
-      {"latency_ms_all", i.latency_ms},
-      {"throughput",
-       {{"samples_per_s", i.samples_per_s},
-        {"tokens_per_s", i.tokens_per_s},
-        {"model_flops_per_batch", i.model_flops_per_batch},
-        {"achieved_tflops", i.achieved_tflops}}}};
+  j["inference"] = inference_json(i);
+  j["inference"]["settings"] = {
+      {"batch_size", r.settings.infer.batch_size}, {"dtype", i.dtype}, {"seed", r.settings.infer.seed}};
   j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
               {"parameter_memory_ratio", r.parameter_memory_ratio},
               {"throughput_ratio", r.throughput_ratio}};
@@ -184,6 +243,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const TrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const ServeReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const InferReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 std::string to_json_string(const ServeReport& r, int indent) {
   const auto& s = r.settings;
@@ -211,7 +271,22 @@ std::string to_json_string(const ServeReport& r, int indent) {
                   {"compute_ms", summary_json(x.compute_ms)},
                   {"batch_size", summary_json(x.batch_size)},
                   {"valid", x.valid},
-                  {"validity", x.validity}};
+                  {"validity", x.validity},
+                  {"intra_op_threads", x.intra_op_threads},
+                  {"omp_wait_policy", x.omp_wait_policy}};
+  if (r.search) {
+    json probes = json::array();
+    for (const auto& p : r.search->probes)
+      probes.push_back({{"target_qps", p.target_qps},
+                        {"achieved_qps", p.achieved_qps},
+                        {"p99_ms", p.p99_ms},
+                        {"valid", p.valid},
+                        {"meets", p.meets}});
+    j["serving"]["max_qps_search"] = {{"p99_bound_ms", r.search->p99_bound_ms},
+                                      {"max_qps", r.search->max_qps},
+                                      {"first_miss_qps", r.search->first_miss_qps},
+                                      {"probes", probes}};
+  }
   return j.dump(indent);
 }
 

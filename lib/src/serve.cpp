@@ -2,6 +2,7 @@
 #include <tvie/serve.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -168,15 +169,20 @@ class SteadyServingClock final : public ServingClock {
 
 }  // namespace
 
-ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device) {
-  validate(settings);
-  // The model, and a pool of request data: request i is row i % pool of one batch made up front.
+namespace {
+
+// The model, and a pool of request data: request i is row i % pool of one batch made up front.
+InferenceSession make_serving_session(const Workload& workload, const ServeSettings& settings,
+                                      const c10::Device& device) {
   InferSettings infer;
   infer.batch_size = std::max<int64_t>(settings.max_batch, 64);
   infer.dtype = settings.dtype;
   infer.seed = settings.seed;
-  InferenceSession session(workload, infer, device);
-  const int64_t pool = infer.batch_size;
+  return InferenceSession(workload, infer, device);
+}
+
+ServeResult serve_with(InferenceSession& session, const ServeSettings& settings, const c10::Device& device) {
+  const int64_t pool = session.batch().samples;
   auto execute = [&](const std::vector<int64_t>& batch) {
     std::vector<int64_t> rows;
     for (int64_t r : batch) rows.push_back(r % pool);
@@ -207,7 +213,101 @@ ServeResult run_serving(const Workload& workload, const ServeSettings& settings,
       break;
     }
   }
-  return summarize_serving(records, settings);
+  ServeResult result = summarize_serving(records, settings);
+  result.intra_op_threads = at::get_num_threads();
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  result.omp_wait_policy = policy ? policy : "";
+  return result;
+}
+
+}  // namespace
+
+ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device) {
+  validate(settings);
+  auto session = make_serving_session(workload, settings, device);
+  return serve_with(session, settings, device);
+}
+
+QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets) {
+  // Bracket: double from the start while the bound holds, or halve until it does (at most
+  // kMaxDoublings / kMaxHalvings runs; halving makes runs longer), then bisect between the last pass and
+  // the first miss, as LoadGen's peak-performance search does.
+  constexpr int kMaxDoublings = 16, kMaxHalvings = 8;
+  QpsBracket b;
+  double qps = start_qps;
+  if (meets(qps)) {
+    b.max_qps = qps;
+    for (int i = 0; i < kMaxDoublings && b.first_miss_qps == 0; ++i) {
+      qps *= 2;
+      if (meets(qps))
+        b.max_qps = qps;
+      else
+        b.first_miss_qps = qps;
+    }
+  } else {
+    b.first_miss_qps = qps;
+    for (int i = 0; i < kMaxHalvings && b.max_qps == 0; ++i) {
+      qps /= 2;
+      if (meets(qps))
+        b.max_qps = qps;
+      else
+        b.first_miss_qps = qps;
+    }
+  }
+  if (b.max_qps == 0 || b.first_miss_qps == 0) return b;  // not bracketed
+  for (int64_t i = 0; i < refine_steps; ++i) {
+    const double mid = (b.max_qps + b.first_miss_qps) / 2;
+    if (meets(mid))
+      b.max_qps = mid;
+    else
+      b.first_miss_qps = mid;
+  }
+  return b;
+}
+
+void validate(const MaxQpsSearch& search) {
+  if (!(search.p99_bound_ms > 0))
+    throw InvalidArgument("serve.p99_bound_ms", cat(search.p99_bound_ms), "a number of milliseconds > 0");
+  if (search.refine_steps < 0 || search.refine_steps > 20)
+    throw InvalidArgument("serve.refine_steps", cat(search.refine_steps), "an integer in 0..20");
+}
+
+MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, const MaxQpsSearch& search,
+                          const c10::Device& device) {
+  validate(base);
+  validate(search);
+  if (base.scenario != Scenario::server)
+    throw InvalidArgument("serve.scenario", to_string(base.scenario), "server (--find-max-qps searches its QPS)");
+  auto session = make_serving_session(workload, base, device);
+  MaxQpsResult r;
+  r.p99_bound_ms = search.p99_bound_ms;
+  auto probe = [&](double qps) {
+    ServeSettings s = base;
+    s.target_qps = qps;
+    // As LoadGen: as many queries as validity needs: the minimum count, and enough to fill the minimum
+    // duration at this rate, plus 10% so that validity does not hang on the Poisson draw (a larger
+    // --queries would make halved-rate probes needlessly long).
+    s.query_count = std::max<int64_t>(
+        {1, base.min_query_count,
+         static_cast<int64_t>(std::ceil(1.1 * qps * static_cast<double>(base.min_duration_ms) / 1e3))});
+    ServeResult result = serve_with(session, s, device);
+    QpsProbe p;
+    p.target_qps = qps;
+    p.achieved_qps = result.achieved_qps;
+    p.p99_ms = result.latency_ms.p99;
+    p.valid = result.valid;
+    p.meets = result.valid && result.latency_ms.p99 <= search.p99_bound_ms;
+    r.probes.push_back(p);
+    log::info(cat("  QPS ", qps, ": p99 ", p.p99_ms, " ms, ", p.meets ? "meets" : "misses", " the bound"));
+    if (p.meets && qps > r.max_qps) {
+      r.max_qps = qps;
+      r.at_max = std::move(result);
+    }
+    return p.meets;
+  };
+  const auto bracket = search_max_qps(base.target_qps, search.refine_steps, probe);
+  r.first_miss_qps = bracket.first_miss_qps;
+  return r;
 }
 
 }  // namespace tvie

@@ -7,6 +7,7 @@
 #include <tvie/device.hpp>
 #include "text.hpp"
 #include <tvie/errors.hpp>
+#include <tvie/layers.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
 
@@ -47,6 +48,10 @@ std::string to_string(InferenceDtype dtype) {
       return "fp16";
     case InferenceDtype::bf16:
       return "bf16";
+    case InferenceDtype::int8:
+      return "int8";
+    case InferenceDtype::fp8:
+      return "fp8";
   }
   return "?";
 }
@@ -92,7 +97,7 @@ std::string checkpoint_to_string(int64_t every) {
 }
 
 std::vector<std::string> optimizer_names() { return {"sgd", "sgd-momentum", "adam", "adamw"}; }
-std::vector<std::string> inference_dtype_names() { return {"fp32", "fp16", "bf16"}; }
+std::vector<std::string> inference_dtype_names() { return {"fp32", "fp16", "bf16", "int8", "fp8"}; }
 
 OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
   for (auto kind : {OptimizerKind::sgd, OptimizerKind::sgd_momentum, OptimizerKind::adam, OptimizerKind::adamw})
@@ -101,7 +106,8 @@ OptimizerKind parse_optimizer(const std::string& text, const std::string& field)
 }
 
 InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field) {
-  for (auto dtype : {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16})
+  for (auto dtype :
+       {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16, InferenceDtype::int8, InferenceDtype::fp8})
     if (text == to_string(dtype)) return dtype;
   throw InvalidArgument(field, text, join(inference_dtype_names()));
 }
@@ -173,14 +179,33 @@ void validate(const CompareSettings& s) {
     throw InvalidArgument("preset", s.preset, cat(join(presets), " (for ", s.model, ")"));
   const auto device = resolve_device(s.device, "device");
   validate(s.train, device);
-  validate(s.infer);
+  validate(s.infer, device);
   if (s.train.checkpoint_every > 0 && make_zoo_workload(s.model, s.preset)->block_count() == 0)
     throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.train.checkpoint_every),
                           cat("none (", s.model, " has no blocks to checkpoint; gpt has)"));
+}
+
+void validate_inference_dtype(InferenceDtype dtype, const c10::Device& device, const std::string& field) {
   // LibTorch runs fp16 matmuls on the CPU only through slow reference kernels; tvie refuses it there
   // rather than report a figure nobody would deploy.
-  if (device.is_cpu() && s.infer.dtype == InferenceDtype::fp16)
-    throw InvalidArgument("infer.dtype", "fp16", "fp32, bf16 on cpu (fp16 needs a CUDA device)");
+  if (device.is_cpu() && dtype == InferenceDtype::fp16)
+    throw InvalidArgument(field, "fp16", "fp32, bf16, int8 on cpu (fp16 needs a CUDA device)");
+  std::string why;
+  if (dtype == InferenceDtype::int8 &&
+      !nn::linear_weights_supported(device.is_cpu() ? nn::LinearWeights::int8_dynamic : nn::LinearWeights::int8_cuda,
+                                    device, &why))
+    throw InvalidArgument(field, "int8", cat("fp32, bf16 (", why, ")"));
+  if (dtype == InferenceDtype::fp8 && !nn::linear_weights_supported(nn::LinearWeights::fp8_e4m3, device, &why))
+    throw InvalidArgument(
+        field, "fp8",
+        cat(device.is_cpu() ? "fp32, bf16, int8" : "fp32, fp16, bf16, int8", " on ", device.str(), " (", why, ")"));
+}
+
+void validate(const InferSettings& s, const c10::Device& device) {
+  validate(s);
+  validate_inference_dtype(s.dtype, device);
+  if (!device.is_cuda() && s.cuda_graph)
+    throw InvalidArgument("infer.cuda_graph", "true", "false on cpu (CUDA graphs need a CUDA device)");
 }
 
 }  // namespace tvie

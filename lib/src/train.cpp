@@ -6,6 +6,7 @@
 #include "harness.hpp"
 #include "optimizers.hpp"
 #include <tvie/device.hpp>
+#include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -21,6 +22,8 @@ const char* phase_name(int phase) {
       return "backward";
     case kPhaseOptimizer:
       return "optimizer";
+    case kPhaseCommunication:
+      return "communication";
   }
   return "?";
 }
@@ -52,8 +55,8 @@ Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const 
   // The data: distinct synthetic batches on the host, made before the baseline so that they stay out
   // of the ledger (on the CPU they are the very tensors the steps read).
   for (int64_t i = 0; i < settings_.data_batches; ++i) {
-    Batch b =
-        workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU), settings_.seed + static_cast<uint64_t>(i));
+    Batch b = workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU),
+                                   settings_.seed + settings_.data_seed_offset + static_cast<uint64_t>(i));
     if (device_.is_cuda()) {  // pinned, so that the copy to the device can overlap
       b.input = b.input.pin_memory();
       b.target = b.target.pin_memory();
@@ -115,10 +118,15 @@ torch::Tensor Trainer::forward_backward(StepTimer* timer) {
     auto loss = forward_loss(mb);
     if (k > 1) loss = loss / static_cast<double>(k);  // no extra kernel on the common k = 1 path
     mark(timer, kPhaseForward);
+    if (hook_) hook_->before_backward(i == k - 1);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
     mark(timer, kPhaseBackward);
     total = total.defined() ? total + loss.detach() : loss.detach();
     ++micro_batches_;
+  }
+  if (hook_) {
+    hook_->after_backward();  // gradients averaged over ranks
+    mark(timer, kPhaseCommunication);
   }
   return total;
 }
@@ -192,6 +200,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
     synchronize(device_);
     m.activations = probe.allocated_bytes() - start - held_without_grad;
     autocast.reset();
+    if (hook_) hook_->before_backward(k == 1);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
     total = loss.detach();
     ++micro_batches_;
@@ -199,10 +208,12 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   for (int64_t i = 1; i < k; ++i) {
     const Batch mb = slice_batch(batch, i * micro, micro);
     auto loss = forward_loss(mb) / static_cast<double>(k);
+    if (hook_) hook_->before_backward(i == k - 1);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
     total = total + loss.detach();
     ++micro_batches_;
   }
+  if (hook_) hook_->after_backward();
   ledger_loss_ = total.item<double>();
   total.reset();
   synchronize(device_);
@@ -221,19 +232,35 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   synchronize(device_);
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations);
+  m.comm_buffers = hook_ ? hook_->buffer_bytes() : 0;
+  m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations +
+                      m.comm_buffers);
   return m;
 }
 
-TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                            std::shared_ptr<torch::nn::Module>* trained) {
+TrainingResult run_training(const Workload& workload, const TrainSettings& settings_in, const c10::Device& device,
+                            std::shared_ptr<torch::nn::Module>* trained, Communicator* comm, const DistSettings* dist) {
+  TrainSettings settings = settings_in;
+  if (comm) {
+    if (!dist) throw InvalidArgument("dist", "(none)", "the DistSettings that made the communicator");
+    if (settings.cuda_graph)
+      throw InvalidArgument("train.cuda_graph", "true", "false with data parallelism (not captured yet)");
+    settings.data_seed_offset += static_cast<uint64_t>(comm->rank()) * 1000003ULL;  // other samples per rank
+  }
   validate(settings, device);
   auto probe = make_memory_probe(device);
   TrainingResult r;
   std::vector<torch::Tensor> losses;  // one per step, read after the loop
+  std::unique_ptr<DataParallel> dp;
   try {
     Trainer trainer(workload, settings, device, probe.get());
+    if (comm) {
+      dp = std::make_unique<DataParallel>(*comm, trainer.module_ptr(), *dist, device);
+      dp->broadcast_initial_weights();  // every rank starts from rank 0's weights
+      trainer.set_gradient_hook(dp.get());
+    }
     r.memory = trainer.ledger_step(*probe);
+    if (dp) dp->reset_stats();  // the ledger steps are not timed
     r.first_loss = trainer.ledger_loss();
     losses.push_back(torch::full({}, r.first_loss));
     losses.push_back(torch::Tensor());  // the second ledger step's loss is not kept
@@ -268,8 +295,9 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
       total += sum;
     }
     for (int p = 0; p < kPhaseCount; ++p)
-      r.phases.push_back({phase_name(p), summarize(per_phase[static_cast<size_t>(p)]).p50,
-                          total > 0 ? per_phase_total[static_cast<size_t>(p)] / total : 0.0});
+      if (p != kPhaseCommunication || comm != nullptr)
+        r.phases.push_back({phase_name(p), summarize(per_phase[static_cast<size_t>(p)]).p50,
+                            total > 0 ? per_phase_total[static_cast<size_t>(p)] / total : 0.0});
     r.timer = timer->description();
     r.optimizer_steps = trainer.optimizer_steps();
     r.micro_batches = trainer.micro_batches();
@@ -286,10 +314,26 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
       r.grad_norm = summarize(trainer.grad_norms());
       for (double n : trainer.grad_norms()) r.clipped_steps += n > settings.clip_grad_norm;
     }
+    if (dp) r.distributed = dp->summarize(settings.steps);
     if (trained) *trained = trainer.module_ptr();
   } catch (const c10::OutOfMemoryError&) {
     throw OutOfMemory(
         cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
+  }
+  // Data parallelism: the loss of each step is the mean over ranks (one all-reduce of all of them).
+  if (dp) {
+    std::vector<int64_t> defined;
+    std::vector<torch::Tensor> values;
+    for (size_t i = 0; i < losses.size(); ++i)
+      if (losses[i].defined()) {
+        defined.push_back(static_cast<int64_t>(i));
+        values.push_back(losses[i].detach().to(torch::kCPU, torch::kFloat64).reshape({}));
+      }
+    std::vector<torch::Tensor> all{torch::stack(values).to(device, torch::kFloat32)};
+    comm->allreduce_sum(all);
+    const auto mean = all[0].to(torch::kCPU, torch::kFloat64) / static_cast<double>(comm->world_size());
+    for (size_t j = 0; j < defined.size(); ++j) losses[static_cast<size_t>(defined[j])] = mean[static_cast<int64_t>(j)];
+    r.distributed.parameters_identical = dp->parameters_identical();
   }
   // The loss curve: step 1, every loss_every steps, and the last step.
   const int64_t n = static_cast<int64_t>(losses.size());
@@ -298,6 +342,7 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
     if (losses[static_cast<size_t>(i)].defined() && (i == 0 || (i + 1) % every == 0 || i == n - 1))
       r.loss_curve.emplace_back(i + 1, losses[static_cast<size_t>(i)].item<double>());
   r.final_loss = r.loss_curve.back().second;
+  if (dp) r.distributed.loss_mean_over_ranks = r.final_loss;
 
   r.memory_counter = probe->counter_description();
   r.precision = to_string(settings.precision);

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <tvie/layers.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie::zoo {

@@ -44,8 +44,24 @@ struct TrainReport {
 };
 
 // Validates the settings, then trains a zoo model (or a user's workload).
-TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv = {});
-TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv = {});
+// With `comm` and `dist`: one rank of data-parallel training (tvie/dist.hpp).
+TrainReport run_train(const CompareSettings& settings, std::vector<std::string> argv = {}, Communicator* comm = nullptr,
+                      const DistSettings* dist = nullptr);
+TrainReport run_train(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv = {},
+                      Communicator* comm = nullptr, const DistSettings* dist = nullptr);
+
+// Inference only (`tvie infer`): the batch x precision sweep.
+struct InferReport {
+  RunContext context;
+  std::string workload;
+  ModelFacts facts;
+  InferSweepSettings settings;
+  InferSweepResult sweep;
+};
+
+// Resolves `device` ("auto", "cpu", "cuda:N"), validates, and sweeps `workload`.
+InferReport run_infer(const Workload& workload, const InferSweepSettings& settings, const std::string& device,
+                      std::vector<std::string> argv = {});
 
 // Validates the settings, then runs both modes on a zoo model.
 CompareReport run_compare(const CompareSettings& settings, std::vector<std::string> argv = {});

@@ -2,6 +2,8 @@
 //   InvalidArgument  a user's setting is wrong (names the field, the value and what is accepted)
 //   DeviceUnavailable  a device was asked for that this machine does not have
 //   OutOfMemory      an allocation failed during a run (a result for sweeps, not a crash)
+//   CommunicationError  a collective or the rendezvous failed (a peer died, hung past the timeout, ...)
+//   ConfigurationMismatch  ranks of one job were started with different settings
 #pragma once
 
 #include <stdexcept>
@@ -36,6 +38,16 @@ class DeviceUnavailable : public InvalidArgument {
 };
 
 class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
+class CommunicationError : public Error {
+ public:
+  using Error::Error;
+};
+
+class ConfigurationMismatch : public Error {
  public:
   using Error::Error;
 };

@@ -1,5 +1,6 @@
-// Scenario: batched inference. eval() + c10::InferenceMode, weights in fp32, fp16 or bf16 (a converted
-// copy of the same weights).
+// Scenario: batched inference. eval() + c10::InferenceMode on a converted copy of the same weights: fp32,
+// fp16, bf16, or int8 / fp8 Linear layers (see settings.hpp, layers.hpp); batch and precision sweeps
+// with each reduced precision's accuracy against fp32 on the same inputs.
 #pragma once
 
 #include <memory>
@@ -29,6 +30,9 @@ class InferenceSession {
   torch::Tensor run_rows(const std::vector<int64_t>& rows);
   // One forward pass instrumented for the ledger (synchronises: never time it).
   InferenceMemory ledger_batch(MemoryProbe& probe);
+  // CUDA: captures the batch's forward in a CUDA graph; run_batch() replays it from then on (its output
+  // is a static tensor, overwritten by the next replay).
+  void capture_cuda_graph();
 
   torch::nn::Module& module() { return *module_; }
   const Batch& batch() const { return batch_; }
@@ -40,7 +44,9 @@ class InferenceSession {
   std::shared_ptr<torch::nn::Module> module_;
   Batch batch_;
   int64_t parameter_bytes_ = 0;
+  int64_t packed_bytes_ = 0;
   int64_t baseline_bytes_ = 0;
+  std::shared_ptr<void> graph_;  // detail::GraphedForward when captured
 };
 
 struct InferenceResult {
@@ -50,6 +56,7 @@ struct InferenceResult {
   std::vector<double> latency_ms;  // every timed batch
   Summary latency;
   std::string timer;
+  bool cuda_graph = false;  // timed batches replayed a CUDA graph (the ledger batch ran eagerly)
   int64_t ledger_batches = 1;
   int64_t warmup_batches = 0;
   int64_t timed_batches = 0;
@@ -59,7 +66,51 @@ struct InferenceResult {
   double achieved_tflops = 0;
 };
 
+// `output`, when given, receives the last timed batch's output (on the CPU, fp32) for accuracy checks.
 InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
-                              const torch::nn::Module* weights = nullptr);
+                              const torch::nn::Module* weights = nullptr, torch::Tensor* output = nullptr);
+
+// How far a reduced-precision output is from the fp32 output on the same inputs (both read as fp32).
+struct OutputAgreement {
+  double max_abs_error = 0;       // max |out - ref| over every element
+  double mean_abs_error = 0;      // mean |out - ref|
+  double reference_mean_abs = 0;  // mean |ref|: the scale the errors compare with
+  double top1_agreement = 1;      // fraction of rows (last dimension: classes, vocabulary) with the same argmax
+  int64_t rows = 0;               // rows compared for top-1
+};
+OutputAgreement compare_outputs(const torch::Tensor& reference, const torch::Tensor& output);
+
+// `tvie infer`: every batch size x every dtype, each measured as run_inference does.
+struct InferSweepSettings {
+  std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  std::vector<InferenceDtype> dtypes = {InferenceDtype::fp32};
+  int64_t steps = 20;        // timed batches per row
+  int64_t warmup_steps = 3;  // untimed batches before them
+  uint64_t seed = 0;         // weights and inputs: every row sees the same weights and, per batch size, inputs
+  bool cuda_graph = false;   // CUDA: replay each row's forward from a CUDA graph
+  // CPU only: emulate a device with this much free memory for tensors (0: none). An allocation beyond it
+  // fails as a CUDA out-of-memory would, and the row reads "does not fit".
+  int64_t cpu_memory_limit_mb = 0;
+};
+void validate(const InferSweepSettings& settings, const c10::Device& device);
+
+struct InferSweepRow {
+  int64_t batch_size = 0;
+  InferenceDtype dtype = InferenceDtype::fp32;
+  bool fits = true;
+  std::string does_not_fit;   // why, when !fits ("out of memory at batch 256: ...")
+  InferenceResult result;     // when fits
+  bool has_accuracy = false;  // reduced precisions whose fp32 reference at the same batch fitted
+  OutputAgreement accuracy;
+};
+
+struct InferSweepResult {
+  std::vector<InferSweepRow> rows;  // batch-major, dtypes in the order given
+  std::string memory_counter, timer;
+  int64_t cpu_memory_limit_bytes = 0;
+};
+
+InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepSettings& settings,
+                                     const c10::Device& device);
 
 }  // namespace tvie

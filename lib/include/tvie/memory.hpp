@@ -33,6 +33,17 @@ class MemoryProbe {
 void install_cpu_memory_counter();
 bool cpu_memory_counter_installed();
 
+// CPU: while alive, a tensor allocation that would take the counted bytes more than `limit_bytes` above
+// what was live at construction throws c10::OutOfMemoryError, as a device with that much free memory
+// would. Memory allocated outside torch's allocator (oneDNN scratch, fbgemm packs) is not limited.
+class ScopedCpuMemoryLimit {
+ public:
+  explicit ScopedCpuMemoryLimit(int64_t limit_bytes);
+  ~ScopedCpuMemoryLimit();
+  ScopedCpuMemoryLimit(const ScopedCpuMemoryLimit&) = delete;
+  ScopedCpuMemoryLimit& operator=(const ScopedCpuMemoryLimit&) = delete;
+};
+
 // A probe for `device`; installs the CPU counter if needed. Throws DeviceUnavailable for CUDA without CUDA.
 std::unique_ptr<MemoryProbe> make_memory_probe(const c10::Device& device);
 
@@ -44,6 +55,7 @@ struct TrainingMemory {
   int64_t activations = 0;      // tensors saved by the forward for the backward (forward with grad minus without)
   int64_t weight_copies = 0;    // amp: low-precision copies of the weights in autocast's cast cache
   int64_t loss_scaler = 0;      // amp-fp16: the loss scaler's scale, growth tracker and found_inf
+  int64_t comm_buffers = 0;     // data parallelism: the flat gradient buckets the all-reduce works on
   int64_t other = 0;            // peak minus the categories above: transients, the batch, logits; can be
                                 // negative when gradients and saved activations are never all live at once
   int64_t peak = 0;             // peak allocated bytes over the first two optimizer steps
@@ -53,10 +65,12 @@ struct TrainingMemory {
 
 // Inference ledger, bytes above the baseline taken before the inference copy was built.
 struct InferenceMemory {
-  int64_t parameters = 0;   // the converted copy of the weights (fp32/fp16/bf16)
-  int64_t activations = 0;  // working set of one forward: peak during it minus what was live before (incl. output)
-  int64_t other = 0;        // peak minus the two above: the input batch
-  int64_t peak = 0;
+  int64_t parameters = 0;      // the converted copy of the weights (fp32/fp16/bf16; int8/fp8 Linear weights + scales)
+  int64_t packed_weights = 0;  // CPU int8: fbgemm's packed int8 weights, allocated outside torch's allocator
+                               // (glibc heap growth across the conversion minus the tensors counted)
+  int64_t activations = 0;     // working set of one forward: peak during it minus what was live before (incl. output)
+  int64_t other = 0;           // peak minus the categories above: the input batch
+  int64_t peak = 0;            // tensor peak above the baseline, plus packed_weights
   int64_t peak_reserved = -1;
   int64_t batch = 0;
 };

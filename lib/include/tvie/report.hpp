@@ -17,6 +17,7 @@ class Reporter {
   virtual void report(const CompareReport& report) = 0;
   virtual void report(const TrainReport& report) = 0;
   virtual void report(const ServeReport& report) = 0;
+  virtual void report(const InferReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -26,6 +27,7 @@ class ConsoleReporter : public Reporter {
   void report(const CompareReport& report) override;
   void report(const TrainReport& report) override;
   void report(const ServeReport& report) override;
+  void report(const InferReport& report) override;
 
  private:
   std::ostream& out_;
@@ -38,6 +40,7 @@ class JsonReporter : public Reporter {
   void report(const CompareReport& report) override;
   void report(const TrainReport& report) override;
   void report(const ServeReport& report) override;
+  void report(const InferReport& report) override;
 
  private:
   std::string path_;
@@ -46,6 +49,7 @@ class JsonReporter : public Reporter {
 std::string to_json_string(const CompareReport& report, int indent = 2);
 std::string to_json_string(const TrainReport& report, int indent = 2);
 std::string to_json_string(const ServeReport& report, int indent = 2);
+std::string to_json_string(const InferReport& report, int indent = 2);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

@@ -103,6 +103,9 @@ struct ServeResult {
   bool valid = false;        // enough requests over enough time
   std::string validity;      // why (not) valid
   std::vector<RequestRecord> records;
+  // CPU serving depends on how idle intra-op threads wait between requests (see README, Serving).
+  int64_t intra_op_threads = 0;  // at::get_num_threads() during the run
+  std::string omp_wait_policy;   // the OMP_WAIT_POLICY environment variable ("" when unset)
 };
 
 // Statistics of a run's records (pure): latencies and splits in milliseconds, validity from the minimums.
@@ -111,13 +114,49 @@ ServeResult summarize_serving(const std::vector<RequestRecord>& records, const S
 // Serves a freshly initialised (seeded) copy of the model on `device` under InferenceMode.
 ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device);
 
+// --find-max-qps: the highest server-scenario QPS whose run is valid with p99 latency <= the bound.
+struct MaxQpsSearch {
+  double p99_bound_ms = 10;  // the latency bound
+  int64_t refine_steps = 4;  // bisections between the last passing and the first failing QPS
+};
+void validate(const MaxQpsSearch& search);
+
+struct QpsProbe {
+  double target_qps = 0, achieved_qps = 0, p99_ms = 0;
+  bool valid = false, meets = false;
+};
+
+struct MaxQpsResult {
+  double p99_bound_ms = 0;
+  double max_qps = 0;            // highest probed QPS that met the bound (0: none did)
+  double first_miss_qps = 0;     // lowest probed QPS above it that missed (0: none missed)
+  std::vector<QpsProbe> probes;  // in the order run
+  ServeResult at_max;            // the run at max_qps
+};
+
+// The search itself, over any pass/fail test: from start_qps, double while `meets` (at most 16 times) or
+// halve until it does (at most 8 times), then bisect refine_steps times between the last pass and the
+// first miss. max_qps 0: nothing passed; first_miss_qps 0: nothing failed.
+struct QpsBracket {
+  double max_qps = 0;
+  double first_miss_qps = 0;
+};
+QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets);
+
+// Starts at base.target_qps, doubles (or halves) until the bound is bracketed, then bisects. One model
+// copy serves every probe; each probe issues what validity needs: base.min_query_count requests, or
+// 1.1 x enough to last base.min_duration_ms at its rate if that is more (base.query_count is not used).
+MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, const MaxQpsSearch& search,
+                          const c10::Device& device);
+
 struct ServeReport {
   std::string tvie_version, torch_version, device;
   std::vector<std::string> argv;
   std::string workload;
   ModelFacts facts;
   ServeSettings settings;
-  ServeResult result;
+  ServeResult result;                  // the run (with a search: the run at the highest passing QPS)
+  std::optional<MaxQpsResult> search;  // --find-max-qps
 };
 
 }  // namespace tvie

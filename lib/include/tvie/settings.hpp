@@ -13,7 +13,11 @@
 namespace tvie {
 
 enum class OptimizerKind { sgd, sgd_momentum, adam, adamw };
-enum class InferenceDtype { fp32, fp16, bf16 };
+// Inference weights. fp32/fp16/bf16: a converted copy of the whole model. int8: every tvie::nn::Linear holds
+// int8 weights (CPU: dynamic quantisation through quantized::linear_dynamic; CUDA: at::_int_mm), the rest
+// stays fp32. fp8: tvie::nn::Linear weights in e4m3 through at::_scaled_mm (CUDA, compute capability 8.9+),
+// the rest in bf16.
+enum class InferenceDtype { fp32, fp16, bf16, int8, fp8 };
 // Training precision: fp32; amp-bf16 / amp-fp16: fp32 master weights, autocast around forward and loss
 // (amp-fp16 with dynamic loss scaling, CUDA only); bf16: pure bf16 weights, gradients and optimizer state.
 enum class TrainPrecision { fp32, amp_bf16, amp_fp16, bf16 };
@@ -46,12 +50,13 @@ struct TrainSettings {
   double weight_decay = 0.01;   // adamw only (decoupled)
   uint64_t seed = 0;            // initial weights and synthetic data
   TrainPrecision precision = TrainPrecision::fp32;
-  double clip_grad_norm = 0;     // clip the gradients' global L2 norm to this (after unscaling); 0: off
-  int64_t checkpoint_every = 0;  // activation checkpointing of every k-th transformer block; 0: off, 1: all
-  int64_t data_batches = 64;     // distinct synthetic batches held on the host and cycled through
-  int64_t loss_every = 0;        // a loss-curve point every N steps; 0: about ten points over the run
-  bool cuda_graph = false;       // capture the whole training step in a CUDA graph and replay it (CUDA)
-  LossScalerOptions scaler;      // amp-fp16's dynamic loss scaling
+  double clip_grad_norm = 0;      // clip the gradients' global L2 norm to this (after unscaling); 0: off
+  int64_t checkpoint_every = 0;   // activation checkpointing of every k-th transformer block; 0: off, 1: all
+  int64_t data_batches = 64;      // distinct synthetic batches held on the host and cycled through
+  int64_t loss_every = 0;         // a loss-curve point every N steps; 0: about ten points over the run
+  bool cuda_graph = false;        // capture the whole training step in a CUDA graph and replay it (CUDA)
+  LossScalerOptions scaler;       // amp-fp16's dynamic loss scaling
+  uint64_t data_seed_offset = 0;  // added to the data seeds (data parallelism: each rank draws other samples)
 };
 
 struct InferSettings {
@@ -60,6 +65,7 @@ struct InferSettings {
   int64_t warmup_steps = 3;                     // untimed batches before them
   InferenceDtype dtype = InferenceDtype::fp32;  // weights (and floating inputs) of the inference copy
   uint64_t seed = 0;
+  bool cuda_graph = false;  // CUDA: capture the forward once at this batch size and replay it
 };
 
 struct CompareSettings {
@@ -74,6 +80,11 @@ void validate(const TrainSettings& settings);
 // Also checks what the device must have (amp-fp16 and CUDA graphs need CUDA).
 void validate(const TrainSettings& settings, const c10::Device& device);
 void validate(const InferSettings& settings);
+// Also checks that the inference dtype runs on `device` (fp16 needs CUDA; int8 and fp8 see layers.hpp).
+void validate(const InferSettings& settings, const c10::Device& device);
+// Throws InvalidArgument(field, ...) unless `dtype` runs on `device`.
+void validate_inference_dtype(InferenceDtype dtype, const c10::Device& device,
+                              const std::string& field = "infer.dtype");
 // Also checks model, preset and device (and that the inference dtype runs on that device).
 void validate(const CompareSettings& settings);
 

@@ -25,8 +25,31 @@ class CudaGraphStep;
 }
 
 // The phases of a training step, as StepTimer phase indices.
-enum TrainPhase : int { kPhaseData = 0, kPhaseForward = 1, kPhaseBackward = 2, kPhaseOptimizer = 3, kPhaseCount = 4 };
+enum TrainPhase : int {
+  kPhaseData = 0,
+  kPhaseForward = 1,
+  kPhaseBackward = 2,
+  kPhaseOptimizer = 3,
+  kPhaseCommunication = 4,  // data parallelism: what gradient averaging adds after backward (exposed)
+  kPhaseCount = 5
+};
 const char* phase_name(int phase);
+
+class Communicator;
+struct DistSettings;
+
+// What a Trainer calls around backward, for data parallelism (tvie/dist.hpp: DataParallel).
+class GradientHook {
+ public:
+  virtual ~GradientHook() = default;
+  // Before each micro-batch's backward; `last` for the last micro-batch of the step (communication
+  // happens only on that one).
+  virtual void before_backward(bool last) = 0;
+  // After the last backward of the step: the gradients must be averaged over ranks when it returns.
+  virtual void after_backward() = 0;
+  // Bytes of buffers the hook keeps for the whole run (the ledger's comm_buffers).
+  virtual int64_t buffer_bytes() const = 0;
+};
 
 class Trainer {
  public:
@@ -53,6 +76,9 @@ class Trainer {
   // step with the optimizer state live throughout). Synchronises the device: never time it.
   TrainingMemory ledger_step(MemoryProbe& probe);
   static constexpr int64_t kLedgerSteps = 2;
+
+  // Data parallelism: called around every backward from now on (not owned; nullptr: none).
+  void set_gradient_hook(GradientHook* hook) { hook_ = hook; }
 
   torch::nn::Module& module() { return *module_; }
   std::shared_ptr<torch::nn::Module> module_ptr() const { return module_; }
@@ -87,12 +113,30 @@ class Trainer {
   int64_t checkpointed_blocks_ = 0;
   double ledger_loss_ = 0;
   std::vector<double> grad_norms_;
+  GradientHook* hook_ = nullptr;
 };
 
 struct PhaseTime {
   std::string name;  // data, forward, backward, optimizer
   double p50_ms = 0;
   double share = 0;  // of the total time of the timed steps
+};
+
+// Data-parallel training (tvie/dist.hpp), measured on rank 0.
+struct DistributedResult {
+  bool enabled = false;
+  std::string backend;  // gloo, nccl
+  int64_t world_size = 1;
+  double bucket_mb = 0;
+  bool overlap = false;
+  int64_t buckets = 0;
+  int64_t bytes_per_step = 0;  // gradient bytes all-reduced per optimizer step (all buckets)
+  Summary comm_ms;             // per timed step: first bucket's all-reduce start to last one's end
+  Summary exposed_ms;          // per timed step: what gradient averaging adds after backward (wait, copies, scaling)
+  double algbw_gbs = 0, busbw_gbs = 0;  // bytes_per_step / mean comm time; busbw = algbw x 2(n-1)/n
+  double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
+  bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
+  double loss_mean_over_ranks = 0;    // final loss averaged over ranks
 };
 
 struct TrainingResult {
@@ -130,6 +174,7 @@ struct TrainingResult {
   double clip_max_norm = 0;
   Summary grad_norm;
   int64_t clipped_steps = 0;
+  DistributedResult distributed;  // enabled only with a communicator
 };
 
 // Throws InvalidArgument("train.checkpoint_every", ...) when checkpointing is asked of a workload
@@ -138,7 +183,11 @@ void validate_checkpointing(const Workload& workload, const TrainSettings& setti
 
 // Runs the ledger steps, the warm-up steps and the timed steps. `trained` (optional) receives the module
 // with its trained weights, for the inference copy.
+// With `comm` (and its `dist` settings): data-parallel training, one rank of comm->world_size(). Every
+// rank runs this; rank r draws its data with seeds offset by r; the weights start from rank 0's; the loss
+// curve is the mean over ranks.
 TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                            std::shared_ptr<torch::nn::Module>* trained = nullptr);
+                            std::shared_ptr<torch::nn::Module>* trained = nullptr, Communicator* comm = nullptr,
+                            const DistSettings* dist = nullptr);
 
 }  // namespace tvie

@@ -15,8 +15,10 @@
 #include <tvie/config.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/device.hpp>
+#include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/infer.hpp>
+#include <tvie/layers.hpp>
 #include <tvie/log.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/models.hpp>
@@ -26,5 +28,6 @@
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/timing.hpp>
+#include <tvie/torchscript.hpp>
 #include <tvie/train.hpp>
 #include <tvie/workload.hpp>

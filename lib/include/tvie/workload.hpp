@@ -9,6 +9,7 @@
 //    along dimension 0 are independent samples: tvie slices a batch into micro-batches along dim 0.
 //  - loss() returns a scalar: the MEAN loss over the batch's samples (gradient accumulation relies on it).
 //  - facts() gives analytic figures (parameter count, FLOPs); zeros mean "not known" and are shown as such.
+//  - prepare_inference() (optional): inference-only rewrites of an inference copy (see TorchScriptWorkload).
 //  - block_count() and set_checkpointing() (optional): activation checkpointing of the model's repeated
 //    blocks, every k-th block (k = 1: all), 0 = off. Models without blocks keep the defaults.
 #pragma once
@@ -59,6 +60,9 @@ class Workload {
     (void)module;
     (void)every_k_blocks;
   }
+  // Called on an inference copy once its weights are converted (dtype, device, eval()): the place for
+  // inference-only rewrites such as TorchScript freezing. Default: nothing.
+  virtual void prepare_inference(torch::nn::Module& module) const { (void)module; }
 };
 
 // Copies parameters and buffers, matched by name, from `source` into `destination` (dtype and device

@@ -1,0 +1,159 @@
+// `tvie launch --nproc N -- COMMAND...`: N local processes with the torchrun environment (RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT). If one rank fails, the others get --grace-s to
+// stop by themselves (their collectives fail and name the lost rank), then they are terminated.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <tvie/tvie.hpp>
+
+#include "commands.hpp"
+#include "options.hpp"
+
+namespace tvie::cli {
+namespace {
+
+struct LaunchOptions {
+  int64_t nproc = 2;
+  std::string master_addr = "127.0.0.1";
+  int64_t master_port = 0;  // 0: a free port
+  int64_t grace_s = 30;
+  std::vector<std::string> command;
+};
+
+// A port nobody listens on now (the kernel's choice); rank 0's store binds it a moment later.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(cat("tvie launch: socket(): ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw Error(cat("tvie launch: cannot find a free port: ", std::strerror(errno)));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string self_path() {
+  char buf[PATH_MAX] = {0};
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "tvie";
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return cat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return cat("was killed by signal ", WTERMSIG(status), " (", ::strsignal(WTERMSIG(status)), ")");
+  return "stopped";
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+Runner add_launch_command(CLI::App& app) {
+  auto o = std::make_shared<LaunchOptions>();
+  auto* cmd = app.add_subcommand("launch",
+                                 "Start N local processes of COMMAND (after --) with RANK, WORLD_SIZE, LOCAL_RANK, "
+                                 "MASTER_ADDR and MASTER_PORT set, as torchrun does");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option("--nproc", o->nproc, "Processes (ranks) on this node")->capture_default_str();
+  cmd->add_option("--master-addr", o->master_addr, "Where rank 0 hosts the rendezvous store")->capture_default_str();
+  cmd->add_option("--master-port", o->master_port, "Its port (0: a free one)")->capture_default_str();
+  cmd->add_option("--grace-s", o->grace_s,
+                  "After a rank fails, seconds the others get to stop by themselves before they are terminated")
+      ->capture_default_str();
+  cmd->add_option("command", o->command, "The command every rank runs, after --; 'tvie' means this tvie");
+
+  return [o]() {
+    if (o->nproc < 1 || o->nproc > 1024) throw InvalidArgument("launch.nproc", cat(o->nproc), "an integer in 1..1024");
+    if (o->master_port < 0 || o->master_port > 65535)
+      throw InvalidArgument("launch.master_port", cat(o->master_port), "0 (a free port) or a TCP port in 1..65535");
+    if (o->grace_s < 0) throw InvalidArgument("launch.grace_s", cat(o->grace_s), "an integer >= 0");
+    if (o->command.empty())
+      throw InvalidArgument("launch.command", "", "a command after --, e.g. -- tvie train --model gpt");
+    std::vector<std::string> command = o->command;
+    if (command[0] == "tvie") command[0] = self_path();
+    const int port = o->master_port > 0 ? static_cast<int>(o->master_port) : free_port();
+    log::info(cat("launching ", o->nproc, " ranks of '", o->command[0], "' with MASTER_ADDR=", o->master_addr,
+                  " MASTER_PORT=", port));
+    std::cout.flush();
+    std::cerr.flush();
+
+    std::map<pid_t, int64_t> running;  // pid -> rank
+    for (int64_t rank = 0; rank < o->nproc; ++rank) {
+      const pid_t pid = ::fork();
+      if (pid < 0) throw Error(cat("tvie launch: fork(): ", std::strerror(errno)));
+      if (pid == 0) {
+        ::setenv("RANK", std::to_string(rank).c_str(), 1);
+        ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+        ::setenv("WORLD_SIZE", std::to_string(o->nproc).c_str(), 1);
+        ::setenv("LOCAL_WORLD_SIZE", std::to_string(o->nproc).c_str(), 1);
+        ::setenv("MASTER_ADDR", o->master_addr.c_str(), 1);
+        ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+        std::vector<char*> args;
+        for (auto& a : command) args.push_back(a.data());
+        args.push_back(nullptr);
+        ::execvp(args[0], args.data());
+        std::fprintf(stderr, "tvie launch: rank %lld: cannot run %s: %s\n", static_cast<long long>(rank), args[0],
+                     std::strerror(errno));
+        ::_exit(127);
+      }
+      running[pid] = rank;
+    }
+
+    using clock = std::chrono::steady_clock;
+    int exit_code = 0;
+    bool failed = false, terminated = false;
+    clock::time_point deadline{};
+    while (!running.empty()) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, failed ? WNOHANG : 0);
+      if (pid > 0) {
+        const int64_t rank = running[pid];
+        running.erase(pid);
+        if (exit_code_of(status) != 0 && !failed) {
+          failed = true;
+          exit_code = exit_code_of(status);
+          deadline = clock::now() + std::chrono::seconds(o->grace_s);
+          std::cerr << "tvie launch: rank " << rank << " (pid " << pid << ") " << describe_status(status)
+                    << "; the other ranks get " << o->grace_s << " s to stop\n";
+        }
+        continue;
+      }
+      if (pid < 0 && errno != EINTR) break;
+      if (failed && clock::now() >= deadline) {
+        const int sig = terminated ? SIGKILL : SIGTERM;
+        for (const auto& [p, r] : running) {
+          std::cerr << "tvie launch: rank " << r << " (pid " << p << ") still runs; sending "
+                    << (sig == SIGKILL ? "SIGKILL" : "SIGTERM") << "\n";
+          ::kill(p, sig);
+        }
+        terminated = true;
+        deadline = clock::now() + std::chrono::seconds(5);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return exit_code;
+  };
+}
+
+}  // namespace tvie::cli

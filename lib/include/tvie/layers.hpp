@@ -1,0 +1,65 @@
+// Layers that inference can convert to low-precision weights. tvie::nn::Linear computes exactly what
+// torch::nn::Linear computes (same parameters "weight" [out, in] and "bias" [out], same initialisation)
+// and trains the same way; in addition, an inference copy can replace its weights by int8 or fp8 ones.
+// A Workload that wants `--dtype int8` or `fp8` builds its Linear layers from this class; tvie's own zoo
+// models do.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+namespace tvie::nn {
+
+enum class LinearWeights {
+  dense,         // weight and bias in the module's floating dtype
+  int8_dynamic,  // CPU: int8 per-channel weights packed by quantized::linear_prepack (fbgemm/x86); the
+                 // activations are quantised per call (quantized::linear_dynamic); output fp32
+  int8_cuda,     // CUDA: int8 per-channel weights; activations quantised per row; at::_int_mm (int32
+                 // accumulation) then rescaled; output in the activation dtype
+  fp8_e4m3,      // CUDA sm_89+: e4m3 weights with one per-tensor scale; activations cast to e4m3 per call
+                 // (per-tensor scale); at::_scaled_mm; output bf16
+};
+
+std::string to_string(LinearWeights kind);
+
+class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);
+
+  // Creates weight [out, in] and bias [out] and initialises them as torch::nn::Linear does
+  // (kaiming-uniform with a = sqrt(5); bias uniform in +-1/sqrt(in)).
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& input);  // [..., in] -> [..., out]
+
+  // Replaces the dense weights by `kind` for inference (one way: the dense weight and bias become
+  // empty tensors so that their memory is released). The module must already be on its device.
+  // Throws InvalidArgument when the device cannot run `kind`.
+  void convert_weights(LinearWeights kind);
+  LinearWeights weights_kind() const { return kind_; }
+
+  int64_t in_features, out_features;
+  bool with_bias;
+  torch::Tensor weight, bias;
+
+ private:
+  LinearWeights kind_ = LinearWeights::dense;
+  torch::Tensor q_weight_;  // int8 [out, in] (int8_cuda) or e4m3 [out, in] (fp8)
+  torch::Tensor q_scale_;   // fp32: [out] per channel (int8_cuda) or [] per tensor (fp8)
+  torch::Tensor q_bias_;    // bias in the output dtype (int8_cuda, fp8)
+  c10::IValue packed_;      // int8_dynamic: LinearPackedParamsBase (weights held by fbgemm)
+};
+TORCH_MODULE(Linear);
+
+// Converts every tvie::nn::Linear in `module` (recursively) to `kind`; returns how many it converted.
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind);
+
+// Whether this build and device can run `kind` (int8_dynamic: a CPU with the fbgemm/x86 quantized
+// engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.
+bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why = nullptr);
+
+}  // namespace tvie::nn

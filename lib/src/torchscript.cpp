@@ -1,0 +1,172 @@
+// TorchScript workload. See torchscript.hpp.
+#include <tvie/torchscript.hpp>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/script.h>
+
+#include <fstream>
+#include <set>
+
+#include "compat.hpp"
+#include "zoo_common.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+namespace tvie {
+namespace {
+
+// An nn::Module view of a script module: it registers the script module's own parameter and buffer
+// tensors (the same tensors, not copies), so that tvie's device/dtype conversion, weight copies and
+// optimizers act on what the script module computes with.
+class ScriptModuleImpl : public torch::nn::Module {
+ public:
+  explicit ScriptModuleImpl(torch::jit::Module m) : script(std::move(m)) {
+    for (const auto& p : script.named_parameters(/*recurse=*/true))
+      register_parameter(flat_name(p.name), p.value, /*requires_grad=*/true);  // script parameters are trainable
+    for (const auto& b : script.named_buffers(/*recurse=*/true)) register_buffer(flat_name(b.name), b.value);
+  }
+
+  void train(bool on = true) override {
+    torch::nn::Module::train(on);
+    script.train(on);
+  }
+
+  torch::jit::Module script;
+
+  // After freezing, the graph holds its weights as constants (copies, folded or not); the tensors this
+  // view registered would keep the unfrozen weights alive too. Empties those no constant, attribute or
+  // parameter of the frozen module still uses, so that the ledger measures what a deployment keeps.
+  void release_unused_weights() {
+    std::set<const void*> used;
+    for (const auto& method : script.get_methods())
+      for (const auto* node : method.graph()->nodes())
+        if (node->kind() == c10::prim::Constant)
+          if (auto value = torch::jit::toIValue(node->output()); value && value->isTensor())
+            used.insert(value->toTensor().storage().data());
+    for (const auto& a : script.named_attributes(/*recurse=*/true))
+      if (a.value.isTensor()) used.insert(a.value.toTensor().storage().data());
+    torch::NoGradGuard no_grad;
+    for (auto tensors : {parameters(), buffers()})
+      for (auto& t : tensors)
+        if (t.defined() && t.numel() > 0 && used.count(t.storage().data()) == 0)
+          t.set_data(torch::empty({0}, t.options()));
+  }
+
+ private:
+  static std::string flat_name(std::string name) {  // nn::Module names may not contain '.'
+    for (auto& c : name)
+      if (c == '.') c = '_';
+    return name;
+  }
+};
+
+torch::jit::Module load_script(const std::string& path) {
+  try {
+    return torch::jit::load(path, torch::kCPU);
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    if (const auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
+    throw InvalidArgument("torchscript.path", path, cat("a file saved by torch.jit.save (", what, ")"));
+  }
+}
+
+class TorchScriptWorkload final : public Workload {
+ public:
+  explicit TorchScriptWorkload(TorchScriptSettings s) : s_(std::move(s)) {
+    const auto m = load_script(s_.path);
+    for (const auto& p : m.parameters()) facts_.parameter_count += p.numel();
+    for (const auto& b : m.buffers()) facts_.buffer_bytes += static_cast<int64_t>(b.nbytes());
+    if (s_.token_input && !s_.input_shape.empty()) facts_.tokens_per_sample = s_.input_shape.back();
+    std::string base = s_.path;
+    if (const auto slash = base.find_last_of('/'); slash != std::string::npos) base = base.substr(slash + 1);
+    name_ = cat("script:", base);
+    if (s_.fusion != ScriptFusion::none) name_ += cat(" (", to_string(s_.fusion), ")");
+  }
+
+  std::string name() const override { return name_; }
+
+  std::shared_ptr<torch::nn::Module> make_module() const override {
+    return std::make_shared<ScriptModuleImpl>(load_script(s_.path));
+  }
+
+  torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
+    return static_cast<ScriptModuleImpl&>(module).script.forward({input}).toTensor();
+  }
+
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    auto gen = zoo::data_generator(seed);
+    std::vector<int64_t> shape{batch_size};
+    shape.insert(shape.end(), s_.input_shape.begin(), s_.input_shape.end());
+    Batch b;
+    b.input = s_.token_input ? torch::randint(0, s_.vocab_size, shape, gen, torch::kInt64)
+                             : torch::randn(shape, gen, torch::kFloat32);
+    b.input = b.input.to(device);
+    b.target = torch::zeros({batch_size}, torch::TensorOptions(device));  // unused by the synthetic loss
+    b.samples = batch_size;
+    b.tokens = facts_.tokens_per_sample * batch_size;
+    return b;
+  }
+
+  // Synthetic: the mean square of the output (a scalar per batch, mean over samples).
+  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
+    (void)batch;
+    return output.to(torch::kFloat32).pow(2).mean();
+  }
+
+  ModelFacts facts() const override { return facts_; }
+
+  void prepare_inference(torch::nn::Module& module) const override {
+    auto& m = static_cast<ScriptModuleImpl&>(module);
+    m.script.eval();
+    if (s_.fusion == ScriptFusion::none) return;
+    auto frozen = torch::jit::freeze(m.script);
+    if (s_.fusion == ScriptFusion::optimize) frozen = torch::jit::optimize_for_inference(frozen);
+    m.script = frozen;
+    m.release_unused_weights();
+  }
+
+ private:
+  TorchScriptSettings s_;
+  std::string name_;
+  ModelFacts facts_;
+};
+
+}  // namespace
+
+std::string to_string(ScriptFusion fusion) {
+  switch (fusion) {
+    case ScriptFusion::none:
+      return "none";
+    case ScriptFusion::freeze:
+      return "freeze";
+    case ScriptFusion::optimize:
+      return "optimize";
+  }
+  return "?";
+}
+
+ScriptFusion parse_script_fusion(const std::string& text, const std::string& field) {
+  for (auto f : {ScriptFusion::none, ScriptFusion::freeze, ScriptFusion::optimize})
+    if (text == to_string(f)) return f;
+  throw InvalidArgument(field, text, "none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)");
+}
+
+void validate(const TorchScriptSettings& s) {
+  if (s.path.empty() || !std::ifstream(s.path).good())
+    throw InvalidArgument("torchscript.path", s.path, "a readable file saved by torch.jit.save");
+  if (s.input_shape.empty())
+    throw InvalidArgument("torchscript.input_shape", "",
+                          "one sample's shape without the batch dimension, e.g. 3,32,32");
+  for (int64_t d : s.input_shape)
+    if (d < 1) throw InvalidArgument("torchscript.input_shape", cat(d), "dimensions >= 1");
+  if (s.token_input && s.vocab_size < 1)
+    throw InvalidArgument("torchscript.vocab_size", cat(s.vocab_size), "an integer >= 1 (token inputs need it)");
+}
+
+std::unique_ptr<Workload> make_torchscript_workload(const TorchScriptSettings& settings) {
+  validate(settings);
+  return std::make_unique<TorchScriptWorkload>(settings);
+}
+
+}  // namespace tvie

@@ -1,0 +1,332 @@
+// Data parallelism over c10d Gloo on the CPU: 2 ranks on 127.0.0.1, as threads of this process (numerical
+// tests) or as processes of build/bin/tvie (launch, faults, configuration mismatch).
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "tvie_test_paths.hpp"
+
+namespace fs = std::filesystem;
+using namespace tvie;
+
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+DistEnv env_of(int64_t rank, int64_t world, int port) {
+  DistEnv e;
+  e.rank = rank;
+  e.world_size = world;
+  e.master_port = port;
+  return e;
+}
+
+DistSettings gloo(bool overlap = false, double bucket_mb = 25) {
+  DistSettings d;
+  d.backend = DistBackend::gloo;
+  d.overlap = overlap;
+  d.bucket_mb = bucket_mb;
+  d.timeout_s = 60;
+  return d;
+}
+
+TrainSettings sgd_steps(int64_t batch) {
+  TrainSettings t;
+  t.batch_size = batch;
+  t.optimizer = OptimizerKind::sgd;
+  t.learning_rate = 0.1;
+  t.data_batches = 4;
+  t.seed = 5;
+  return t;
+}
+
+// Runs `steps` data-parallel steps on `world` ranks (threads); returns each rank's parameters after.
+std::vector<std::vector<torch::Tensor>> train_ranks(const Workload& w, int64_t world, int64_t steps,
+                                                    const DistSettings& d, int64_t batch_per_rank) {
+  const int port = free_port();
+  const c10::Device cpu(c10::kCPU);
+  // Build the trainers one after another: construction seeds torch's global generator.
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (int64_t r = 0; r < world; ++r) {
+    auto t = sgd_steps(batch_per_rank);
+    t.data_seed_offset = static_cast<uint64_t>(r) * 1000003ULL;
+    trainers.push_back(std::make_unique<Trainer>(w, t, cpu));
+  }
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm(env_of(r, world, port), d, cpu);
+        DataParallel dp(comm, trainers[static_cast<size_t>(r)]->module_ptr(), d, cpu);
+        dp.broadcast_initial_weights();
+        trainers[static_cast<size_t>(r)]->set_gradient_hook(&dp);
+        for (int64_t i = 0; i < steps; ++i) trainers[static_cast<size_t>(r)]->step();
+        trainers[static_cast<size_t>(r)]->set_gradient_hook(nullptr);
+        comm.barrier();
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  std::vector<std::vector<torch::Tensor>> params;
+  for (auto& t : trainers) {
+    std::vector<torch::Tensor> p;
+    for (const auto& x : t->module().parameters()) p.push_back(x.detach().clone());
+    params.push_back(p);
+  }
+  return params;
+}
+
+struct Proc {
+  pid_t pid = -1;
+  fs::path log;
+};
+
+// build/bin/tvie with the torchrun environment of one rank; stdout and stderr into `log`.
+Proc spawn_rank(int64_t rank, int64_t world, int port, const std::string& args, const fs::path& log) {
+  std::vector<std::string> words{TVIE_CLI_PATH};
+  std::stringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return {pid, log};
+}
+
+// Exit code, or -1 if it did not exit within `seconds` (it is then killed).
+int wait_exit(pid_t pid, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "tvie-dist-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+}  // namespace
+
+TEST_CASE("busbw = algbw x 2(n-1)/n, as nccl-tests define it", "[dist]") {
+  CHECK(allreduce_bus_factor(1) == 0.0);
+  CHECK(allreduce_bus_factor(2) == 1.0);
+  CHECK(allreduce_bus_factor(4) == 1.5);
+  CHECK(allreduce_bus_factor(8) == 1.75);
+}
+
+TEST_CASE("the environment a launcher sets is read and checked", "[dist]") {
+  ::setenv("WORLD_SIZE", "4", 1);
+  ::setenv("RANK", "3", 1);
+  ::setenv("MASTER_PORT", "29611", 1);
+  auto e = dist_env_from_environment();
+  CHECK(e.world_size == 4);
+  CHECK(e.rank == 3);
+  CHECK(e.master_port == 29611);
+  ::setenv("RANK", "4", 1);
+  try {
+    dist_env_from_environment();
+    FAIL("RANK 4 of 4 accepted");
+  } catch (const InvalidArgument& x) {
+    CHECK(x.field() == "env.RANK");
+    CHECK_THAT(x.accepted(), Catch::Contains("0..3"));
+  }
+  ::setenv("RANK", "1", 1);
+  ::setenv("MASTER_PORT", "http", 1);
+  CHECK_THROWS_AS(dist_env_from_environment(), InvalidArgument);
+  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT"}) ::unsetenv(v);
+  CHECK(dist_env_from_environment().world_size == 1);
+}
+
+TEST_CASE("one data-parallel step equals a single-process step on both ranks' batches", "[dist]") {
+  auto w = make_zoo_workload("mlp", "tiny");
+  const auto ranks = train_ranks(*w, 2, 1, gloo(), 4);
+  // Bit-identical on both ranks.
+  REQUIRE(ranks[0].size() == ranks[1].size());
+  for (size_t i = 0; i < ranks[0].size(); ++i) CHECK(torch::equal(ranks[0][i], ranks[1][i]));
+  // The reference: the same initial weights, one SGD step on the concatenation of both ranks' batches
+  // (the loss is a mean over samples, so the gradient is the mean of the ranks' gradients).
+  const c10::Device cpu(c10::kCPU);
+  auto t = sgd_steps(4);
+  torch::manual_seed(static_cast<int64_t>(t.seed));
+  auto module = w->make_module();
+  const Batch b0 = w->make_batch(4, cpu, t.seed + 0);
+  const Batch b1 = w->make_batch(4, cpu, t.seed + 1000003ULL);
+  Batch both = b0;
+  both.input = torch::cat({b0.input, b1.input});
+  both.target = torch::cat({b0.target, b1.target});
+  both.samples = 8;
+  w->loss(w->forward(*module, both.input), both).backward();
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
+  for (auto& p : module->parameters()) {
+    const auto expected = p.detach() - t.learning_rate * p.grad();
+    const double rel = ((ranks[0][i] - expected).norm() / expected.norm()).item<double>();
+    INFO("parameter " << i << " relative error " << rel);
+    CHECK(rel <= 1e-5);
+    ++i;
+  }
+}
+
+TEST_CASE("overlap on and off give the same parameters after several steps", "[dist]") {
+  auto w = make_zoo_workload("gpt", "tiny");
+  const auto plain = train_ranks(*w, 2, 3, gloo(false, 0.05), 2);  // small buckets: several of them
+  const auto overlap = train_ranks(*w, 2, 3, gloo(true, 0.05), 2);
+  REQUIRE(plain[0].size() == overlap[0].size());
+  for (size_t i = 0; i < plain[0].size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(torch::allclose(plain[0][i], overlap[0][i], 1e-6, 1e-7));
+    CHECK(torch::equal(overlap[0][i], overlap[1][i]));
+  }
+}
+
+TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented", "[dist]") {
+  const int port = free_port();
+  const c10::Device cpu(c10::kCPU);
+  std::vector<AllreduceSweepResult> results(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm(env_of(r, 2, port), gloo(), cpu);
+        AllreduceSweepSettings s;
+        s.min_bytes = 8;
+        s.max_bytes = 1 << 16;
+        s.factor = 4;
+        s.iters = 3;
+        s.warmup = 1;
+        results[static_cast<size_t>(r)] = run_allreduce_sweep(comm, s, cpu);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) REQUIRE(e.empty());
+  const auto& r = results[0];
+  REQUIRE(r.rows.size() == 7);  // 8, 32, ..., 65536 bytes
+  CHECK(r.total_wrong == 0);
+  for (const auto& x : r.rows) {
+    CHECK(x.in_place_wrong == 0);
+    CHECK(x.out_of_place_wrong == 0);
+    CHECK(x.in_place_busbw_gbs == Approx(x.in_place_algbw_gbs * 2.0 * (2 - 1) / 2));
+    CHECK(x.in_place_algbw_gbs == Approx(static_cast<double>(x.bytes) / (x.in_place_us * 1e-6) / 1e9));
+  }
+}
+
+TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communication figures", "[dist]") {
+  TempDir dir;
+  const auto json = dir.path / "train.json";
+  const std::string command = std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- tvie train --model gpt --preset tiny" +
+                              " --batch 4 --steps 3 --warmup 1 --quiet --json " + json.string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  INFO(out);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(out.find("distributed: gloo, 2 ranks") != std::string::npos);
+  CHECK(out.find("parameters identical on every rank after the run: yes") != std::string::npos);
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  const auto& d = j.at("training").at("distributed");
+  CHECK(d.at("world_size") == 2);
+  CHECK(d.at("parameters_identical") == true);
+  CHECK(d.at("comm_ms").at("count") == 3);
+  CHECK(d.at("bytes_per_step").get<int64_t>() == 4 * j.at("model").at("parameters").get<int64_t>());
+  CHECK(d.at("busbw_gbs").get<double>() == Approx(d.at("algbw_gbs").get<double>()));  // n = 2: factor 1
+  CHECK(j.at("training").at("memory").at("comm_buffers") == d.at("bytes_per_step"));
+}
+
+TEST_CASE("ranks started with different settings fail at start, naming the setting", "[dist]") {
+  TempDir dir;
+  const int port = free_port();
+  const auto a = spawn_rank(0, 2, port, "train --model mlp --batch 8 --steps 1 --timeout-s 30", dir.path / "r0.log");
+  const auto b = spawn_rank(1, 2, port, "train --model mlp --batch 4 --steps 1 --timeout-s 30", dir.path / "r1.log");
+  const int ca = wait_exit(a.pid, 60), cb = wait_exit(b.pid, 60);
+  const std::string la = read_file(a.log), lb = read_file(b.log);
+  INFO("rank 0:\n" << la << "\nrank 1:\n" << lb);
+  CHECK(ca == 2);
+  CHECK(cb == 2);
+  for (const auto& log : {la, lb}) CHECK(log.find("batch is 8 on rank 0 but 4 on rank 1") != std::string::npos);
+}
+
+TEST_CASE("killing one rank makes the other stop within the timeout, naming the lost rank", "[dist]") {
+  TempDir dir;
+  const int port = free_port();
+  const std::string args = "train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 20";
+  const auto a = spawn_rank(0, 2, port, args, dir.path / "r0.log");
+  const auto b = spawn_rank(1, 2, port, args, dir.path / "r1.log");
+  // Let both reach the training loop, then kill rank 1.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ::kill(b.pid, SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  const int ca = wait_exit(a.pid, 40);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  wait_exit(b.pid, 5);
+  const std::string la = read_file(a.log);
+  INFO("rank 0 (exit " << ca << ", " << took << " s after the kill):\n" << la);
+  CHECK(ca != 0);
+  CHECK(ca != -1);     // it did stop by itself...
+  CHECK(took < 25.0);  // ...within the 20 s timeout (plus start-up slack)
+  CHECK(la.find("rank 1 (pid " + std::to_string(b.pid) + ")") != std::string::npos);
+}

@@ -163,6 +163,15 @@ struct TempDir {
   fs::path path;
 };
 
+// Two ranks of `tvie <args>` that have had a few seconds to reach their training loop.
+std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& dir) {
+  const int port = free_port();
+  auto a = spawn_rank(0, 2, port, args, dir / "r0.log");
+  auto b = spawn_rank(1, 2, port, args, dir / "r1.log");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  return {a, b};
+}
+
 }  // namespace
 
 TEST_CASE("busbw = algbw x 2(n-1)/n, as nccl-tests define it", "[dist]") {
@@ -312,12 +321,8 @@ TEST_CASE("ranks started with different settings fail at start, naming the setti
 
 TEST_CASE("killing one rank makes the other stop within the timeout, naming the lost rank", "[dist]") {
   TempDir dir;
-  const int port = free_port();
-  const std::string args = "train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 20";
-  const auto a = spawn_rank(0, 2, port, args, dir.path / "r0.log");
-  const auto b = spawn_rank(1, 2, port, args, dir.path / "r1.log");
-  // Let both reach the training loop, then kill rank 1.
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const auto [a, b] =
+      start_two_ranks("train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 20", dir.path);
   ::kill(b.pid, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
   const int ca = wait_exit(a.pid, 40);
@@ -329,4 +334,24 @@ TEST_CASE("killing one rank makes the other stop within the timeout, naming the 
   CHECK(ca != -1);     // it did stop by itself...
   CHECK(took < 25.0);  // ...within the 20 s timeout (plus start-up slack)
   CHECK(la.find("rank 1 (pid " + std::to_string(b.pid) + ")") != std::string::npos);
+}
+
+TEST_CASE("a hung rank makes the other stop after the collective timeout", "[dist]") {
+  TempDir dir;
+  const auto [a, b] =
+      start_two_ranks("train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 8", dir.path);
+  ::kill(b.pid, SIGSTOP);  // alive, but no longer taking part
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const int ca = wait_exit(a.pid, 40);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  ::kill(b.pid, SIGKILL);
+  wait_exit(b.pid, 5);
+  const std::string la = read_file(a.log);
+  INFO("rank 0 (exit " << ca << ", " << took << " s after the stop):\n" << la);
+  CHECK(ca != 0);
+  CHECK(ca != -1);
+  CHECK(took >= 7.0);  // it waited for the timeout...
+  CHECK(took < 20.0);  // ...and not much longer
+  CHECK(la.find("all-reduce failed on rank 0") != std::string::npos);
+  CHECK(la.find("may hang") != std::string::npos);
 }

@@ -145,6 +145,8 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   d.timeout_s = 60;
   Communicator comm(env, d, cuda);
   CHECK(comm.backend_name() == "nccl");
+  INFO("NCCL's own device memory: " << comm.backend_device_bytes() << " bytes");
+  CHECK(comm.backend_device_bytes() >= 0);  // measured on CUDA (-1 means not measured)
   AllreduceSweepSettings s;
   s.max_bytes = 1 << 20;
   s.factor = 16;

@@ -1,6 +1,6 @@
 // `tvie launch --nproc N -- COMMAND...`: N local processes with the torchrun environment (RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT). If one rank fails, the others get --grace-s to
-// stop by themselves (their collectives fail and name the lost rank), then they are terminated.
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS=1 unless set). If one rank fails, the others
+// get --grace-s to stop by themselves (their collectives fail and name the lost rank), then they are terminated.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -93,6 +94,10 @@ Runner add_launch_command(CLI::App& app) {
     std::vector<std::string> command = o->command;
     if (command[0] == "tvie") command[0] = self_path();
     const int port = o->master_port > 0 ? static_cast<int>(o->master_port) : free_port();
+    // As torchrun: several ranks on one node each get one intra-op thread unless the user chose otherwise
+    // (N ranks x all cores of threads would oversubscribe the node).
+    const bool set_threads = o->nproc > 1 && std::getenv("OMP_NUM_THREADS") == nullptr;
+    if (set_threads) log::info("OMP_NUM_THREADS=1 for every rank (as torchrun does; set it to choose otherwise)");
     log::info(cat("launching ", o->nproc, " ranks of '", o->command[0], "' with MASTER_ADDR=", o->master_addr,
                   " MASTER_PORT=", port));
     std::cout.flush();
@@ -109,6 +114,7 @@ Runner add_launch_command(CLI::App& app) {
         ::setenv("LOCAL_WORLD_SIZE", std::to_string(o->nproc).c_str(), 1);
         ::setenv("MASTER_ADDR", o->master_addr.c_str(), 1);
         ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+        if (set_threads) ::setenv("OMP_NUM_THREADS", "1", 1);
         std::vector<char*> args;
         for (auto& a : command) args.push_back(a.data());
         args.push_back(nullptr);

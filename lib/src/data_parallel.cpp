@@ -185,6 +185,7 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
   r.overlap = settings_.overlap;
   r.buckets = bucket_count();
   r.bytes_per_step = bytes_per_step_;
+  r.backend_device_bytes = comm_.backend_device_bytes();
   // The last `timed_steps` are the timed ones (warm-up steps came first).
   const size_t n = std::min(comm_ms_.size(), static_cast<size_t>(std::max<int64_t>(0, timed_steps)));
   r.comm_ms = tvie::summarize(std::vector<double>(comm_ms_.end() - static_cast<std::ptrdiff_t>(n), comm_ms_.end()));

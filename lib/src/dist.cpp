@@ -18,6 +18,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#if TVIE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -52,6 +58,28 @@ int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max, co
   const int64_t x = std::stoll(s);
   if (x < min || x > max) throw InvalidArgument(cat("env.", name), s, accepted);
   return x;
+}
+
+// Device memory in use (total - free) and the caching allocator's reserved bytes, for one CUDA device.
+struct DeviceUse {
+  int64_t used = 0, reserved = 0;
+};
+DeviceUse device_use(const c10::Device& device) {
+  DeviceUse u;
+#if TVIE_WITH_CUDA
+  if (!device.is_cuda()) return u;
+  synchronize(device);
+  c10::cuda::CUDAGuard guard(device.index());
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    u.used = static_cast<int64_t>(total_bytes) - static_cast<int64_t>(free_bytes);
+  u.reserved = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+                   .reserved_bytes[compat::kAggregateStat]
+                   .current;
+#else
+  (void)device;
+#endif
+  return u;
 }
 
 bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0; }
@@ -208,6 +236,7 @@ Communicator::Communicator(const DistEnv& env, const DistSettings& settings, con
     throw CommunicationError(cat("rendezvous of rank ", env.rank, " of ", env.world_size, " at ", env.master_addr, ":",
                                  env.master_port, " failed within ", settings.timeout_s, " s: ", first_line(e.what())));
   }
+  const DeviceUse before = device_use(device);
   try {
     if (device.is_cuda()) {
 #if TVIE_WITH_NCCL
@@ -236,6 +265,14 @@ Communicator::Communicator(const DistEnv& env, const DistSettings& settings, con
         cat("backend set-up on rank ", env.rank, " failed: ", first_line(e.what()), "; ", describe_lost_ranks()));
   }
   if (!impl_->backend) throw CommunicationError("no c10d backend for " + device.str() + " in this build");
+  if (device.is_cuda()) {
+    // NCCL creates its communicator (and its buffers) at the first collective.
+    std::vector<torch::Tensor> one{torch::zeros({1}, torch::TensorOptions(device))};
+    allreduce_sum(one);
+    one.clear();
+    const DeviceUse after = device_use(device);
+    backend_device_bytes_ = (after.used - before.used) - (after.reserved - before.reserved);
+  }
   log::debug(cat("rank ", env.rank, " of ", env.world_size, ": ", backend_name_, " via ", env.master_addr, ":",
                  env.master_port));
 }

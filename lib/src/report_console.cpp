@@ -139,6 +139,9 @@ void training_details(std::ostream& out, const TrainingResult& t) {
         << " GB/s\n"
         << "  parameters identical on every rank after the run: " << (d.parameters_identical ? "yes" : "NO")
         << "; losses above are means over ranks (rank r draws its own samples)\n";
+    if (d.backend_device_bytes >= 0)
+      out << "  " << d.backend << "'s own device memory (outside the caching allocator, from cudaMemGetInfo): "
+          << format_bytes(d.backend_device_bytes) << "\n";
   }
   if (t.clip_max_norm > 0)
     out << "clipping: max global norm " << fmt("%g", t.clip_max_norm) << "; norm before clipping p50 "

@@ -114,7 +114,8 @@ json training_json(const TrainSettings& s, const TrainingResult& t) {
                         {"bus_factor", 2.0 * static_cast<double>(d.world_size - 1) / static_cast<double>(d.world_size)},
                         {"sweep_busbw_gbs", d.sweep_busbw_gbs},
                         {"parameters_identical", d.parameters_identical},
-                        {"loss_mean_over_ranks", d.loss_mean_over_ranks}};
+                        {"loss_mean_over_ranks", d.loss_mean_over_ranks},
+                        {"backend_device_bytes", d.backend_device_bytes}};
   }
   return j;
 }

@@ -83,6 +83,11 @@ class Communicator {
   void broadcast(std::vector<torch::Tensor>& tensors, int64_t root);
   void barrier();
 
+  // CUDA: device memory the backend took outside the caching allocator (NCCL's communicator buffers),
+  // measured with cudaMemGetInfo around the backend's creation and a first collective, minus what the
+  // caching allocator reserved meanwhile; -1 on the CPU.
+  int64_t backend_device_bytes() const { return backend_device_bytes_; }
+
   // Why a collective may have failed: the ranks on this host whose process is gone ("rank 1 (pid 4242)
   // is gone"), or that no local peer is gone.
   std::string describe_lost_ranks() const;
@@ -93,6 +98,7 @@ class Communicator {
   DistEnv env_;
   std::string backend_name_;
   std::chrono::milliseconds timeout_;
+  int64_t backend_device_bytes_ = -1;
 };
 
 // Data-parallel gradient averaging, as PyTorch's DDP does it: gradients in buckets of about bucket_mb

@@ -137,6 +137,7 @@ struct DistributedResult {
   double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
   bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
   double loss_mean_over_ranks = 0;    // final loss averaged over ranks
+  int64_t backend_device_bytes = -1;  // CUDA: NCCL's own device memory (cudaMemGetInfo); -1 on the CPU
 };
 
 struct TrainingResult {

@@ -117,5 +117,23 @@ run "cpu-launch-train-gpt-tiny" "$bin/tvie" launch --nproc 2 -- tvie train --mod
     --device cpu --quiet --json "$out/cpu-launch-train-gpt-tiny.json"
 run "cpu-launch-allreduce" "$bin/tvie" launch --nproc 2 -- tvie allreduce --min-bytes 8 --max-bytes 33554432 \
     --iters 20 --warmup 5 --json "$out/cpu-launch-allreduce.json"
+# Overlap of the gradient all-reduce with backward: gpt small (16 MiB of gradients) in 1 MiB buckets.
+for overlap in off on; do
+  flag=""; [ "$overlap" = on ] && flag="--overlap"
+  run "cpu-launch-train-gpt-small-overlap-$overlap" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt \
+      --preset small --batch 8 --steps 10 --warmup 2 --bucket-mb 1 $flag --device cpu --quiet \
+      --json "$out/cpu-launch-train-gpt-small-overlap-$overlap.json"
+done
+python3 - "$out" >"$out/cpu-launch-overlap-table.md" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+print("| gpt small, 2 ranks | buckets | all-reduced per step MiB | communication p50 ms | exposed p50 ms | step p50 ms | in-loop busbw GB/s | standalone busbw GB/s |")
+print("|---|---|---|---|---|---|---|---|")
+for overlap in ["off", "on"]:
+    t = json.load(open(os.path.join(out, f"cpu-launch-train-gpt-small-overlap-{overlap}.json")))["training"]
+    d = t["distributed"]
+    print(f"| overlap {overlap} | {d['buckets']} | {d['bytes_per_step'] / 2**20:.2f} | {d['comm_ms']['p50']:.2f} | "
+          f"{d['exposed_ms']['p50']:.2f} | {t['step_ms']['p50']:.1f} | {d['busbw_gbs']:.3f} | {d['sweep_busbw_gbs']:.3f} |")
+PY
 fi
 python3 "$TVIE_ROOT/scripts/readme-results.py"

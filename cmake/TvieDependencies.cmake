@@ -81,10 +81,12 @@ else()
                  "distributed training on CPU is disabled in this build")
 endif()
 # ProcessGroupNCCL.hpp includes nccl.h: the NCCL torch loads ships it (site-packages/nvidia/nccl/include).
-set(TVIE_NCCL_INCLUDE_DIR "")
 if(TVIE_WITH_CUDA)
   find_path(TVIE_NCCL_INCLUDE_DIR nccl.h HINTS "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" /usr/local/cuda/include
             NO_DEFAULT_PATH)
+  if(TVIE_NCCL_INCLUDE_DIR)
+    message(STATUS "tvie: NCCL backend (c10d ProcessGroupNCCL) with nccl.h from ${TVIE_NCCL_INCLUDE_DIR}")
+  endif()
 endif()
 
 find_package(spdlog REQUIRED)

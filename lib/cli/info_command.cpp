@@ -14,7 +14,12 @@ Runner add_info_command(CLI::App& app) {
               << "torch_version: " << make_run_context(c10::Device(c10::kCPU), {}).torch_version << "\n"
               << "built_with_cuda: " << (TVIE_WITH_CUDA ? "yes" : "no") << "\n"
               << "cuda_available: " << (cuda_available() ? "yes" : "no") << "\n"
-              << "cuda_devices: " << cuda_device_count() << "\n";
+              << "cuda_devices: " << cuda_device_count() << "\n"
+              << "distributed_backends: gloo " << (TVIE_WITH_GLOO ? "yes" : "no (no gloo headers at configure time)")
+              << ", nccl " << (TVIE_WITH_NCCL ? "yes" : "no") << "\n"
+              << "quantized_engine_int8_cpu: "
+              << (nn::linear_weights_supported(nn::LinearWeights::int8_dynamic, c10::Device(c10::kCPU)) ? "yes" : "no")
+              << "\n";
     for (int i = 0; i < cuda_device_count(); ++i)
       std::cout << "  " << describe_device(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i))) << "\n";
     return 0;

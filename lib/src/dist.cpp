@@ -20,6 +20,7 @@
 
 #if TVIE_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -73,9 +74,8 @@ DeviceUse device_use(const c10::Device& device) {
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
     u.used = static_cast<int64_t>(total_bytes) - static_cast<int64_t>(free_bytes);
-  u.reserved = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
-                   .reserved_bytes[compat::kAggregateStat]
-                   .current;
+  u.reserved =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).reserved_bytes[compat::kAggregateStat].current;
 #else
   (void)device;
 #endif
@@ -240,6 +240,7 @@ Communicator::Communicator(const DistEnv& env, const DistSettings& settings, con
   try {
     if (device.is_cuda()) {
 #if TVIE_WITH_NCCL
+      c10::cuda::set_device(device.index());  // NCCL's communicator and barrier use the current device
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout_;
       impl_->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(env.rank),

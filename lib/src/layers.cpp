@@ -30,10 +30,13 @@ c10::IValue call_op(const char* name, std::vector<c10::IValue> stack) {
 // Per-row (output channel) symmetric scales: amax / qmax, never zero.
 torch::Tensor row_scales(const torch::Tensor& w, double qmax) { return (w.abs().amax(1) / qmax).clamp_min(1e-12); }
 
-// Activations of _int_mm / _scaled_mm need a few rows at least (_int_mm: M > 16); pad with zero rows.
-torch::Tensor pad_rows(const torch::Tensor& x, int64_t min_rows) {
-  if (x.size(0) >= min_rows) return x;
-  return torch::cat({x, torch::zeros({min_rows - x.size(0), x.size(1)}, x.options())});
+// Activations of _int_mm / _scaled_mm need a few rows at least (_int_mm: M > 16) and, for _scaled_mm, a
+// row count cuBLASLt accepts (a multiple of 16 here); pad with zero rows and drop their results after.
+torch::Tensor pad_rows(const torch::Tensor& x, int64_t min_rows, int64_t multiple = 1) {
+  int64_t rows = std::max(x.size(0), min_rows);
+  rows = (rows + multiple - 1) / multiple * multiple;
+  if (rows == x.size(0)) return x;
+  return torch::cat({x, torch::zeros({rows - x.size(0), x.size(1)}, x.options())});
 }
 
 // LibTorch 2.14 marks quantize_per_channel (the quantized tensor creation functions) as deprecated and
@@ -134,7 +137,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
       const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);  // [M, K]
       const auto x_scale = (x.abs().amax() / kE4m3Max).clamp_min(1e-12);    // [] per tensor
       const int64_t rows = x.size(0);
-      const auto xq = pad_rows((x / x_scale).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16);
+      const auto xq = pad_rows((x / x_scale).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16, 16);
       // a row-major [M, K], b = q_weight_.t() column-major [K, N], as cuBLASLt wants them.
       const auto y = at::_scaled_mm(xq, q_weight_.t(), x_scale, q_scale_,
                                     q_bias_.defined() ? std::optional<torch::Tensor>(q_bias_) : std::nullopt,

@@ -1,6 +1,8 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -20,6 +22,19 @@ namespace tvie::test {
       return;                                                                          \
     }                                                                                  \
   } while (0)
+
+// A fresh directory under the system's temporary directory, removed with everything in it at scope exit.
+struct TempDir {
+  explicit TempDir(const std::string& prefix = "tvie-test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path path;
+};
 
 inline TrainSettings small_train(OptimizerKind optimizer = OptimizerKind::adamw) {
   TrainSettings s;

@@ -33,16 +33,6 @@ Run run_cli(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tvie-cli-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
-
 size_t line_count(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += c == '\n';
@@ -51,7 +41,7 @@ size_t line_count(const std::string& s) {
 
 // One bad-input case: exit code 2, a single line that contains every `needles`, and no JSON file.
 void expect_usage_error(const std::string& args, const std::vector<std::string>& needles) {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "out.json";
   const Run r = run_cli("compare --steps 1 --warmup 0 --json " + json.string() + " " + args);
   INFO("tvie compare " << args << "\n" << r.out);
@@ -112,7 +102,7 @@ TEST_CASE("cli: help lists every option with its default", "[cli]") {
 }
 
 TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "report.json";
   const Run r =
       run_cli("compare --model mlp --batch 4 --steps 2 --warmup 1 --device cpu --quiet --json " + json.string());
@@ -129,7 +119,7 @@ TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
 }
 
 TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "report.json";
   const Run r = run_cli(
       "compare --model mlp --preset small --batch 4 --steps 1 --warmup 0 --device cpu --quiet "
@@ -146,7 +136,7 @@ TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[c
 }
 
 TEST_CASE("cli: train prints the loss curve, phases, clipping and the ledger, and writes JSON", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "train.json";
   const Run r = run_cli(
       "train --model gpt --preset tiny --precision amp-bf16 --checkpoint blocks --accumulate 4 "
@@ -180,7 +170,7 @@ TEST_CASE("cli: training options are checked before anything runs", "[cli]") {
   expect_usage_error("--device cpu --cuda-graph", {"--cuda-graph", "CUDA graphs need a CUDA device"});
   expect_usage_error("--clip -1", {"--clip", "'-1'", ">= 0"});
   // The same options on `tvie train`.
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const Run r = run_cli("train --steps 1 --checkpoint every-0 --json " + (dir.path / "x.json").string());
   CHECK(r.exit_code == 2);
   CHECK(line_count(r.out) == 1);
@@ -189,7 +179,7 @@ TEST_CASE("cli: training options are checked before anything runs", "[cli]") {
 }
 
 TEST_CASE("cli: serve prints the percentile table with the queue/compute split and writes JSON", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "serve.json";
   const Run r = run_cli(
       "serve --model gpt --preset tiny --scenario server --qps 400 --max-batch 16 "
@@ -211,7 +201,7 @@ TEST_CASE("cli: serve prints the percentile table with the queue/compute split a
 }
 
 TEST_CASE("cli: infer sweeps batch and precision with accuracy columns and writes JSON", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "infer.json";
   const Run r = run_cli(
       "infer --model mlp --preset tiny --device cpu --batch 1,2,...,8 --dtype fp32,int8,bf16 "
@@ -243,8 +233,41 @@ TEST_CASE("cli: infer reports 'does not fit' under an emulated memory limit and 
   CHECK(r.out.find("\n2      fp32") != std::string::npos);  // the row after it ran
 }
 
+TEST_CASE("cli: launch gives every rank the torchrun environment and stops the rest when one fails", "[cli]") {
+  const Run ok = run_cli(
+      "launch --nproc 2 -- sh -c 'echo rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK threads=$OMP_NUM_THREADS "
+      "addr=$MASTER_ADDR port=${MASTER_PORT:+set}'");
+  INFO(ok.out);
+  CHECK(ok.exit_code == 0);
+  for (const char* line :
+       {"rank=0/2 local=0 threads=1 addr=127.0.0.1 port=set", "rank=1/2 local=1 threads=1 addr=127.0.0.1 port=set"})
+    CHECK(ok.out.find(line) != std::string::npos);
+  ::setenv("OMP_NUM_THREADS", "3", 1);  // a user's choice is kept
+  const Run mine = run_cli("launch --nproc 2 -- sh -c 'echo threads=$OMP_NUM_THREADS'");
+  ::unsetenv("OMP_NUM_THREADS");
+  CHECK(mine.out.find("threads=1") == std::string::npos);
+  CHECK(mine.out.find("threads=3") != std::string::npos);
+  // Rank 1 fails at once; rank 0 would sleep a minute: it is terminated after the grace period.
+  const Run failed =
+      run_cli("launch --nproc 2 --grace-s 1 -- sh -c 'if [ $RANK = 1 ]; then exit 3; fi; exec sleep 60'");
+  INFO(failed.out);
+  CHECK(failed.exit_code == 3);
+  CHECK(failed.out.find("rank 1 (pid ") != std::string::npos);
+  CHECK(failed.out.find("exited with code 3; the other ranks get 1 s to stop") != std::string::npos);
+  CHECK(failed.out.find("rank 0 (pid ") != std::string::npos);
+  CHECK(failed.out.find("still runs; sending SIGTERM") != std::string::npos);
+}
+
+TEST_CASE("cli: info names the distributed backends this build has", "[cli]") {
+  const Run r = run_cli("info");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(std::string("distributed_backends: gloo ") + (TVIE_WITH_GLOO ? "yes" : "no")) != std::string::npos);
+  CHECK(r.out.find(std::string(", nccl ") + (TVIE_WITH_NCCL ? "yes" : "no")) != std::string::npos);
+}
+
 TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
-  TempDir dir;
+  tvie::test::TempDir dir("tvie-cli");
   const std::string json = " --json " + (dir.path / "x.json").string();
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"serve --scenario burst", "--scenario: got 'burst'; accepted: single-stream, server, offline"},

@@ -153,16 +153,6 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tvie-dist-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
-
 // Two ranks of `tvie <args>` that have had a few seconds to reach their training loop.
 std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& dir) {
   const int port = free_port();
@@ -281,7 +271,7 @@ TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented"
 }
 
 TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communication figures", "[dist]") {
-  TempDir dir;
+  test::TempDir dir("tvie-dist");
   const auto json = dir.path / "train.json";
   const std::string command = std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- tvie train --model gpt --preset tiny" +
                               " --batch 4 --steps 3 --warmup 1 --quiet --json " + json.string() + " 2>&1";
@@ -307,7 +297,7 @@ TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communi
 }
 
 TEST_CASE("ranks started with different settings fail at start, naming the setting", "[dist]") {
-  TempDir dir;
+  test::TempDir dir("tvie-dist");
   const int port = free_port();
   const auto a = spawn_rank(0, 2, port, "train --model mlp --batch 8 --steps 1 --timeout-s 30", dir.path / "r0.log");
   const auto b = spawn_rank(1, 2, port, "train --model mlp --batch 4 --steps 1 --timeout-s 30", dir.path / "r1.log");
@@ -320,7 +310,7 @@ TEST_CASE("ranks started with different settings fail at start, naming the setti
 }
 
 TEST_CASE("killing one rank makes the other stop within the timeout, naming the lost rank", "[dist]") {
-  TempDir dir;
+  test::TempDir dir("tvie-dist");
   const auto [a, b] =
       start_two_ranks("train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 20", dir.path);
   ::kill(b.pid, SIGKILL);
@@ -337,7 +327,7 @@ TEST_CASE("killing one rank makes the other stop within the timeout, naming the 
 }
 
 TEST_CASE("a hung rank makes the other stop after the collective timeout", "[dist]") {
-  TempDir dir;
+  test::TempDir dir("tvie-dist");
   const auto [a, b] =
       start_two_ranks("train --model mlp --preset tiny --batch 4 --steps 1000000 --warmup 0 --timeout-s 8", dir.path);
   ::kill(b.pid, SIGSTOP);  // alive, but no longer taking part

@@ -43,16 +43,6 @@ class PlainLinearWorkload final : public Workload {
   torch::Tensor loss(const torch::Tensor& out, const Batch&) const override { return out.pow(2).mean(); }
 };
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tvie-infer-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
-
 // A small conv + batchnorm + relu + linear network written as TorchScript source, compiled in the test.
 std::string save_script_model(const fs::path& dir) {
   torch::jit::Module m("TinyConvNet");
@@ -232,7 +222,7 @@ TEST_CASE("inference sweep settings are validated under their own field names", 
 }
 
 TEST_CASE("TorchScript: a module compiled from source loads and runs as a Workload, frozen or not", "[infer]") {
-  TempDir dir;
+  test::TempDir dir("tvie-infer");
   const std::string path = save_script_model(dir.path);
   const auto direct = [&] {
     auto m = torch::jit::load(path);
@@ -263,7 +253,7 @@ TEST_CASE("TorchScript: a module compiled from source loads and runs as a Worklo
 
 TEST_CASE("TorchScript settings are validated", "[infer]") {
   CHECK_THROWS_AS(make_torchscript_workload({"/nonexistent/model.pt", {4}}), InvalidArgument);
-  TempDir dir;
+  test::TempDir dir("tvie-infer");
   const auto bogus = (dir.path / "bogus.pt").string();
   std::ofstream(bogus) << "not a zip archive";
   try {

@@ -143,6 +143,16 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted; TTFT and TPOT 
   s.dtype = InferenceDtype::bf16;
   const auto half = run_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(half.kv_cache_bytes * 2 == r.kv_cache_bytes);
+  // int8 Linear layers: the cache stays fp32, the weights include fbgemm's packs (measured outside torch).
+  s.dtype = InferenceDtype::int8;
+  const auto q = run_decoding(config, s, c10::Device(c10::kCPU));
+  CHECK(q.kv_cache_bytes == r.kv_cache_bytes);
+  CHECK(q.kv_cache_bytes == q.kv_cache_bytes_predicted);
+  CHECK(q.parameter_bytes != r.parameter_bytes);
+  CHECK(q.tpot_ms.count == 3 * 5);
+  s.dtype = InferenceDtype::fp8;
+  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);  // no fp8 on the CPU
+  s.dtype = InferenceDtype::fp32;
   s.new_tokens = 40;  // 8 + 40 > 32 positions
   CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);
 }

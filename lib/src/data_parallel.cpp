@@ -79,7 +79,6 @@ DataParallel::DataParallel(Communicator& comm, std::shared_ptr<torch::nn::Module
     current_bytes += bytes;
   }
   close();
-  bytes_per_step_ = buffer_bytes_;
   if (settings_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b)
       for (const auto& p : buckets_[b]->params) {
@@ -184,7 +183,7 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
   r.bucket_mb = settings_.bucket_mb;
   r.overlap = settings_.overlap;
   r.buckets = bucket_count();
-  r.bytes_per_step = bytes_per_step_;
+  r.bytes_per_step = buffer_bytes_;
   r.backend_device_bytes = comm_.backend_device_bytes();
   // The last `timed_steps` are the timed ones (warm-up steps came first).
   const size_t n = std::min(comm_ms_.size(), static_cast<size_t>(std::max<int64_t>(0, timed_steps)));
@@ -192,13 +191,13 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
   r.exposed_ms =
       tvie::summarize(std::vector<double>(exposed_ms_.end() - static_cast<std::ptrdiff_t>(n), exposed_ms_.end()));
   if (r.comm_ms.mean > 0) {
-    r.algbw_gbs = static_cast<double>(bytes_per_step_) / (r.comm_ms.mean * 1e-3) / 1e9;
+    r.algbw_gbs = static_cast<double>(buffer_bytes_) / (r.comm_ms.mean * 1e-3) / 1e9;
     r.busbw_gbs = r.algbw_gbs * allreduce_bus_factor(r.world_size);
   }
   // The same bytes in one standalone all-reduce, as `tvie allreduce` would measure them.
-  if (bytes_per_step_ > 0 && !buckets_.empty()) {
+  if (buffer_bytes_ > 0 && !buckets_.empty()) {
     AllreduceSweepSettings s;
-    s.min_bytes = s.max_bytes = bytes_per_step_;
+    s.min_bytes = s.max_bytes = buffer_bytes_;
     s.iters = 5;
     s.warmup = 1;
     s.check = false;

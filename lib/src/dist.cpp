@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "compat.hpp"
+#include "text.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -45,10 +46,7 @@
 namespace tvie {
 namespace {
 
-std::string first_line(const std::string& text) {
-  const auto nl = text.find('\n');
-  return nl == std::string::npos ? text : text.substr(0, nl);
-}
+using detail::first_line;
 
 int64_t env_int(const char* name, int64_t fallback, int64_t min, int64_t max, const std::string& accepted) {
   const char* v = std::getenv(name);
@@ -314,16 +312,21 @@ void Communicator::check_same_configuration(const std::vector<std::pair<std::str
   }
 }
 
+template <typename Start>
+std::unique_ptr<PendingCollective> Communicator::start(const char* what, Start&& start_work) {
+  try {
+    return std::make_unique<Pending>(start_work(*impl_->backend), *this, what, impl_->device);
+  } catch (const std::exception& e) {
+    throw CommunicationError(
+        cat(what, " failed on rank ", env_.rank, ": ", first_line(e.what()), "; ", describe_lost_ranks()));
+  }
+}
+
 std::unique_ptr<PendingCollective> Communicator::start_allreduce_sum(std::vector<torch::Tensor>& tensors) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = timeout_;
-  try {
-    return std::make_unique<Pending>(impl_->backend->allreduce(tensors, opts), *this, "all-reduce", impl_->device);
-  } catch (const std::exception& e) {
-    throw CommunicationError(
-        cat("all-reduce failed on rank ", env_.rank, ": ", first_line(e.what()), "; ", describe_lost_ranks()));
-  }
+  return start("all-reduce", [&](c10d::Backend& b) { return b.allreduce(tensors, opts); });
 }
 
 void Communicator::allreduce_sum(std::vector<torch::Tensor>& tensors) { start_allreduce_sum(tensors)->wait(); }
@@ -332,27 +335,13 @@ void Communicator::broadcast(std::vector<torch::Tensor>& tensors, int64_t root) 
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   opts.timeout = timeout_;
-  std::unique_ptr<PendingCollective> pending;
-  try {
-    pending = std::make_unique<Pending>(impl_->backend->broadcast(tensors, opts), *this, "broadcast", impl_->device);
-  } catch (const std::exception& e) {
-    throw CommunicationError(
-        cat("broadcast failed on rank ", env_.rank, ": ", first_line(e.what()), "; ", describe_lost_ranks()));
-  }
-  pending->wait();
+  start("broadcast", [&](c10d::Backend& b) { return b.broadcast(tensors, opts); })->wait();
 }
 
 void Communicator::barrier() {
   c10d::BarrierOptions opts;
   opts.timeout = timeout_;
-  std::unique_ptr<PendingCollective> pending;
-  try {
-    pending = std::make_unique<Pending>(impl_->backend->barrier(opts), *this, "barrier", impl_->device);
-  } catch (const std::exception& e) {
-    throw CommunicationError(
-        cat("barrier failed on rank ", env_.rank, ": ", first_line(e.what()), "; ", describe_lost_ranks()));
-  }
-  pending->wait();
+  start("barrier", [&](c10d::Backend& b) { return b.barrier(opts); })->wait();
 }
 
 std::string Communicator::describe_lost_ranks() const {

@@ -28,20 +28,16 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
   if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(detail::inference_base_dtype(settings_.dtype));
 }
 
-torch::Tensor InferenceSession::run_batch() {
-  if (graph_) return static_cast<detail::GraphedForward*>(graph_.get())->replay();
+torch::Tensor InferenceSession::forward_eager() {
   c10::InferenceMode inference_mode;  // no autograd graph, no saved tensors, no version counters
   return workload_.forward(*module_, batch_.input);
 }
 
+torch::Tensor InferenceSession::run_batch() { return graph_ ? graph_->replay() : forward_eager(); }
+
 void InferenceSession::capture_cuda_graph() {
   // The graph reads batch_.input at a fixed address and writes a static output.
-  graph_ = std::shared_ptr<detail::GraphedForward>(detail::make_graphed_forward(
-      [this] {
-        c10::InferenceMode inference_mode;
-        return workload_.forward(*module_, batch_.input);
-      },
-      device_));
+  graph_ = detail::make_graphed_forward([this] { return forward_eager(); }, device_);
 }
 
 torch::Tensor InferenceSession::run_rows(const std::vector<int64_t>& rows) {

@@ -22,6 +22,18 @@ void release_cached_memory(const c10::Device& device) {
 #endif
 }
 
+// One row of the sweep as run_inference's settings.
+InferSettings row_settings(const InferSweepSettings& s, int64_t batch, InferenceDtype dtype) {
+  InferSettings one;
+  one.batch_size = batch;
+  one.steps = s.steps;
+  one.warmup_steps = s.warmup_steps;
+  one.dtype = dtype;
+  one.seed = s.seed;
+  one.cuda_graph = s.cuda_graph;
+  return one;
+}
+
 }  // namespace
 
 OutputAgreement compare_outputs(const torch::Tensor& reference, const torch::Tensor& output) {
@@ -57,19 +69,8 @@ void validate(const InferSweepSettings& s, const c10::Device& device) {
                           cat("0 on ", device.str(), " (the limit emulates a smaller device on the CPU only)"));
   // Each row is an InferSettings; its errors are reported under the sweep's field names.
   try {
-    InferSettings one;
-    one.steps = s.steps;
-    one.warmup_steps = s.warmup_steps;
-    one.seed = s.seed;
-    one.cuda_graph = s.cuda_graph;
-    for (int64_t b : s.batch_sizes) {
-      one.batch_size = b;
-      validate(one);
-    }
-    for (auto dtype : s.dtypes) {
-      one.dtype = dtype;
-      validate(one, device);
-    }
+    for (int64_t b : s.batch_sizes) validate(row_settings(s, b, s.dtypes.front()));
+    for (auto dtype : s.dtypes) validate(row_settings(s, s.batch_sizes.front(), dtype), device);
   } catch (const InvalidArgument& e) {
     static const std::map<std::string, std::string> renamed = {{"infer.batch_size", "infer_sweep.batch_sizes"},
                                                                {"infer.dtype", "infer_sweep.dtypes"},
@@ -90,17 +91,10 @@ InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepS
       std::any_of(s.dtypes.begin(), s.dtypes.end(), [](InferenceDtype d) { return d != InferenceDtype::fp32; });
   const bool lists_fp32 = std::find(s.dtypes.begin(), s.dtypes.end(), InferenceDtype::fp32) != s.dtypes.end();
 
-  auto run_row = [&](int64_t batch, InferenceDtype dtype, int64_t steps, torch::Tensor* output) {
+  auto run_row = [&](const InferSettings& one, torch::Tensor* output) {
     InferSweepRow row;
-    row.batch_size = batch;
-    row.dtype = dtype;
-    InferSettings one;
-    one.batch_size = batch;
-    one.steps = steps;
-    one.warmup_steps = steps == s.steps ? s.warmup_steps : 0;
-    one.dtype = dtype;
-    one.seed = s.seed;
-    one.cuda_graph = s.cuda_graph;
+    row.batch_size = one.batch_size;
+    row.dtype = one.dtype;
     // The emulated limit counts from what is live before the row (the fp32 reference output included).
     std::optional<ScopedCpuMemoryLimit> limit;
     if (result.cpu_memory_limit_bytes > 0) limit.emplace(result.cpu_memory_limit_bytes);
@@ -111,9 +105,10 @@ InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepS
     } catch (const OutOfMemory& e) {
       row.fits = false;
       row.does_not_fit = e.what();
-    } catch (const c10::OutOfMemoryError& e) {
+    } catch (const c10::OutOfMemoryError&) {
       row.fits = false;
-      row.does_not_fit = cat("inference ", workload.name(), " at batch ", batch, " does not fit on ", device.str());
+      row.does_not_fit =
+          cat("inference ", workload.name(), " at batch ", one.batch_size, " does not fit on ", device.str());
     }
     if (!row.fits) {
       if (limit) row.does_not_fit += cat(" (emulated limit: ", s.cpu_memory_limit_mb, " MiB for tensors)");
@@ -131,16 +126,19 @@ InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepS
       if (lists_fp32) {
         const auto i =
             static_cast<size_t>(std::find(s.dtypes.begin(), s.dtypes.end(), InferenceDtype::fp32) - s.dtypes.begin());
-        rows[i] = run_row(batch, InferenceDtype::fp32, s.steps, &reference);
+        rows[i] = run_row(row_settings(s, batch, InferenceDtype::fp32), &reference);
         done[i] = true;
       } else {
-        run_row(batch, InferenceDtype::fp32, 1, &reference);  // untimed reference only
+        auto reference_only = row_settings(s, batch, InferenceDtype::fp32);
+        reference_only.steps = 1;  // untimed in effect: only its output is kept
+        reference_only.warmup_steps = 0;
+        run_row(reference_only, &reference);
       }
     }
     for (size_t i = 0; i < s.dtypes.size(); ++i) {
       if (done[i]) continue;
       torch::Tensor output;
-      rows[i] = run_row(batch, s.dtypes[i], s.steps, &output);
+      rows[i] = run_row(row_settings(s, batch, s.dtypes[i]), &output);
       if (rows[i].fits && s.dtypes[i] != InferenceDtype::fp32 && reference.defined()) {
         rows[i].has_accuracy = true;
         rows[i].accuracy = compare_outputs(reference, output);

@@ -21,8 +21,17 @@ namespace {
 constexpr double kInt8Max = 127.0;  // symmetric int8: [-127, 127], zero point 0
 constexpr double kE4m3Max = 448.0;  // largest finite float8_e4m3fn
 
-c10::IValue call_op(const char* name, std::vector<c10::IValue> stack) {
-  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+// The quantized operators, looked up in the dispatcher once (linear_dynamic runs in every forward).
+const c10::OperatorHandle& linear_prepack_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  return op;
+}
+const c10::OperatorHandle& linear_dynamic_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
+  return op;
+}
+
+c10::IValue call_op(const c10::OperatorHandle& op, std::vector<c10::IValue> stack) {
   op.callBoxed(&stack);
   return stack.at(0);
 }
@@ -119,7 +128,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
     case LinearWeights::int8_dynamic:
       // Quantises `input` per call (per-tensor, uint8, reduce_range as torch.ao's dynamic Linear on
       // x86/fbgemm), multiplies in int8 with int32 accumulation, dequantises and adds the fp32 bias.
-      return call_op("quantized::linear_dynamic", {input.to(torch::kFloat32).contiguous(), packed_, true}).toTensor();
+      return call_op(linear_dynamic_op(), {input.to(torch::kFloat32).contiguous(), packed_, true}).toTensor();
     case LinearWeights::int8_cuda: {
       auto shape = input.sizes().vec();
       shape.back() = out_features;
@@ -170,7 +179,7 @@ void LinearImpl::convert_weights(LinearWeights kind) {
       c10::WarningUtils::WarningHandlerGuard guard(&to_debug_log);
       const auto q = at::quantize_per_channel(w, scales, zero_points, 0, torch::kQInt8);
       const c10::IValue b = bias.defined() ? c10::IValue(bias.detach().to(torch::kFloat32)) : c10::IValue();
-      packed_ = call_op("quantized::linear_prepack", {q, b});  // fbgemm copies q into its packed layout
+      packed_ = call_op(linear_prepack_op(), {q, b});  // fbgemm copies q into its packed layout
       break;
     }
     case LinearWeights::int8_cuda: {

@@ -1,6 +1,8 @@
 // The JSON report (schema: docs/metrics.md), built with nlohmann-json and written atomically.
 #include <tvie/report.hpp>
 
+#include <tvie/dist.hpp>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -111,10 +113,10 @@ json training_json(const TrainSettings& s, const TrainingResult& t) {
                         {"exposed_ms", summary_json(d.exposed_ms)},
                         {"algbw_gbs", d.algbw_gbs},
                         {"busbw_gbs", d.busbw_gbs},
-                        {"bus_factor", 2.0 * static_cast<double>(d.world_size - 1) / static_cast<double>(d.world_size)},
+                        {"bus_factor", allreduce_bus_factor(d.world_size)},
                         {"sweep_busbw_gbs", d.sweep_busbw_gbs},
                         {"parameters_identical", d.parameters_identical},
-                        {"loss_mean_over_ranks", d.loss_mean_over_ranks},
+                        {"loss_mean_over_ranks", t.final_loss},  // the loss curve is already the mean
                         {"backend_device_bytes", d.backend_device_bytes}};
   }
   return j;

@@ -13,4 +13,7 @@ inline std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// Up to the first newline: LibTorch's and Gloo's messages carry backtraces and hints after it.
+inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace tvie::detail

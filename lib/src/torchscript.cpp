@@ -9,6 +9,7 @@
 #include <set>
 
 #include "compat.hpp"
+#include "text.hpp"
 #include "zoo_common.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -65,9 +66,8 @@ torch::jit::Module load_script(const std::string& path) {
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    if (const auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-    throw InvalidArgument("torchscript.path", path, cat("a file saved by torch.jit.save (", what, ")"));
+    throw InvalidArgument("torchscript.path", path,
+                          cat("a file saved by torch.jit.save (", detail::first_line(e.what_without_backtrace()), ")"));
   }
 }
 

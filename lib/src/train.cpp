@@ -342,7 +342,6 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
     if (losses[static_cast<size_t>(i)].defined() && (i == 0 || (i + 1) % every == 0 || i == n - 1))
       r.loss_curve.emplace_back(i + 1, losses[static_cast<size_t>(i)].item<double>());
   r.final_loss = r.loss_curve.back().second;
-  if (dp) r.distributed.loss_mean_over_ranks = r.final_loss;
 
   r.memory_counter = probe->counter_description();
   r.precision = to_string(settings.precision);

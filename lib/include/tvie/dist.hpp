@@ -93,6 +93,11 @@ class Communicator {
   std::string describe_lost_ranks() const;
 
  private:
+  // Starts a collective through `start_work(backend)`; its failure becomes a CommunicationError naming
+  // `what`, this rank and the lost ranks.
+  template <typename Start>
+  std::unique_ptr<PendingCollective> start(const char* what, Start&& start_work);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   DistEnv env_;
@@ -137,9 +142,8 @@ class DataParallel final : public GradientHook {
   c10::Device device_;
   std::vector<std::unique_ptr<Bucket>> buckets_;
   std::vector<torch::Tensor> hooked_;  // parameters carrying our post-accumulate hook
-  int64_t buffer_bytes_ = 0;
-  int64_t bytes_per_step_ = 0;
-  bool armed_ = false;  // the last micro-batch's backward is running (overlap)
+  int64_t buffer_bytes_ = 0;           // the flat buckets: also the gradient bytes all-reduced per step
+  bool armed_ = false;                 // the last micro-batch's backward is running (overlap)
   std::vector<double> comm_ms_, exposed_ms_;
 };
 

@@ -15,6 +15,9 @@
 #include <tvie/workload.hpp>
 
 namespace tvie {
+namespace detail {
+class GraphedForward;  // cuda_graph.hpp
+}
 
 class InferenceSession {
  public:
@@ -38,6 +41,8 @@ class InferenceSession {
   const Batch& batch() const { return batch_; }
 
  private:
+  torch::Tensor forward_eager();  // the batch's forward under InferenceMode
+
   const Workload& workload_;
   InferSettings settings_;
   c10::Device device_;
@@ -46,7 +51,7 @@ class InferenceSession {
   int64_t parameter_bytes_ = 0;
   int64_t packed_bytes_ = 0;
   int64_t baseline_bytes_ = 0;
-  std::shared_ptr<void> graph_;  // detail::GraphedForward when captured
+  std::shared_ptr<detail::GraphedForward> graph_;  // set by capture_cuda_graph()
 };
 
 struct InferenceResult {

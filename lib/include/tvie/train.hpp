@@ -136,7 +136,6 @@ struct DistributedResult {
   double algbw_gbs = 0, busbw_gbs = 0;  // bytes_per_step / mean comm time; busbw = algbw x 2(n-1)/n
   double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
   bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
-  double loss_mean_over_ranks = 0;    // final loss averaged over ranks
   int64_t backend_device_bytes = -1;  // CUDA: NCCL's own device memory (cudaMemGetInfo); -1 on the CPU
 };
 

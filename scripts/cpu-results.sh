@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
 # Usage: scripts/cpu-results.sh [all|inference|dist]   (a group: only those results)
+# Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
+# (docs/results/ and README.md aside, which it rewrites itself).
 set -euo pipefail
 group="${1:-all}"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+if [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- . ':!docs/results' ':!README.md')" ]; then
+  echo "scripts/cpu-results.sh: the tree has uncommitted changes; commit them first, so that every result names the code it came from:" >&2
+  git -C "$TVIE_ROOT" status --short -- . ':!docs/results' ':!README.md' >&2
+  exit 2
+fi
+commit="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
 "$TVIE_ROOT/scripts/build.sh"
 out="$TVIE_ROOT/docs/results"
 mkdir -p "$out"
-machine="$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%F)"
+flags="$(grep -m1 '^flags' /proc/cpuinfo || true)"
+isa=""
+for f in avx2 avx512f avx512_bf16 amx_bf16; do case " $flags " in *" $f "*) isa="$isa $f";; esac; done
+machine="$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores (${isa# }); $(date -u +%F)"
 bin="$TVIE_BUILD_DIR/bin"
-run() {  # run NAME COMMAND...: stdout to docs/results/NAME.txt with a header naming the machine and command
+run() {  # run NAME COMMAND...: stdout to docs/results/NAME.txt with a header naming the machine, commit and command
   local name="$1"; shift
-  { echo "# machine: $machine"; echo "# command: ${*/#$TVIE_ROOT\//}"; "$@"; } >"$out/$name.txt"
+  { echo "# machine: $machine"; echo "# commit: $commit"; echo "# command: ${*/#$TVIE_ROOT\//}"; "$@"; } >"$out/$name.txt"
 }
 if [ "$group" = all ]; then
 for model in mlp cnn gpt; do
@@ -34,6 +45,13 @@ done
 # The learning run: the copy task solved (loss curve in the file).
 run "cpu-train-gpt-tiny-learning" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 300 --warmup 0 \
     --lr 3e-3 --clip 1.0 --device cpu --quiet --json "$out/cpu-train-gpt-tiny-learning.json"
+python3 - "$out" >"$out/cpu-train-gpt-tiny-learning-loss.md" <<'PY'
+import json, math, sys, os
+t = json.load(open(os.path.join(sys.argv[1], "cpu-train-gpt-tiny-learning.json")))["training"]
+print(f"A run of {t['optimizer_steps']} steps on this CPU takes the copy-task loss from {t['loss']['first']:.3f} "
+      f"(step 1; a uniform guess over 256 tokens scores ln 256 = {math.log(256):.3f}) to {t['loss']['final']:.3f} "
+      f"(step {t['optimizer_steps']}).")
+PY
 # A serving load: Poisson arrivals at 50 QPS through the dynamic batcher.
 run "cpu-serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --scenario server --qps 50 --max-batch 16 \
     --max-queue-delay-us 2000 --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-server.json"

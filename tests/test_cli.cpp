@@ -7,10 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
+#include <torch/script.h>
 
 #include "helpers.hpp"
+#include "report_keys.hpp"
 #include "tvie_test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -242,9 +245,10 @@ TEST_CASE("cli: launch gives every rank the torchrun environment and stops the r
   for (const char* line :
        {"rank=0/2 local=0 threads=1 addr=127.0.0.1 port=set", "rank=1/2 local=1 threads=1 addr=127.0.0.1 port=set"})
     CHECK(ok.out.find(line) != std::string::npos);
-  ::setenv("OMP_NUM_THREADS", "3", 1);  // a user's choice is kept
+  std::optional<tvie::test::ScopedEnv> env(std::in_place);
+  env->set("OMP_NUM_THREADS", "3");  // a user's choice is kept
   const Run mine = run_cli("launch --nproc 2 -- sh -c 'echo threads=$OMP_NUM_THREADS'");
-  ::unsetenv("OMP_NUM_THREADS");
+  env.reset();
   CHECK(mine.out.find("threads=1") == std::string::npos);
   CHECK(mine.out.find("threads=3") != std::string::npos);
   // Rank 1 fails at once; rank 0 would sleep a minute: it is terminated after the grace period.
@@ -295,7 +299,7 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
   CHECK(fs::is_empty(dir.path));
 }
 
-TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes; bad lengths get one line", "[cli]") {
+TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes, and bad lengths get one line", "[cli]") {
   const Run r =
       run_cli("decode --preset tiny --batch 2 --prompt 8 --new-tokens 4 --repetitions 2 --device cpu --quiet");
   INFO(r.out);
@@ -309,4 +313,156 @@ TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes; bad lengths get
   CHECK(bad.exit_code == 2);
   CHECK(line_count(bad.out) == 1);
   CHECK(bad.out.find("--new-tokens: got '10'") != std::string::npos);
+}
+
+namespace {
+
+nlohmann::json read_json(const fs::path& p) {
+  REQUIRE(fs::exists(p));
+  return nlohmann::json::parse(std::ifstream(p));
+}
+
+// A TorchScript model with a foldable conv + batchnorm, compiled from source.
+std::string save_conv_bn_script(const fs::path& dir) {
+  torch::jit::Module m("ConvBn");
+  torch::manual_seed(5);
+  m.register_parameter("conv_w", torch::randn({4, 3, 3, 3}) * 0.2, false);
+  m.register_buffer("bn_mean", torch::randn({4}) * 0.1);
+  m.register_buffer("bn_var", torch::rand({4}) + 0.5);
+  m.register_parameter("bn_w", torch::rand({4}) + 0.5, false);
+  m.register_parameter("bn_b", torch::randn({4}) * 0.1, false);
+  m.define(R"JIT(
+    def forward(self, x):
+        # x: [B, 3, 8, 8] -> conv [B, 4, 8, 8] -> batchnorm (inference) -> relu -> mean [B, 4]
+        y = torch.conv2d(x, self.conv_w, None, [1, 1], [1, 1])
+        y = torch.batch_norm(y, self.bn_w, self.bn_b, self.bn_mean, self.bn_var, False, 0.1, 1e-5, False)
+        return torch.relu(y).mean([2, 3])
+  )JIT");
+  const auto path = (dir / "conv_bn.pt").string();
+  m.save(path);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no other", "[cli][report]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = [&](const std::string& name) { return (dir.path / (name + ".json")).string(); };
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"compare", "compare --model mlp --batch 4 --steps 1 --warmup 0 --clip 1 --device cpu --quiet --json "},
+      {"train", "train --model mlp --batch 4 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"infer",
+       "infer --model mlp --batch 1,1000000 --dtype fp32,int8 --steps 1 --warmup 0 --cpu-memory-limit-mb 4 "
+       "--device cpu --quiet --json "},
+      {"serve",
+       "serve --model mlp --qps 1000 --queries 20 --min-queries 10 --min-duration-ms 0 --device cpu --quiet --json "},
+      {"decode",
+       "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet --json "},
+      {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "}};
+  for (const auto& [kind, args] : runs) {
+    const Run r = run_cli(args + json(kind));
+    INFO("tvie " << args << "\n" << r.out);
+    REQUIRE(r.exit_code == 0);
+    const auto j = read_json(json(kind));
+    CHECK(j.at("schema_version").get<int>() == tvie::test::documented_schema_version());
+    tvie::test::check_documented(j, kind);
+  }
+  // The infer run has rows that do not fit (batch 1000000) and rows with accuracy columns (int8).
+  const auto infer = read_json(json("infer"));
+  const auto& rows = infer["inference_sweep"]["rows"];
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].contains("accuracy_vs_fp32"));
+  CHECK(rows[2]["fits"] == false);
+  CHECK(rows[3]["fits"] == false);
+  CHECK(rows[2].contains("does_not_fit"));
+  // decode's context has the keys of compare's.
+  std::set<std::string> compare_context, decode_context;
+  for (const auto& [key, value] : read_json(json("compare"))["context"].items()) compare_context.insert(key);
+  for (const auto& [key, value] : read_json(json("decode"))["context"].items()) decode_context.insert(key);
+  CHECK(decode_context == compare_context);
+}
+
+TEST_CASE("cli: serve --find-max-qps reports its probes and the run at the highest passing rate", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "maxqps.json";
+  // A bound every probe meets: the search doubles from 1e5 QPS 16 times and keeps the last rate.
+  const Run r = run_cli(
+      "serve --model mlp --find-max-qps --p99-ms 100000 --qps 100000 --min-queries 5 --min-duration-ms 0 "
+      "--device cpu --quiet --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto j = read_json(json);
+  const auto& search = j["serving"]["max_qps_search"];
+  REQUIRE(search["probes"].size() == 17);
+  CHECK(search["max_qps"].get<double>() == 100000.0 * 65536);
+  for (const auto& p : search["probes"]) {
+    CHECK(p["meets"] == true);
+    CHECK(p["queries"] == 5);
+  }
+  CHECK(j["serving"]["answered"] == 5);
+  CHECK(j["serving"]["settings"]["target_qps"].get<double>() == 100000.0 * 65536);
+  tvie::test::check_documented(j, "serve");
+}
+
+TEST_CASE("cli: allreduce writes the same rows as CSV and JSON", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "ar.json", csv = dir.path / "ar.csv";
+  const Run r = run_cli("allreduce --min-bytes 8 --max-bytes 512 --factor 4 --iters 2 --warmup 1 --json " +
+                        json.string() + " --csv " + csv.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto j = read_json(json);
+  const auto& rows = j["allreduce"]["rows"];
+  REQUIRE(rows.size() == 4);  // 8, 32, 128, 512 bytes
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header.rfind("bytes,", 0) == 0);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == rows.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    CHECK(lines[i].rfind(std::to_string(rows[i]["bytes"].get<int64_t>()) + ",", 0) == 0);
+    CHECK(rows[i]["in_place"]["wrong"] == 0);
+  }
+}
+
+TEST_CASE("cli: list names every model and preset with its analytic sizes", "[cli]") {
+  const Run r = run_cli("list");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  size_t presets = 0;
+  for (const auto& model : tvie::model_names())
+    for (const auto& preset : tvie::preset_names(model)) {
+      ++presets;
+      const auto facts = tvie::make_zoo_workload(model, preset)->facts();
+      const std::string line =
+          model + " --preset " + preset + ": " + std::to_string(facts.parameter_count) + " parameters";
+      INFO(line);
+      CHECK(r.out.find(line) != std::string::npos);
+    }
+  CHECK(line_count(r.out) == presets);
+}
+
+TEST_CASE("cli: infer --torchscript runs a script model as loaded, frozen and optimised", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const std::string model = save_conv_bn_script(dir.path);
+  for (const std::string fusion : {"none", "freeze", "optimize"}) {
+    const auto json = dir.path / ("script-" + fusion + ".json");
+    const Run r = run_cli("infer --torchscript " + model + " --input-shape 3,8,8 --fusion " + fusion +
+                          " --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json " + json.string());
+    INFO(fusion << "\n" << r.out);
+    REQUIRE(r.exit_code == 0);
+    const auto j = read_json(json);
+    CHECK(j["model"]["name"] == (fusion == "none" ? "script:conv_bn.pt" : "script:conv_bn.pt (" + fusion + ")"));
+    CHECK(j["model"]["parameters"] == 4 * 3 * 3 * 3 + 4 + 4);
+    CHECK(j["inference_sweep"]["rows"][0]["fits"] == true);
+  }
+  // A shape the model rejects: one line, exit code 2.
+  const Run bad = run_cli("infer --torchscript " + model + " --input-shape 5,8,8 --device cpu");
+  INFO(bad.out);
+  CHECK(bad.exit_code == 2);
+  CHECK(line_count(bad.out) == 1);
+  CHECK(bad.out.find("--input-shape: got '5,8,8'") != std::string::npos);
 }

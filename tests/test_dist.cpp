@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "report_keys.hpp"
 #include "tvie_test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -68,7 +69,6 @@ TrainSettings sgd_steps(int64_t batch) {
 // Runs `steps` data-parallel steps on `world` ranks (threads); returns each rank's parameters after.
 std::vector<std::vector<torch::Tensor>> train_ranks(const Workload& w, int64_t world, int64_t steps,
                                                     const DistSettings& d, int64_t batch_per_rank) {
-  const int port = free_port();
   const c10::Device cpu(c10::kCPU);
   // Build the trainers one after another: construction seeds torch's global generator.
   std::vector<std::unique_ptr<Trainer>> trainers;
@@ -77,6 +77,8 @@ std::vector<std::vector<torch::Tensor>> train_ranks(const Workload& w, int64_t w
     t.data_seed_offset = static_cast<uint64_t>(r) * 1000003ULL;
     trainers.push_back(std::make_unique<Trainer>(w, t, cpu));
   }
+  // The port is taken right before rank 0's store binds it (nothing built in between).
+  const int port = free_port();
   std::vector<std::string> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int64_t r = 0; r < world; ++r)
@@ -153,12 +155,20 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Two ranks of `tvie <args>` that have had a few seconds to reach their training loop.
+// Two ranks of `tvie <args>`, returned once rank 0 has logged the end of its ledger steps: both ranks have
+// then met at the rendezvous and taken part in all-reduces, and are in their training loops.
 std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& dir) {
   const int port = free_port();
   auto a = spawn_rank(0, 2, port, args, dir / "r0.log");
   auto b = spawn_rank(1, 2, port, args, dir / "r1.log");
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_file(a.log).find("timed steps follow") == std::string::npos) {
+    INFO("rank 0 log so far:\n" << read_file(a.log));
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    int status = 0;
+    REQUIRE(::waitpid(a.pid, &status, WNOHANG) == 0);  // rank 0 still runs
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   return {a, b};
 }
 
@@ -172,14 +182,15 @@ TEST_CASE("busbw = algbw x 2(n-1)/n, as nccl-tests define it", "[dist]") {
 }
 
 TEST_CASE("the environment a launcher sets is read and checked", "[dist]") {
-  ::setenv("WORLD_SIZE", "4", 1);
-  ::setenv("RANK", "3", 1);
-  ::setenv("MASTER_PORT", "29611", 1);
+  test::ScopedEnv env;
+  env.set("WORLD_SIZE", "4");
+  env.set("RANK", "3");
+  env.set("MASTER_PORT", "29611");
   auto e = dist_env_from_environment();
   CHECK(e.world_size == 4);
   CHECK(e.rank == 3);
   CHECK(e.master_port == 29611);
-  ::setenv("RANK", "4", 1);
+  env.set("RANK", "4");
   try {
     dist_env_from_environment();
     FAIL("RANK 4 of 4 accepted");
@@ -187,10 +198,10 @@ TEST_CASE("the environment a launcher sets is read and checked", "[dist]") {
     CHECK(x.field() == "env.RANK");
     CHECK_THAT(x.accepted(), Catch::Contains("0..3"));
   }
-  ::setenv("RANK", "1", 1);
-  ::setenv("MASTER_PORT", "http", 1);
+  env.set("RANK", "1");
+  env.set("MASTER_PORT", "http");
   CHECK_THROWS_AS(dist_env_from_environment(), InvalidArgument);
-  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT"}) ::unsetenv(v);
+  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_PORT"}) env.set(v, nullptr);
   CHECK(dist_env_from_environment().world_size == 1);
 }
 
@@ -287,13 +298,16 @@ TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communi
   CHECK(out.find("distributed: gloo, 2 ranks") != std::string::npos);
   CHECK(out.find("parameters identical on every rank after the run: yes") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(json));
+  test::check_documented(j, "train");  // the distributed keys included
   const auto& d = j.at("training").at("distributed");
   CHECK(d.at("world_size") == 2);
   CHECK(d.at("parameters_identical") == true);
   CHECK(d.at("comm_ms").at("count") == 3);
   CHECK(d.at("bytes_per_step").get<int64_t>() == 4 * j.at("model").at("parameters").get<int64_t>());
   CHECK(d.at("busbw_gbs").get<double>() == Approx(d.at("algbw_gbs").get<double>()));  // n = 2: factor 1
-  CHECK(j.at("training").at("memory").at("comm_buffers") == d.at("bytes_per_step"));
+  // Measured by the counting allocator around building the buckets: one fp32 slot per parameter.
+  CHECK(j.at("training").at("memory").at("comm_buffers").get<int64_t>() ==
+        4 * j.at("model").at("parameters").get<int64_t>());
 }
 
 TEST_CASE("ranks started with different settings fail at start, naming the setting", "[dist]") {

@@ -64,7 +64,8 @@ TEST_CASE("amp-fp16 training step with the loss scaler on CUDA", "[gpu]") {
   const auto r = run_training(*w, s, cuda);
   CHECK(r.loss_scaling);
   CHECK(r.initial_scale == 65536);
-  CHECK(r.final_scale > 0);
+  // No growth within 2000 clean steps; every skipped step halved the scale.
+  CHECK(r.final_scale == 65536.0 * std::pow(0.5, static_cast<double>(r.skipped_steps)));
   CHECK(r.skipped_steps < r.optimizer_steps);
   CHECK(std::isfinite(r.final_loss));
   CHECK(r.memory.loss_scaler > 0);
@@ -158,6 +159,10 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   auto t = test::small_train();
   const auto r = run_training(*w, t, cuda, nullptr, &comm, &d);
   CHECK(r.distributed.enabled);
-  CHECK(r.distributed.parameters_identical);
-  CHECK(r.memory.comm_buffers == r.distributed.bytes_per_step);
+  // Measured by the caching allocator around building the buckets: one fp32 slot per parameter, each
+  // bucket rounded up to the allocator's 512-byte blocks.
+  const int64_t fp32_bytes = 4 * w->facts().parameter_count;
+  CHECK(r.distributed.bytes_per_step == fp32_bytes);
+  CHECK(r.memory.comm_buffers >= fp32_bytes);
+  CHECK(r.memory.comm_buffers < fp32_bytes + 512 * r.distributed.buckets);
 }

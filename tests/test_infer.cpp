@@ -2,6 +2,7 @@
 // "does not fit" rows, the emulated CPU memory limit, TorchScript workloads and the max-QPS search.
 #include <catch2/catch.hpp>
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <filesystem>
@@ -81,6 +82,32 @@ TEST_CASE("tvie::nn::Linear initialises and computes exactly as torch::nn::Linea
   CHECK(torch::equal(reference->forward(x), ours->forward(x)));
 }
 
+TEST_CASE("int8 Linear on CPU computes dequantise(quantise(x)) x dequantise(quantise(W))^T + b", "[infer]") {
+  torch::manual_seed(11);
+  nn::Linear lin(48, 24);
+  const auto w = lin->weight.detach().clone(), b = lin->bias.detach().clone();
+  const auto x = torch::randn({5, 48}) * 2 + 0.5;
+  torch::NoGradGuard no_grad;
+  const auto dense = lin->forward(x);
+  REQUIRE(nn::convert_linear_weights(*lin, nn::LinearWeights::int8_dynamic) == 1);
+  const auto y = lin->forward(x);
+  // The reference, written out: weights symmetric int8 per output channel (scale = row amax / 127, zero
+  // point 0); activations asymmetric uint8 per tensor with fbgemm's reduced range (0..127), parameters
+  // chosen as torch's dynamic quantisation chooses them; products in exact arithmetic (int32 sums).
+  const auto w_scale = (w.abs().amax(1) / 127.0).clamp_min(1e-12).to(torch::kFloat64);
+  const auto wq = at::quantize_per_channel(w, w_scale, torch::zeros({24}, torch::kLong), 0, torch::kQInt8);
+  const auto [x_scale, x_zero] = at::_choose_qparams_per_tensor(x, /*reduce_range=*/true);
+  const auto xq = at::quantize_per_tensor(x, x_scale, x_zero, torch::kQUInt8);
+  const auto reference = torch::matmul(xq.dequantize().to(torch::kFloat64), wq.dequantize().to(torch::kFloat64).t()) +
+                         b.to(torch::kFloat64);
+  const double scale = dense.abs().mean().item<double>();
+  const double vs_reference = (y.to(torch::kFloat64) - reference).abs().max().item<double>();
+  const double vs_dense = (y - dense).abs().max().item<double>();
+  INFO("max |int8 - reference| " << vs_reference << ", max |int8 - fp32| " << vs_dense << ", mean |fp32| " << scale);
+  CHECK(vs_reference <= 1e-5 * scale);   // the same numbers, up to fp32 rounding of the rescaling
+  CHECK(vs_dense > 100 * vs_reference);  // while the quantisation error itself is much larger
+}
+
 TEST_CASE("int8 on CPU: mlp outputs near fp32 and weights about a quarter of fp32's", "[infer]") {
   auto w = make_zoo_workload("mlp", "small");
   const auto ref = output_of(*w, infer_at(64, InferenceDtype::fp32));
@@ -154,14 +181,40 @@ TEST_CASE("compare_outputs: errors and top-1 agreement", "[infer]") {
   CHECK_THROWS_AS(compare_outputs(ref, torch::zeros({3, 2})), Error);
 }
 
-TEST_CASE("ScopedCpuMemoryLimit fails allocations beyond the limit, as a device out of memory would", "[infer]") {
-  auto probe = make_memory_probe(c10::Device(c10::kCPU));
+TEST_CASE("ScopedCpuMemoryLimit: a cumulative limit on live tensor bytes, nested, and OOM in training", "[infer]") {
+  constexpr int64_t KiB = 1024;
+  const auto bytes = [](int64_t n) { return torch::empty({n}, torch::kUInt8); };
   {
-    ScopedCpuMemoryLimit limit(1 << 20);  // 1 MiB above what is live now
-    auto small = torch::empty({100 * 1024}, torch::kUInt8);
-    CHECK_THROWS_AS(torch::empty({2 << 20}, torch::kUInt8), c10::OutOfMemoryError);
+    ScopedCpuMemoryLimit limit(1024 * KiB);  // 1 MiB above what is live now
+    auto first = bytes(600 * KiB);           // fits
+    // A second 600 KiB would be 1200 KiB live: refused, though it is under the limit on its own.
+    CHECK_THROWS_AS(bytes(600 * KiB), c10::OutOfMemoryError);
+    first.reset();
+    CHECK_NOTHROW(bytes(600 * KiB));  // the first is freed: it fits again
+    {
+      ScopedCpuMemoryLimit inner(256 * KiB);  // tighter than the outer limit
+      CHECK_THROWS_AS(bytes(300 * KiB), c10::OutOfMemoryError);
+      CHECK_NOTHROW(bytes(200 * KiB));
+      {
+        ScopedCpuMemoryLimit looser(4096 * KiB);  // cannot lift the limits around it
+        CHECK_THROWS_AS(bytes(300 * KiB), c10::OutOfMemoryError);
+      }
+      CHECK_THROWS_AS(bytes(300 * KiB), c10::OutOfMemoryError);  // the inner limit is back
+    }
+    CHECK_NOTHROW(bytes(600 * KiB));                            // the outer limit is back...
+    CHECK_THROWS_AS(bytes(2048 * KiB), c10::OutOfMemoryError);  // ...and still holds
   }
-  CHECK_NOTHROW(torch::empty({2 << 20}, torch::kUInt8));  // lifted with the scope
+  CHECK_NOTHROW(bytes(2048 * KiB));  // lifted with the scope
+
+  // Training that does not fit is a result with a typed error, not a crash.
+  auto w = make_zoo_workload("gpt", "tiny");
+  ScopedCpuMemoryLimit tiny(64 * KiB);  // less than gpt tiny's 463 KiB of weights
+  try {
+    run_training(*w, test::small_train(), c10::Device(c10::kCPU));
+    FAIL("training fitted in 64 KiB");
+  } catch (const OutOfMemory& e) {
+    CHECK_THAT(e.what(), Catch::Contains("training gpt") && Catch::Contains("does not fit on cpu"));
+  }
 }
 
 TEST_CASE("inference sweep: rows per batch and dtype, accuracy for reduced precisions, 'does not fit' goes on",
@@ -241,7 +294,17 @@ TEST_CASE("TorchScript: a module compiled from source loads and runs as a Worklo
     INFO("fusion " << to_string(fusion));
     CHECK(torch::allclose(out, direct, 1e-5, 1e-5));
     const auto r = run_inference(*w, infer_at(4, InferenceDtype::fp32), c10::Device(c10::kCPU));
-    CHECK(r.memory.parameters > 0);
+    // The weights row is the weights exactly, from the shapes: as loaded, every parameter and buffer in
+    // fp32; frozen, the batchnorm is folded into the convolution (its scale and shift become the conv's
+    // weight and a new bias) and its parameters and running statistics are gone. optimize_for_inference
+    // may also keep a transposed copy of the Linear weight for its matmul (LibTorch 2.14 does).
+    const int64_t conv = 8 * 3 * 3 * 3 + 8, bn = 4 * 8, fc = 10 * 8 + 10;
+    if (fusion == ScriptFusion::none) CHECK(r.memory.parameters == 4 * (conv + bn + fc));
+    if (fusion == ScriptFusion::freeze) CHECK(r.memory.parameters == 4 * (conv + fc));
+    if (fusion == ScriptFusion::optimize) {
+      CHECK(r.memory.parameters >= 4 * (conv + fc));
+      CHECK(r.memory.parameters <= 4 * (conv + fc + 10 * 8));
+    }
   }
   // The same workload trains (synthetic loss): parameters change after one step.
   auto w = make_torchscript_workload({path, {3, 16, 16}});
@@ -268,6 +331,51 @@ TEST_CASE("TorchScript settings are validated", "[infer]") {
     FAIL("no input shape accepted");
   } catch (const InvalidArgument& e) {
     CHECK(e.field() == "torchscript.input_shape");
+  }
+  // A shape the model rejects (4 channels into a 3-channel convolution): one line naming the shape and the
+  // interpreter's reason, before anything runs.
+  try {
+    make_torchscript_workload({path, {4, 16, 16}});
+    FAIL("a 4-channel input accepted by a 3-channel convolution");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.field() == "torchscript.input_shape");
+    CHECK(e.value() == "4,16,16");
+    CHECK_THAT(e.accepted(), Catch::Contains("a batch of 2 of this shape failed") && Catch::Contains("channels"));
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+  // A forward that returns a tuple, not a tensor.
+  {
+    torch::jit::Module pair("Pair");
+    pair.define(R"JIT(
+    def forward(self, x):
+        return (x, x)
+    )JIT");
+    const auto pair_path = (dir.path / "pair.pt").string();
+    pair.save(pair_path);
+    try {
+      make_torchscript_workload({pair_path, {4}});
+      FAIL("a tuple output accepted");
+    } catch (const InvalidArgument& e) {
+      CHECK(e.field() == "torchscript.path");
+      CHECK_THAT(e.accepted(), Catch::Contains("returns one tensor") && Catch::Contains("Tuple"));
+    }
+  }
+  // A zip archive in PyTorch's own container format that holds no script module.
+  {
+    const auto zip_path = (dir.path / "not-a-module.pt").string();
+    {
+      caffe2::serialize::PyTorchStreamWriter writer(zip_path);
+      const std::string text = "not a module";
+      writer.writeRecord("notes.txt", text.data(), text.size());
+      writer.writeEndOfFile();
+    }
+    try {
+      make_torchscript_workload({zip_path, {4}});
+      FAIL("a zip without a module loaded");
+    } catch (const InvalidArgument& e) {
+      CHECK(e.field() == "torchscript.path");
+      CHECK_THAT(e.accepted(), Catch::Contains("torch.jit.save"));
+    }
   }
 }
 

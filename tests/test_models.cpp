@@ -126,7 +126,7 @@ TEST_CASE("KV-cached decoding gives the next-token logits of recomputing the ful
   CHECK_THROWS_AS(decoder.step(tokens.select(1, 0)), InvalidArgument);  // the cache is full
 }
 
-TEST_CASE("decoding run: KV-cache bytes measured equal predicted; TTFT and TPOT per token", "[models][decode]") {
+TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT per token", "[models][decode]") {
   const auto config = gpt_preset("tiny");
   DecodeSettings s;
   s.batch_size = 2;
@@ -137,9 +137,13 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted; TTFT and TPOT 
   CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
   CHECK(r.kv_cache_bytes == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);
   CHECK(r.parameter_bytes == parameter_count(config) * 4);
+  CHECK(r.packed_weight_bytes == 0);
   CHECK(r.ttft_ms.count == 3);
   CHECK(r.tpot_ms.count == 3 * 5);
-  CHECK(r.tokens_per_s > 0);
+  // tokens/s: the generated tokens of a run (2 sequences x 6) over the mean time of a run (its prefill and
+  // its 5 steps).
+  const double run_s = (r.ttft_ms.mean * 3 + r.tpot_ms.mean * 15) / 1e3 / 3;
+  CHECK(r.tokens_per_s == Approx(2 * 6 / run_s));
   s.dtype = InferenceDtype::bf16;
   const auto half = run_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(half.kv_cache_bytes * 2 == r.kv_cache_bytes);
@@ -148,7 +152,26 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted; TTFT and TPOT 
   const auto q = run_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(q.kv_cache_bytes == r.kv_cache_bytes);
   CHECK(q.kv_cache_bytes == q.kv_cache_bytes_predicted);
-  CHECK(q.parameter_bytes != r.parameter_bytes);
+  // At least what the shapes need: the embeddings and LayerNorms in fp32, one byte per int8 Linear weight
+  // and the fp32 biases (the packs add their own layout and padding on top, measured, not predicted).
+  auto module = make_gpt_workload(config)->make_module();
+  int64_t linear_weights = 0, linear_biases = 0;
+  for (const auto& item : module->named_modules())
+    if (auto* lin = item.value()->as<nn::LinearImpl>()) {
+      linear_weights += lin->weight.numel();
+      linear_biases += lin->bias.defined() ? lin->bias.numel() : 0;
+    }
+  const int64_t dense = parameter_count(config) - linear_weights - linear_biases;
+  INFO("int8 decode: " << q.parameter_bytes << " bytes of weights, " << q.packed_weight_bytes
+                       << " of them outside torch's allocator");
+  CHECK(q.parameter_bytes >= 4 * dense + linear_weights + 4 * linear_biases);
+  // The same int8 copy measured by the inference path: the same tensor bytes, and packs outside torch's
+  // allocator within 5% (glibc's heap growth depends on what the process freed before).
+  InferSettings at = test::small_infer();
+  at.dtype = InferenceDtype::int8;
+  const auto inference = run_inference(*make_gpt_workload(config), at, c10::Device(c10::kCPU));
+  CHECK(q.parameter_bytes - q.packed_weight_bytes == inference.memory.parameters);
+  CHECK(q.packed_weight_bytes == Approx(inference.memory.packed_weights).epsilon(0.05));
   CHECK(q.tpot_ms.count == 3 * 5);
   s.dtype = InferenceDtype::fp8;
   CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);  // no fp8 on the CPU

@@ -1,12 +1,16 @@
 // The JSON report and its atomic writing.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "report_keys.hpp"
 
 using namespace tvie;
 namespace fs = std::filesystem;
@@ -44,7 +48,8 @@ TEST_CASE("JSON report holds the documented keys as numbers", "[report]") {
   const auto report = run_compare(s, {"tvie", "compare", "--model", "mlp"});
   const auto j = nlohmann::json::parse(to_json_string(report));
 
-  CHECK(at_path(j, "schema_version").get<int>() == kReportSchemaVersion);
+  CHECK(at_path(j, "schema_version").get<int>() == test::documented_schema_version());
+  test::check_documented(j, "compare");
   CHECK(at_path(j, "context.tvie_version").get<std::string>() == TVIE_VERSION_STRING);
   CHECK(at_path(j, "context.torch_version").get<std::string>().rfind("2.", 0) == 0);
   CHECK(at_path(j, "context.cuda_available").is_boolean());
@@ -114,6 +119,74 @@ TEST_CASE("files are written atomically and bad output paths are refused", "[rep
   CHECK_THROWS_AS(check_output_path("", "json"), InvalidArgument);
   CHECK_THROWS_AS(write_file_atomically((dir / "missing" / "x.json").string(), "x"), Error);
   fs::remove_all(dir);
+}
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+// While alive, a file may not grow beyond `bytes` (a write past it fails with EFBIG instead of SIGXFSZ).
+struct FileSizeLimit {
+  explicit FileSizeLimit(rlim_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    previous_handler = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved;
+    limit.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    ::signal(SIGXFSZ, previous_handler);
+  }
+  rlimit saved{};
+  sighandler_t previous_handler{};
+};
+
+}  // namespace
+
+TEST_CASE("a failed write or rename leaves the existing file as it was and no temporary", "[report]") {
+  test::TempDir dir("tvie-report");
+  const fs::path path = dir.path / "report.json";
+  write_file_atomically(path.string(), "{\"old\": true}");
+  const std::string old_content = read_text(path);
+  REQUIRE(old_content == "{\"old\": true}\n");
+
+  // The write fails part way: the file system refuses to grow a file past 16 bytes.
+  {
+    FileSizeLimit limit(16);
+    CHECK_THROWS_AS(write_file_atomically(path.string(), std::string(4096, 'x')), Error);
+  }
+  CHECK(read_text(path) == old_content);
+  CHECK(names_in(dir.path) == std::set<std::string>{"report.json"});
+
+  // The temporary cannot be created: a directory stands where it would go.
+  const fs::path blocker = dir.path / ("report.json.tmp." + std::to_string(::getpid()));
+  fs::create_directory(blocker);
+  CHECK_THROWS_AS(write_file_atomically(path.string(), "{\"new\": true}"), Error);
+  CHECK(read_text(path) == old_content);
+  fs::remove(blocker);
+
+  // The rename fails: the target is a directory with something in it.
+  const fs::path target = dir.path / "taken";
+  fs::create_directory(target);
+  std::ofstream(target / "inside") << "x";
+  try {
+    write_file_atomically(target.string(), "{}");
+    FAIL("renamed over a directory");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("cannot rename"));
+  }
+  CHECK(fs::is_directory(target));
+  CHECK(names_in(dir.path) == std::set<std::string>{"report.json", "taken"});
 }
 
 TEST_CASE("format_bytes uses binary units", "[report]") {

@@ -1,6 +1,8 @@
 // The serving load: Poisson schedule, dynamic batcher (driven by a virtual clock), statistics.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "helpers.hpp"
@@ -42,7 +44,7 @@ Run simulate(const std::vector<double>& arrivals, int64_t max_batch, int64_t max
 
 }  // namespace
 
-TEST_CASE("Poisson schedule: fixed seed, same schedule; mean gap within 3% of 1/QPS", "[serve]") {
+TEST_CASE("Poisson schedule: fixed seed, same schedule, and a mean gap within 3% of 1/QPS", "[serve]") {
   const auto a = poisson_schedule_s(50.0, 10000, 7), b = poisson_schedule_s(50.0, 10000, 7);
   CHECK(a == b);
   CHECK(poisson_schedule_s(50.0, 10000, 8) != a);
@@ -120,7 +122,14 @@ TEST_CASE("serving statistics equal those of the recorded per-request latencies"
   CHECK(r.queue_ms.p50 == summarize(queue).p50);
   CHECK(r.compute_ms.p99 == summarize(compute).p99);
   CHECK(r.valid);
-  CHECK(r.achieved_qps > 0);
+  // Throughput from the records: answered requests over first arrival to last answer.
+  double first = 1e300, last = 0;
+  for (const auto& rec : r.records) {
+    first = std::min(first, rec.scheduled_us);
+    last = std::max(last, rec.end_us);
+  }
+  CHECK(r.duration_s == Approx((last - first) / 1e6));
+  CHECK(r.achieved_qps == Approx(200.0 / ((last - first) / 1e6)));
   // Validity follows the minimums.
   s.min_query_count = 1000;
   CHECK_FALSE(summarize_serving(r.records, s).valid);
@@ -134,13 +143,112 @@ TEST_CASE("single-stream and offline scenarios", "[serve]") {
   s.min_duration_ms = 0;
   s.scenario = Scenario::single_stream;
   const auto single = run_serving(*w, s, c10::Device(c10::kCPU));
+  REQUIRE(single.records.size() == 20);
   CHECK(single.batch_size.max == 1);
-  CHECK(single.queue_ms.max == 0);  // issued when the previous one is answered
+  // LoadGen's single stream: a query is issued only once the previous one is answered, so the queries
+  // never overlap, and back to back they fill the run (the gaps are the driver's loop, microseconds).
+  double latency_sum_ms = 0;
+  for (size_t i = 0; i < single.records.size(); ++i) {
+    const auto& rec = single.records[i];
+    if (i > 0) CHECK(rec.scheduled_us >= single.records[i - 1].end_us);
+    latency_sum_ms += (rec.end_us - rec.scheduled_us) / 1e3;
+  }
+  CHECK(latency_sum_ms <= single.duration_s * 1e3 * (1 + 1e-12));
+  CHECK(latency_sum_ms >= 0.9 * single.duration_s * 1e3);
+  // Offline: every query there at the start, full batches back to back: 8, 8, then the remaining 4.
   s.scenario = Scenario::offline;
   s.max_batch = 8;
   const auto offline = run_serving(*w, s, c10::Device(c10::kCPU));
-  CHECK(offline.batch_size.max == 8);
   CHECK(offline.answered == 20);
+  std::map<int64_t, int64_t> by_batch;
+  for (const auto& rec : offline.records) {
+    CHECK(rec.scheduled_us == 0);
+    ++by_batch[rec.batch_size];
+  }
+  CHECK(by_batch == std::map<int64_t, int64_t>{{4, 4}, {8, 16}});
   CHECK(parse_scenario("server") == Scenario::server);
   CHECK_THROWS_AS(parse_scenario("batch"), InvalidArgument);
+}
+
+TEST_CASE("serving validity: no answers, too few queries, too short, and the exact boundary", "[serve]") {
+  ServeSettings s;
+  s.min_query_count = 4;
+  s.min_duration_ms = 10;
+  // Four requests, the first arriving at 0 us and the last answered at exactly 10 ms.
+  std::vector<RequestRecord> records;
+  for (int64_t i = 0; i < 4; ++i) records.push_back({i, i * 1000.0, i * 1000.0 + 100, i * 1000.0 + 500, 1});
+  records.back().end_us = 10000;
+  const auto exact = summarize_serving(records, s);
+  CHECK(exact.duration_s == Approx(0.010));
+  CHECK(exact.valid);  // both minimums met exactly
+  CHECK_THAT(exact.validity, Catch::Contains(": valid"));
+  s.min_query_count = 5;
+  const auto too_few = summarize_serving(records, s);
+  CHECK_FALSE(too_few.valid);
+  CHECK_THAT(too_few.validity, Catch::Contains("4 requests (minimum 5)") && Catch::Contains("INVALID"));
+  s.min_query_count = 4;
+  records.back().end_us = 9999;
+  const auto too_short = summarize_serving(records, s);
+  CHECK_FALSE(too_short.valid);
+  CHECK_THAT(too_short.validity, Catch::Contains("(minimum 10 ms)") && Catch::Contains("INVALID"));
+  const auto none = summarize_serving({}, s);
+  CHECK_FALSE(none.valid);
+  CHECK(none.answered == 0);
+  CHECK(none.validity == "no request was answered");
+}
+
+TEST_CASE("max-QPS search on a real load: the probe rule and the queries per probe", "[serve]") {
+  auto w = make_zoo_workload("mlp", "tiny");
+  const c10::Device cpu(c10::kCPU);
+  ServeSettings base;
+  base.scenario = Scenario::server;
+  base.max_batch = 8;
+  base.max_queue_delay_us = 200;
+  base.min_query_count = 5;
+  MaxQpsSearch search;
+  search.refine_steps = 2;
+  // Each probe issues max(min queries, ceil(1.1 x QPS x min duration)) queries; it meets the bound when it
+  // is valid and its p99 is within the bound; the sequence of rates follows search_max_qps on those
+  // verdicts.
+  auto check_search = [&](const MaxQpsResult& r, const ServeSettings& b) {
+    std::vector<bool> verdicts;
+    for (const auto& p : r.probes) {
+      INFO("probe at " << p.target_qps << " QPS: p99 " << p.p99_ms << " ms, " << p.queries << " queries");
+      const auto expected = std::max<int64_t>(
+          b.min_query_count, static_cast<int64_t>(std::ceil(1.1 * p.target_qps * b.min_duration_ms / 1e3)));
+      CHECK(p.queries == expected);
+      CHECK(p.meets == (p.valid && p.p99_ms <= r.p99_bound_ms));
+      verdicts.push_back(p.meets);
+    }
+    size_t next = 0;
+    std::vector<double> replayed;
+    const auto bracket = search_max_qps(b.target_qps, search.refine_steps, [&](double q) {
+      replayed.push_back(q);
+      return next < verdicts.size() ? static_cast<bool>(verdicts[next++]) : false;
+    });
+    REQUIRE(replayed.size() == r.probes.size());
+    for (size_t i = 0; i < replayed.size(); ++i) CHECK(r.probes[i].target_qps == replayed[i]);
+    CHECK(r.max_qps == bracket.max_qps);
+    CHECK(r.first_miss_qps == bracket.first_miss_qps);
+  };
+  // A bound nothing meets: the rate halves 8 times from 2000 QPS; the minimum duration sets the counts.
+  ServeSettings halving = base;
+  halving.target_qps = 2000;
+  halving.min_duration_ms = 10;  // sets the counts at the higher rates; the minimum 5 at the lower ones
+  search.p99_bound_ms = 1e-6;
+  const auto none = find_max_qps(*w, halving, search, cpu);
+  CHECK(none.probes.size() == 9);
+  CHECK(none.max_qps == 0);
+  check_search(none, halving);
+  // A bound everything meets: the rate doubles 16 times and is never bracketed.
+  ServeSettings doubling = base;
+  doubling.target_qps = 1e5;
+  doubling.min_duration_ms = 0;
+  search.p99_bound_ms = 1e6;
+  const auto all = find_max_qps(*w, doubling, search, cpu);
+  CHECK(all.probes.size() == 17);
+  CHECK(all.max_qps == 1e5 * 65536);
+  CHECK(all.first_miss_qps == 0);
+  CHECK(all.at_max.answered == 5);
+  check_search(all, doubling);
 }

@@ -14,6 +14,19 @@ TEST_CASE("percentile follows LoadGen's rule sorted[min(n-1, floor(p*n))]", "[st
   CHECK(tvie::percentile(hundred, 0.50) == 51);
   CHECK(tvie::percentile(hundred, 0.90) == 91);
   CHECK(tvie::percentile(hundred, 0.99) == 100);
+  // p x n landing just below an integer in floating point (0.29 x 100 = 28.999999999999996): the index is
+  // still 29, as in exact arithmetic.
+  CHECK(tvie::percentile(hundred, 0.29) == 30);
+  CHECK(tvie::percentile(hundred, 0.57) == 58);
+  CHECK(tvie::percentile(hundred, 0.999) == 100);  // floor(99.9) = 99: the largest
+  // p99.9 needs n >= 1000 to be other than the maximum.
+  std::vector<double> thousand, two_thousand;
+  for (int i = 1; i <= 1000; ++i) thousand.push_back(i);
+  for (int i = 1; i <= 2000; ++i) two_thousand.push_back(i);
+  CHECK(tvie::percentile(thousand, 0.999) == 1000);      // sorted[999]
+  CHECK(tvie::percentile(two_thousand, 0.999) == 1999);  // sorted[1998]
+  CHECK(tvie::summarize(two_thousand).p999 == 1999);
+  CHECK(tvie::summarize(two_thousand).p99 == 1981);  // sorted[1980]
   CHECK_THROWS_AS(tvie::percentile({}, 0.5), std::invalid_argument);
   CHECK_THROWS_AS(tvie::percentile({1.0}, 1.5), std::invalid_argument);
 }

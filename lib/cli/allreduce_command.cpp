@@ -142,6 +142,7 @@ Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv
         csv += cat(x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
                    x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs,
                    ",", x.in_place_busbw_gbs, ",", x.in_place_wrong, "\n");
+      csv.pop_back();  // write_file_atomically ends the file with the last newline
       write_file_atomically(o->csv_path, csv);
     }
     return r.total_wrong == 0 ? 0 : 1;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   commands.back().first = app.get_subcommand("launch");
   commands.emplace_back(nullptr, tvie::cli::add_allreduce_command(app, args));
   commands.back().first = app.get_subcommand("allreduce");
-  commands.emplace_back(nullptr, tvie::cli::add_decode_command(app));
+  commands.emplace_back(nullptr, tvie::cli::add_decode_command(app, args));
   commands.back().first = app.get_subcommand("decode");
   commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
   commands.back().first = app.get_subcommand("list");

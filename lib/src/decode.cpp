@@ -44,6 +44,7 @@ DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& setting
           })
           .added +
       packed_bytes;
+  r.packed_weight_bytes = packed_bytes;
   // The cache holds every position the run writes: the prompt and all generated tokens but the last.
   const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
   std::unique_ptr<GptDecoder> decoder;

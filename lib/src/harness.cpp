@@ -49,6 +49,9 @@ c10::ScalarType inference_base_dtype(InferenceDtype dtype) {
 InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype,
                                   MemoryProbe* probe) {
   InferenceCopy copy;
+  // Not differentiable: without this guard, the quantisation's scale computations would record autograd
+  // graphs that keep the dense fp32 weights alive after the conversion released them.
+  torch::NoGradGuard no_grad;
   convert_floating(module, device, inference_base_dtype(dtype));
   module.eval();  // BatchNorm uses its running statistics and stops updating them
   if (dtype != InferenceDtype::int8 && dtype != InferenceDtype::fp8) return copy;

@@ -47,6 +47,8 @@ class CountingCpuAllocator final : public c10::Allocator {
     limit_base_ = base;
     limit_.store(limit);
   }
+  int64_t limit() const { return limit_.load(); }
+  int64_t limit_base() const { return limit_base_; }
 
   static CountingCpuAllocator* instance;
 
@@ -113,11 +115,18 @@ bool cpu_memory_counter_installed() { return g_counter != nullptr && c10::GetCPU
 
 ScopedCpuMemoryLimit::ScopedCpuMemoryLimit(int64_t limit_bytes) {
   install_cpu_memory_counter();
+  previous_base_ = g_counter->limit_base();
+  previous_limit_ = g_counter->limit();
   const int64_t base = g_counter->current();
-  g_counter->set_limit(base, limit_bytes > 0 ? base + limit_bytes : 0);
+  int64_t limit = limit_bytes > 0 ? base + limit_bytes : 0;
+  if (previous_limit_ > 0 && (limit == 0 || previous_limit_ < limit)) {
+    g_counter->set_limit(previous_base_, previous_limit_);  // the enclosing limit is the tighter one
+    return;
+  }
+  g_counter->set_limit(base, limit);
 }
 
-ScopedCpuMemoryLimit::~ScopedCpuMemoryLimit() { g_counter->set_limit(0, 0); }
+ScopedCpuMemoryLimit::~ScopedCpuMemoryLimit() { g_counter->set_limit(previous_base_, previous_limit_); }
 
 std::unique_ptr<MemoryProbe> make_memory_probe(const c10::Device& device) {
   if (device.is_cpu()) {

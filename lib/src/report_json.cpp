@@ -183,6 +183,34 @@ std::string to_json_string(const InferReport& r, int indent) {
   return j.dump(indent);
 }
 
+std::string to_json_string(const DecodeReport& r, int indent) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(r.context);
+  j["model"] = model_json(r.workload, r.facts);
+  j["decoding"] = {{"settings",
+                    {{"batch_size", s.batch_size},
+                     {"prompt_tokens", s.prompt_tokens},
+                     {"new_tokens", s.new_tokens},
+                     {"repetitions", s.repetitions},
+                     {"dtype", to_string(s.dtype)},
+                     {"seed", s.seed}}},
+                   {"memory_counter", x.memory_counter},
+                   {"memory",
+                    {{"parameters", x.parameter_bytes},
+                     {"packed_weights", x.packed_weight_bytes},
+                     {"kv_cache", x.kv_cache_bytes},
+                     {"kv_cache_predicted", x.kv_cache_bytes_predicted}}},
+                   {"timer", x.timer},
+                   {"timed_runs", x.timed_runs},
+                   {"ttft_ms", summary_json(x.ttft_ms)},
+                   {"tpot_ms", summary_json(x.tpot_ms)},
+                   {"tokens_per_s", x.tokens_per_s}};
+  return j.dump(indent);
+}
+
 std::string to_json_string(const TrainReport& r, int indent) {
   json j;
   j["schema_version"] = kReportSchemaVersion;
@@ -283,6 +311,7 @@ std::string to_json_string(const ServeReport& r, int indent) {
       probes.push_back({{"target_qps", p.target_qps},
                         {"achieved_qps", p.achieved_qps},
                         {"p99_ms", p.p99_ms},
+                        {"queries", p.queries},
                         {"valid", p.valid},
                         {"meets", p.meets}});
     j["serving"]["max_qps_search"] = {{"p99_bound_ms", r.search->p99_bound_ms},

@@ -294,6 +294,7 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     QpsProbe p;
     p.target_qps = qps;
     p.achieved_qps = result.achieved_qps;
+    p.queries = result.answered;
     p.p99_ms = result.latency_ms.p99;
     p.valid = result.valid;
     p.meets = result.valid && result.latency_ms.p99 <= search.p99_bound_ms;

@@ -6,7 +6,9 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "compat.hpp"
 #include "text.hpp"
@@ -35,18 +37,34 @@ class ScriptModuleImpl : public torch::nn::Module {
 
   torch::jit::Module script;
 
+  // The storages the script module computes with: tensor constants of its graphs (frozen weights) and its
+  // tensor attributes (parameters and buffers included), by data pointer with their bytes.
+  std::map<const void*, int64_t> script_weight_storages() const {
+    std::map<const void*, int64_t> storages;
+    auto add = [&](const torch::Tensor& t) {
+      if (!t.defined()) return;
+      if (t.is_mkldnn())  // optimize_for_inference's oneDNN weights: opaque, no storage; their elements
+        storages[t.unsafeGetTensorImpl()] = static_cast<int64_t>(t.numel() * t.element_size());
+      else if (t.has_storage() && t.storage().nbytes() > 0)
+        storages[t.storage().data()] = static_cast<int64_t>(t.storage().nbytes());
+    };
+    static const auto mkldnn_constant = c10::Symbol::fromQualString("prim::ConstantMKLDNNTensor");
+    for (const auto& method : script.get_methods())
+      for (const auto* node : method.graph()->nodes())
+        if ((node->kind() == c10::prim::Constant || node->kind() == mkldnn_constant) &&
+            node->hasAttribute(c10::attr::value) && node->kindOf(c10::attr::value) == torch::jit::AttributeKind::t)
+          add(node->t(c10::attr::value));
+    for (const auto& a : script.named_attributes(/*recurse=*/true))
+      if (a.value.isTensor()) add(a.value.toTensor());
+    return storages;
+  }
+
   // After freezing, the graph holds its weights as constants (copies, folded or not); the tensors this
   // view registered would keep the unfrozen weights alive too. Empties those no constant, attribute or
   // parameter of the frozen module still uses, so that the ledger measures what a deployment keeps.
   void release_unused_weights() {
     std::set<const void*> used;
-    for (const auto& method : script.get_methods())
-      for (const auto* node : method.graph()->nodes())
-        if (node->kind() == c10::prim::Constant)
-          if (auto value = torch::jit::toIValue(node->output()); value && value->isTensor())
-            used.insert(value->toTensor().storage().data());
-    for (const auto& a : script.named_attributes(/*recurse=*/true))
-      if (a.value.isTensor()) used.insert(a.value.toTensor().storage().data());
+    for (const auto& [data, bytes] : script_weight_storages()) used.insert(data);
     torch::NoGradGuard no_grad;
     for (auto tensors : {parameters(), buffers()})
       for (auto& t : tensors)
@@ -71,10 +89,28 @@ torch::jit::Module load_script(const std::string& path) {
   }
 }
 
+// The line of a TorchScript interpreter error that says what went wrong ("RuntimeError: ..."), else its
+// first line (the rest is the TorchScript and C++ traceback).
+std::string script_error_line(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
+  std::string line, found;
+  for (std::istringstream in(text); std::getline(in, line);)
+    if (found.empty() && line.find("Error: ") != std::string::npos) found = line;
+  return found.empty() ? detail::first_line(text) : found;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
 class TorchScriptWorkload final : public Workload {
  public:
   explicit TorchScriptWorkload(TorchScriptSettings s) : s_(std::move(s)) {
-    const auto m = load_script(s_.path);
+    auto m = load_script(s_.path);
+    check_forward(m);
     for (const auto& p : m.parameters()) facts_.parameter_count += p.numel();
     for (const auto& b : m.buffers()) facts_.buffer_bytes += static_cast<int64_t>(b.nbytes());
     if (s_.token_input && !s_.input_shape.empty()) facts_.tokens_per_sample = s_.input_shape.back();
@@ -115,6 +151,36 @@ class TorchScriptWorkload final : public Workload {
   }
 
   ModelFacts facts() const override { return facts_; }
+
+  // One forward of a batch of 2 of the declared shape, before any run: a model that rejects the shape, or
+  // whose forward does not return one tensor with the batch first, is refused here with one line.
+  void check_forward(torch::jit::Module& m) const {
+    m.eval();
+    c10::InferenceMode guard;
+    c10::IValue out;
+    try {
+      out = m.forward({make_batch(2, c10::Device(c10::kCPU), 0).input});
+    } catch (const std::exception& e) {
+      throw InvalidArgument(
+          "torchscript.input_shape", shape_text(s_.input_shape),
+          cat("a shape the model's forward accepts (a batch of 2 of this shape failed: ", script_error_line(e), ")"));
+    }
+    if (!out.isTensor())
+      throw InvalidArgument("torchscript.path", s_.path,
+                            cat("a module whose forward returns one tensor (this one returns ", out.tagKind(), ")"));
+    if (out.toTensor().dim() == 0 || out.toTensor().size(0) != 2)
+      throw InvalidArgument("torchscript.input_shape", shape_text(s_.input_shape),
+                            cat("a shape for which the output's first dimension is the batch (a batch of 2 gave ",
+                                out.toTensor().sizes(), ")"));
+  }
+
+  // The weights exactly: the bytes of the storages the script module computes with. What the loader leaves
+  // alive besides them (its deserialisation tables, code) is not weights, and shows in `other`.
+  int64_t inference_weight_bytes(const torch::nn::Module& module) const override {
+    int64_t bytes = 0;
+    for (const auto& [data, n] : static_cast<const ScriptModuleImpl&>(module).script_weight_storages()) bytes += n;
+    return bytes;
+  }
 
   void prepare_inference(torch::nn::Module& module) const override {
     auto& m = static_cast<ScriptModuleImpl&>(module);

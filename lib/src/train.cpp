@@ -232,7 +232,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   synchronize(device_);
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.comm_buffers = hook_ ? hook_->buffer_bytes() : 0;
+  m.comm_buffers = hook_held_bytes_;  // measured around building the hook (run_training)
   m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations +
                       m.comm_buffers);
   return m;
@@ -255,12 +255,16 @@ TrainingResult run_training(const Workload& workload, const TrainSettings& setti
   try {
     Trainer trainer(workload, settings, device, probe.get());
     if (comm) {
-      dp = std::make_unique<DataParallel>(*comm, trainer.module_ptr(), *dist, device);
+      // The flat gradient buckets, measured as the bytes that building DataParallel leaves allocated.
+      const auto buckets = detail::measure_added_bytes(probe.get(), device, [&] {
+        dp = std::make_unique<DataParallel>(*comm, trainer.module_ptr(), *dist, device);
+      });
       dp->broadcast_initial_weights();  // every rank starts from rank 0's weights
-      trainer.set_gradient_hook(dp.get());
+      trainer.set_gradient_hook(dp.get(), buckets.added);
     }
     r.memory = trainer.ledger_step(*probe);
     if (dp) dp->reset_stats();  // the ledger steps are not timed
+    log::info(cat("ledger steps done; ", settings.warmup_steps, " warm-up + ", settings.steps, " timed steps follow"));
     r.first_loss = trainer.ledger_loss();
     losses.push_back(torch::full({}, r.first_loss));
     losses.push_back(torch::Tensor());  // the second ledger step's loss is not kept

@@ -28,7 +28,8 @@ struct DecodeResult {
   std::string dtype;
   std::string memory_counter;
   std::string timer;
-  int64_t parameter_bytes = 0;           // the weights, measured
+  int64_t parameter_bytes = 0;           // the weights, measured (packed_weight_bytes included)
+  int64_t packed_weight_bytes = 0;       // CPU int8: fbgemm's packs, outside torch's allocator (glibc heap growth)
   int64_t kv_cache_bytes = 0;            // measured: allocated bytes the cache added
   int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * h * bytes per element
   Summary ttft_ms;                       // time to first token: the prefill, per repetition

@@ -121,7 +121,8 @@ class DataParallel final : public GradientHook {
   void broadcast_initial_weights();  // parameters and buffers from rank 0
   void before_backward(bool last) override;
   void after_backward() override;
-  int64_t buffer_bytes() const override { return buffer_bytes_; }
+  // Bytes of the flat buckets from their shapes: the gradient bytes all-reduced per step.
+  int64_t buffer_bytes() const { return buffer_bytes_; }
 
   void reset_stats();
   // Rank 0's figures over the steps since reset_stats(), with a standalone all-reduce of the same size

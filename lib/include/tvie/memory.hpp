@@ -35,13 +35,18 @@ bool cpu_memory_counter_installed();
 
 // CPU: while alive, a tensor allocation that would take the counted bytes more than `limit_bytes` above
 // what was live at construction throws c10::OutOfMemoryError, as a device with that much free memory
-// would. Memory allocated outside torch's allocator (oneDNN scratch, fbgemm packs) is not limited.
+// would. The limit is cumulative (all live tensors count, not one allocation), and limits nest: an inner
+// one can only lower the outer one, which is back in force when the inner ends. Memory allocated outside
+// torch's allocator (oneDNN scratch, fbgemm packs) is not limited.
 class ScopedCpuMemoryLimit {
  public:
   explicit ScopedCpuMemoryLimit(int64_t limit_bytes);
   ~ScopedCpuMemoryLimit();
   ScopedCpuMemoryLimit(const ScopedCpuMemoryLimit&) = delete;
   ScopedCpuMemoryLimit& operator=(const ScopedCpuMemoryLimit&) = delete;
+
+ private:
+  int64_t previous_base_ = 0, previous_limit_ = 0;  // the enclosing limit, restored at the end
 };
 
 // A probe for `device`; installs the CPU counter if needed. Throws DeviceUnavailable for CUDA without CUDA.

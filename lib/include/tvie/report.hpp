@@ -5,11 +5,21 @@
 #include <string>
 
 #include <tvie/compare.hpp>
+#include <tvie/decode.hpp>
 #include <tvie/serve.hpp>
 
 namespace tvie {
 
 inline constexpr int kReportSchemaVersion = 1;
+
+// `tvie decode`: KV-cached decoding of a zoo gpt preset.
+struct DecodeReport {
+  RunContext context;
+  std::string workload;  // "gpt/tiny"
+  ModelFacts facts;
+  DecodeSettings settings;
+  DecodeResult result;
+};
 
 class Reporter {
  public:
@@ -50,6 +60,7 @@ std::string to_json_string(const CompareReport& report, int indent = 2);
 std::string to_json_string(const TrainReport& report, int indent = 2);
 std::string to_json_string(const ServeReport& report, int indent = 2);
 std::string to_json_string(const InferReport& report, int indent = 2);
+std::string to_json_string(const DecodeReport& report, int indent = 2);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

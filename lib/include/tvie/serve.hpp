@@ -123,6 +123,7 @@ void validate(const MaxQpsSearch& search);
 
 struct QpsProbe {
   double target_qps = 0, achieved_qps = 0, p99_ms = 0;
+  int64_t queries = 0;  // requests issued (and answered) in this run
   bool valid = false, meets = false;
 };
 

@@ -47,8 +47,6 @@ class GradientHook {
   virtual void before_backward(bool last) = 0;
   // After the last backward of the step: the gradients must be averaged over ranks when it returns.
   virtual void after_backward() = 0;
-  // Bytes of buffers the hook keeps for the whole run (the ledger's comm_buffers).
-  virtual int64_t buffer_bytes() const = 0;
 };
 
 class Trainer {
@@ -78,7 +76,12 @@ class Trainer {
   static constexpr int64_t kLedgerSteps = 2;
 
   // Data parallelism: called around every backward from now on (not owned; nullptr: none).
-  void set_gradient_hook(GradientHook* hook) { hook_ = hook; }
+  // `held_bytes`: what building the hook left allocated on the device, measured by the caller (the
+  // ledger's comm_buffers: DataParallel's flat gradient buckets).
+  void set_gradient_hook(GradientHook* hook, int64_t held_bytes = 0) {
+    hook_ = hook;
+    hook_held_bytes_ = hook ? held_bytes : 0;
+  }
 
   torch::nn::Module& module() { return *module_; }
   std::shared_ptr<torch::nn::Module> module_ptr() const { return module_; }
@@ -114,6 +117,7 @@ class Trainer {
   double ledger_loss_ = 0;
   std::vector<double> grad_norms_;
   GradientHook* hook_ = nullptr;
+  int64_t hook_held_bytes_ = 0;
 };
 
 struct PhaseTime {

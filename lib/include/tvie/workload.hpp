@@ -63,6 +63,13 @@ class Workload {
   // Called on an inference copy once its weights are converted (dtype, device, eval()): the place for
   // inference-only rewrites such as TorchScript freezing. Default: nothing.
   virtual void prepare_inference(torch::nn::Module& module) const { (void)module; }
+  // Bytes of the weights an inference copy holds, when the workload can name them exactly (-1, the default:
+  // the ledger measures them as what building the copy left allocated). A workload whose loading leaves
+  // other tensors alive (TorchScript's loader) names its weights here; the rest is reported as `other`.
+  virtual int64_t inference_weight_bytes(const torch::nn::Module& module) const {
+    (void)module;
+    return -1;
+  }
 };
 
 // Copies parameters and buffers, matched by name, from `source` into `destination` (dtype and device

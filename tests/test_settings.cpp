@@ -69,3 +69,31 @@ TEST_CASE("device strings resolve or fail with the accepted values", "[settings]
     CHECK_THROWS_AS(resolve_device("cuda:99"), DeviceUnavailable);
   }
 }
+
+TEST_CASE("the native inference dtype follows the CPU's bf16 units, and compare says why", "[settings]") {
+  const c10::Device cpu(c10::kCPU);
+  // An AVX2-only CPU (no bf16 units): a bf16 copy would be emulated, so fp32.
+  const auto avx2 = native_inference_dtype(cpu, {"avx2"});
+  CHECK(avx2.dtype == InferenceDtype::fp32);
+  CHECK_THAT(avx2.reason, Catch::Contains("no bf16 units"));
+  CHECK(native_inference_dtype(cpu, {}).dtype == InferenceDtype::fp32);
+  CHECK(native_inference_dtype(cpu, {"avx2", "avx512f"}).dtype == InferenceDtype::fp32);
+  // avx512_bf16 or AMX: bf16.
+  CHECK(native_inference_dtype(cpu, {"avx2", "avx512f", "avx512_bf16"}).dtype == InferenceDtype::bf16);
+  const auto amx = native_inference_dtype(cpu, {"avx2", "amx_bf16"});
+  CHECK(amx.dtype == InferenceDtype::bf16);
+  CHECK_THAT(amx.reason, Catch::Contains("amx_bf16"));
+  // This machine: the choice follows its own features, and compare reports it.
+  const auto here = native_inference_dtype(cpu);
+  CompareSettings s;
+  s.model = "mlp";
+  s.device = "cpu";
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  s.infer_dtype_auto = true;
+  const auto r = run_compare(s);
+  CHECK(r.inference.dtype == to_string(here.dtype));
+  CHECK(r.inference_dtype_choice == "auto: " + here.reason);
+  s.infer_dtype_auto = false;
+  CHECK(run_compare(s).inference_dtype_choice == "given");
+}

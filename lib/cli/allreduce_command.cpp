@@ -5,8 +5,6 @@
 #include <fstream>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include <tvie/tvie.hpp>
 
 #include "commands.hpp"
@@ -103,48 +101,9 @@ Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv
     const auto r = run_allreduce_sweep(comm, s, device);
     if (comm.rank() != 0) return r.total_wrong == 0 ? 0 : 1;
     print_table(std::cout, r, s);
-    if (!o->json_path.empty()) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& x : r.rows)
-        rows.push_back({{"bytes", x.bytes},
-                        {"count", x.count},
-                        {"out_of_place",
-                         {{"time_us", x.out_of_place_us},
-                          {"algbw_gbs", x.out_of_place_algbw_gbs},
-                          {"busbw_gbs", x.out_of_place_busbw_gbs},
-                          {"wrong", x.out_of_place_wrong}}},
-                        {"in_place",
-                         {{"time_us", x.in_place_us},
-                          {"algbw_gbs", x.in_place_algbw_gbs},
-                          {"busbw_gbs", x.in_place_busbw_gbs},
-                          {"wrong", x.in_place_wrong}}}});
-      const nlohmann::json j = {{"schema_version", kReportSchemaVersion},
-                                {"context", {{"tvie_version", TVIE_VERSION_STRING}, {"argv", argv}}},
-                                {"allreduce",
-                                 {{"backend", r.backend},
-                                  {"device", r.device},
-                                  {"dtype", r.dtype},
-                                  {"world_size", r.world_size},
-                                  {"bus_factor", allreduce_bus_factor(r.world_size)},
-                                  {"iters", s.iters},
-                                  {"warmup", s.warmup},
-                                  {"checked", s.check},
-                                  {"rows", rows},
-                                  {"average_busbw_gbs", r.average_busbw_gbs},
-                                  {"total_wrong", r.total_wrong}}}};
-      write_file_atomically(o->json_path, j.dump(2));
-    }
-    if (!o->csv_path.empty()) {
-      std::string csv =
-          "bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,"
-          "ip_busbw_gbs,ip_wrong\n";
-      for (const auto& x : r.rows)
-        csv += cat(x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
-                   x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs,
-                   ",", x.in_place_busbw_gbs, ",", x.in_place_wrong, "\n");
-      csv.pop_back();  // write_file_atomically ends the file with the last newline
-      write_file_atomically(o->csv_path, csv);
-    }
+    AllreduceReport report{make_run_context(device, argv), s, r};
+    if (!o->json_path.empty()) write_file_atomically(o->json_path, to_json_string(report));
+    if (!o->csv_path.empty()) write_file_atomically(o->csv_path, to_csv_string(report));
     return r.total_wrong == 0 ? 0 : 1;
   };
 }

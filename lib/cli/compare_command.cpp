@@ -11,7 +11,7 @@ namespace {
 
 struct CompareOptions {
   CommonOptions common;
-  std::string infer_dtype = "fp32";
+  std::string infer_dtype = "auto";
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
   bool infer_cuda_graph = false;
@@ -26,8 +26,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                                  "time and throughput side by side");
   add_common_options(cmd, o->common);
   cmd->add_option("--infer-dtype", o->infer_dtype,
-                  "Weights of the inference copy: fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic "
-                  "quantisation, CUDA _int_mm), fp8 (CUDA sm_89+)")
+                  "Weights of the inference copy: auto (what the device runs natively: bf16 with bf16 units, "
+                  "else fp32), fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic quantisation, CUDA "
+                  "_int_mm), fp8 (CUDA sm_89+)")
       ->capture_default_str();
   cmd->add_option("--infer-batch", o->infer_batch, "Inference samples per batch (default: same as --batch)");
   cmd->add_option("--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)");
@@ -36,7 +37,14 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   return [o, cmd, argv]() {
     apply_common_options(o->common);
     auto& s = o->common.settings;
-    s.infer.dtype = parse_inference_dtype(o->infer_dtype);
+    s.infer_dtype_auto = o->infer_dtype == "auto";
+    if (!s.infer_dtype_auto) {
+      try {
+        s.infer.dtype = parse_inference_dtype(o->infer_dtype);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(e.field(), e.value(), "auto, " + e.accepted());
+      }
+    }
     s.infer.batch_size = cmd->count("--infer-batch") > 0 ? o->infer_batch : s.train.batch_size;
     s.infer.steps = cmd->count("--infer-steps") > 0 ? o->infer_steps : s.train.steps;
     s.infer.warmup_steps = s.train.warmup_steps;

@@ -74,11 +74,7 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     log::info(cat("serving ", workload->name(), " on ", describe_device(device), ": ", to_string(s.scenario), ", ",
                   s.query_count, " requests"));
     ServeReport report;
-    const auto context = make_run_context(device, argv);
-    report.tvie_version = context.tvie_version;
-    report.torch_version = context.torch_version;
-    report.device = context.device;
-    report.argv = argv;
+    report.context = make_run_context(device, argv);
     report.workload = workload->name();
     report.facts = workload->facts();
     report.settings = s;

@@ -8,16 +8,6 @@
 
 namespace tvie {
 
-RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv) {
-  RunContext c;
-  c.tvie_version = TVIE_VERSION_STRING;
-  c.torch_version = compat::torch_version();
-  c.cuda_available = cuda_available();
-  c.device = describe_device(device);
-  c.argv = std::move(argv);
-  return c;
-}
-
 namespace {
 
 void log_training(const Workload& workload, const CompareSettings& settings, const std::string& device) {
@@ -59,10 +49,18 @@ TrainReport run_train(const CompareSettings& settings, std::vector<std::string> 
   return run_train(*workload, settings, std::move(argv), comm, dist);
 }
 
-CompareReport run_compare(const Workload& workload, const CompareSettings& settings, std::vector<std::string> argv) {
-  validate(settings.infer);
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings_in, std::vector<std::string> argv) {
+  validate(settings_in.infer);
   CompareReport report;
-  const c10::Device device = begin_report(report, workload, settings, std::move(argv));
+  const c10::Device device = begin_report(report, workload, settings_in, std::move(argv));
+  CompareSettings settings = settings_in;
+  if (settings.infer_dtype_auto) {
+    const auto choice = native_inference_dtype(device);
+    settings.infer.dtype = choice.dtype;
+    report.settings.infer.dtype = choice.dtype;
+    report.inference_dtype_choice = "auto: " + choice.reason;
+    log::info(cat("inference dtype ", report.inference_dtype_choice));
+  }
   std::shared_ptr<torch::nn::Module> trained;
   report.training = run_training(workload, settings.train, device, &trained);
   log::info(cat("inference ", workload.name(), " (", to_string(settings.infer.dtype),

@@ -20,6 +20,10 @@ inline std::string torch_version() { return TORCH_VERSION; }
 // Optimizer::zero_grad(set_to_none) (the argument exists since LibTorch 2.0).
 inline void zero_grad_set_to_none(torch::optim::Optimizer& optimizer) { optimizer.zero_grad(/*set_to_none=*/true); }
 
+// Initialises CUDA (driver, caching allocator) if nothing has yet: the allocator's statistics and device
+// properties may be read before any tensor has touched the device.
+inline void init_cuda() { at::globalContext().lazyInitDevice(c10::DeviceType::CUDA); }
+
 #if TVIE_WITH_CUDA
 // StatType moved from c10::cuda::CUDACachingAllocator to c10::CachingAllocator (2.1+); DeviceStats
 // moved to c10::CachingDeviceAllocator (2.6+). getDeviceStats returns it either way.

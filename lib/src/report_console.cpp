@@ -55,10 +55,27 @@ std::string precision_text(const std::string& p) {
   return "fp32";
 }
 
+// "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."
+void machine_line(std::ostream& out, const RunContext& c) {
+  std::string features;
+  for (const auto& f : c.host.cpu_features) features += (features.empty() ? "" : " ") + f;
+  out << "machine: " << (c.host.cpu_model.empty() ? "CPU model unknown" : c.host.cpu_model) << " ("
+      << (features.empty() ? "none of avx2/avx512/amx" : features) << "), " << c.host.intra_op_threads
+      << " intra-op threads";
+  if (c.gpu) {
+    const auto& g = *c.gpu;
+    out << "; " << g.name << " (compute capability " << g.compute_capability << ", " << format_bytes(g.memory_bytes)
+        << "), driver " << (g.driver.empty() ? "unknown" : g.driver) << ", CUDA runtime " << g.cuda_runtime
+        << ", cuDNN " << (g.cudnn.empty() ? "none" : g.cudnn) << ", NCCL " << (g.nccl.empty() ? "none" : g.nccl);
+  }
+  out << '\n';
+}
+
 void header(std::ostream& out, const std::string& command, const std::string& workload, const RunContext& c,
             const ModelFacts& f) {
   out << "tvie " << command << ": " << workload << " on " << c.device << "  (tvie " << c.tvie_version << ", LibTorch "
       << c.torch_version << ")\n";
+  machine_line(out, c);
   out << "model: " << with_commas(f.parameter_count) << " parameters (" << format_bytes(f.parameter_count * 4)
       << " in fp32), " << flops(f.forward_flops_per_sample) << " forward per sample (analytic)";
   if (f.tokens_per_sample > 0) out << ", " << f.tokens_per_sample << " tokens per sample";
@@ -191,8 +208,9 @@ void ConsoleReporter::report(const ServeReport& r) {
   const auto& s = r.settings;
   const auto& x = r.result;
   auto& out = out_;
-  out << "tvie serve: " << r.workload << " on " << r.device << "  (tvie " << r.tvie_version << ", LibTorch "
-      << r.torch_version << ")\n";
+  out << "tvie serve: " << r.workload << " on " << r.context.device << "  (tvie " << r.context.tvie_version
+      << ", LibTorch " << r.context.torch_version << ")\n";
+  machine_line(out, r.context);
   out << "scenario " << to_string(s.scenario) << ": ";
   if (s.scenario == Scenario::server)
     out << "Poisson arrivals at " << fmt("%g", s.target_qps) << " QPS (seed " << s.seed
@@ -228,7 +246,7 @@ void ConsoleReporter::report(const ServeReport& r) {
       << " s: " << fmt("%.1f", x.achieved_qps) << " QPS achieved";
   if (s.scenario == Scenario::server) out << " (target " << fmt("%g", s.target_qps) << ")";
   out << "\nvalidity: " << x.validity << "\n";
-  if (r.device.rfind("cpu", 0) == 0)
+  if (r.context.device.rfind("cpu", 0) == 0)
     out << "cpu threads: " << x.intra_op_threads << " intra-op; OMP_WAIT_POLICY="
         << (x.omp_wait_policy.empty() ? "unset (idle threads spin briefly, then sleep)" : x.omp_wait_policy) << '\n';
   out << '\n';
@@ -256,7 +274,9 @@ void ConsoleReporter::report(const CompareReport& r) {
   auto& out = out_;
   header(out, "compare", r.workload, r.context, r.facts);
   training_line(out, r.settings.train, t);
-  out << "inference: batch " << is.batch_size << ", " << i.dtype << " copy of the trained weights\n\n";
+  out << "inference: batch " << is.batch_size << ", " << i.dtype << " copy of the trained weights";
+  if (r.inference_dtype_choice != "given") out << "\n           (" << r.inference_dtype_choice << ")";
+  out << "\n\n";
 
   const std::vector<size_t> w = {18, 14, 14, 18, 10};
   row(out, {"memory", "training", "predicted", "inference " + i.dtype, "train/infer"}, w);

@@ -28,11 +28,23 @@ json summary_json(const Summary& s) {
 }
 
 json context_json(const RunContext& c) {
-  return {{"tvie_version", c.tvie_version},
-          {"torch_version", c.torch_version},
-          {"cuda_available", c.cuda_available},
-          {"device", c.device},
-          {"argv", c.argv}};
+  json j = {{"tvie_version", c.tvie_version},
+            {"torch_version", c.torch_version},
+            {"cuda_available", c.cuda_available},
+            {"device", c.device},
+            {"argv", c.argv},
+            {"cpu_model", c.host.cpu_model},
+            {"cpu_features", c.host.cpu_features},
+            {"intra_op_threads", c.host.intra_op_threads}};
+  if (c.gpu)
+    j["gpu"] = {{"name", c.gpu->name},
+                {"compute_capability", c.gpu->compute_capability},
+                {"memory_bytes", c.gpu->memory_bytes},
+                {"driver", c.gpu->driver},
+                {"cuda_runtime", c.gpu->cuda_runtime},
+                {"cudnn", c.gpu->cudnn},
+                {"nccl", c.gpu->nccl}};
+  return j;
 }
 
 json model_json(const std::string& name, const ModelFacts& f) {
@@ -211,6 +223,52 @@ std::string to_json_string(const DecodeReport& r, int indent) {
   return j.dump(indent);
 }
 
+std::string to_json_string(const AllreduceReport& report, int indent) {
+  const auto& r = report.result;
+  const auto& s = report.settings;
+  json rows = json::array();
+  for (const auto& x : r.rows)
+    rows.push_back({{"bytes", x.bytes},
+                    {"count", x.count},
+                    {"out_of_place",
+                     {{"time_us", x.out_of_place_us},
+                      {"algbw_gbs", x.out_of_place_algbw_gbs},
+                      {"busbw_gbs", x.out_of_place_busbw_gbs},
+                      {"wrong", x.out_of_place_wrong}}},
+                    {"in_place",
+                     {{"time_us", x.in_place_us},
+                      {"algbw_gbs", x.in_place_algbw_gbs},
+                      {"busbw_gbs", x.in_place_busbw_gbs},
+                      {"wrong", x.in_place_wrong}}}});
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(report.context);
+  j["allreduce"] = {{"backend", r.backend},
+                    {"device", r.device},
+                    {"dtype", r.dtype},
+                    {"world_size", r.world_size},
+                    {"bus_factor", allreduce_bus_factor(r.world_size)},
+                    {"iters", s.iters},
+                    {"warmup", s.warmup},
+                    {"checked", s.check},
+                    {"rows", rows},
+                    {"average_busbw_gbs", r.average_busbw_gbs},
+                    {"total_wrong", r.total_wrong}};
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const AllreduceReport& report) {
+  const auto& r = report.result;
+  std::string csv =
+      "bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
+      "ip_wrong";
+  for (const auto& x : r.rows)
+    csv += cat("\n", x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
+               x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs, ",",
+               x.in_place_busbw_gbs, ",", x.in_place_wrong);
+  return csv;
+}
+
 std::string to_json_string(const TrainReport& r, int indent) {
   json j;
   j["schema_version"] = kReportSchemaVersion;
@@ -228,8 +286,10 @@ std::string to_json_string(const CompareReport& r, int indent) {
   j["model"] = model_json(r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
   j["inference"] = inference_json(i);
-  j["inference"]["settings"] = {
-      {"batch_size", r.settings.infer.batch_size}, {"dtype", i.dtype}, {"seed", r.settings.infer.seed}};
+  j["inference"]["settings"] = {{"batch_size", r.settings.infer.batch_size},
+                                {"dtype", i.dtype},
+                                {"dtype_choice", r.inference_dtype_choice},
+                                {"seed", r.settings.infer.seed}};
   j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
               {"parameter_memory_ratio", r.parameter_memory_ratio},
               {"throughput_ratio", r.throughput_ratio}};
@@ -281,8 +341,7 @@ std::string to_json_string(const ServeReport& r, int indent) {
   const auto& x = r.result;
   json j;
   j["schema_version"] = kReportSchemaVersion;
-  j["context"] = {
-      {"tvie_version", r.tvie_version}, {"torch_version", r.torch_version}, {"device", r.device}, {"argv", r.argv}};
+  j["context"] = context_json(r.context);
   j["model"] = model_json(r.workload, r.facts);
   j["serving"] = {{"settings",
                    {{"scenario", to_string(s.scenario)},

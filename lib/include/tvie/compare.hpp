@@ -2,24 +2,17 @@
 // copy of the trained weights, on the same device, and puts the two ledgers and timings side by side.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <tvie/context.hpp>
 #include <tvie/infer.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/train.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie {
-
-struct RunContext {
-  std::string tvie_version;
-  std::string torch_version;
-  bool cuda_available = false;
-  std::string device;  // resolved, with its name: "cpu", "cuda:0 (NVIDIA H200)"
-  std::vector<std::string> argv;
-};
-RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv);
 
 struct CompareReport {
   RunContext context;
@@ -28,6 +21,8 @@ struct CompareReport {
   ModelFacts facts;
   TrainingResult training;
   InferenceResult inference;
+  // How the inference dtype was chosen: "given" (settings.infer.dtype), or "auto: <dtype>: <why>".
+  std::string inference_dtype_choice = "given";
   // Ratios between the modes (0 when a denominator is 0).
   double peak_memory_ratio = 0;       // training peak / inference peak
   double parameter_memory_ratio = 0;  // training parameters / inference parameters

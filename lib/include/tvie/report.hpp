@@ -6,11 +6,19 @@
 
 #include <tvie/compare.hpp>
 #include <tvie/decode.hpp>
+#include <tvie/dist.hpp>
 #include <tvie/serve.hpp>
 
 namespace tvie {
 
 inline constexpr int kReportSchemaVersion = 1;
+
+// `tvie allreduce`: a sweep in the manner of nccl-tests' all_reduce_perf (rank 0's figures).
+struct AllreduceReport {
+  RunContext context;
+  AllreduceSweepSettings settings;
+  AllreduceSweepResult result;
+};
 
 // `tvie decode`: KV-cached decoding of a zoo gpt preset.
 struct DecodeReport {
@@ -61,6 +69,9 @@ std::string to_json_string(const TrainReport& report, int indent = 2);
 std::string to_json_string(const ServeReport& report, int indent = 2);
 std::string to_json_string(const InferReport& report, int indent = 2);
 std::string to_json_string(const DecodeReport& report, int indent = 2);
+std::string to_json_string(const AllreduceReport& report, int indent = 2);
+// The all-reduce rows flat, one line a message size, with a header line (no trailing newline).
+std::string to_csv_string(const AllreduceReport& report);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

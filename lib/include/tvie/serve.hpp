@@ -17,6 +17,7 @@
 
 #include <c10/core/Device.h>
 
+#include <tvie/context.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/workload.hpp>
@@ -151,8 +152,7 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
                           const c10::Device& device);
 
 struct ServeReport {
-  std::string tvie_version, torch_version, device;
-  std::vector<std::string> argv;
+  RunContext context;
   std::string workload;
   ModelFacts facts;
   ServeSettings settings;

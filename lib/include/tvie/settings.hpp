@@ -74,6 +74,9 @@ struct CompareSettings {
   std::string device = "auto";  // auto, cpu, cuda, cuda:N
   TrainSettings train;
   InferSettings infer;
+  // Replace infer.dtype by the dtype the device runs natively (native_inference_dtype in device.hpp: bf16
+  // with bf16 units, else fp32); the report says which and why.
+  bool infer_dtype_auto = false;
 };
 
 void validate(const TrainSettings& settings);

@@ -13,6 +13,7 @@
 #include <tvie/checkpoint.hpp>
 #include <tvie/compare.hpp>
 #include <tvie/config.hpp>
+#include <tvie/context.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/device.hpp>
 #include <tvie/dist.hpp>

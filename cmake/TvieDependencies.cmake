@@ -46,6 +46,11 @@ target_link_libraries(tvie_torch_deps INTERFACE ${TORCH_LIBRARIES})
 # tvie's own code is C++17; LibTorch >= 2.10 headers refuse anything older than C++20, so every
 # translation unit that includes them is compiled as C++20 (see README, "C++ standard").
 target_compile_features(tvie_torch_deps INTERFACE cxx_std_20)
+# libstdc++ first among the shared libraries a binary needs: LibTorch 2.11's libtorch.so exports its own copies
+# of the std::filesystem operations (remove_all, temp_directory_path ...), and the dynamic linker takes the
+# first definition in load order; tvie's calls crashed in libtorch's remove_all. Linked ahead of the torch
+# libraries (link options come before them on the command line), libstdc++ is searched first.
+target_link_options(tvie_torch_deps INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 set(TVIE_WITH_CUDA OFF)
 if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES OR CUDA_FOUND)
   set(TVIE_WITH_CUDA ON)

@@ -13,7 +13,9 @@ foreach(source ${sources})
   math(EXPR in_sources "${in_sources} + ${n}")
 endforeach()
 
-execute_process(COMMAND "${CTEST}" -N WORKING_DIRECTORY "${BUILD_DIR}" OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
+# From the tests' own build folder: `ctest -N` rewrites Testing/Temporary/LastTest.log where it runs, and the
+# top-level one holds the log of the run in progress (scripts/test.sh reads the skip reasons from it).
+execute_process(COMMAND "${CTEST}" -N WORKING_DIRECTORY "${BUILD_DIR}/tests" OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "ctest -N failed (${rc})")
 endif()

@@ -16,14 +16,23 @@
 
 namespace tvie::test {
 
+// TVIE_REQUIRE_GPU=1 in the environment: a [gpu] test without a usable CUDA device fails instead of
+// being skipped (scripts/gpu-check.sh sets it, so that a broken CUDA set-up cannot pass as "skipped").
+inline bool gpu_required() {
+  const char* v = std::getenv("TVIE_REQUIRE_GPU");
+  return v != nullptr && std::string(v) == "1";
+}
+
 // A [gpu] test run on a machine without CUDA: ctest runs each test alone and main() skips it with exit
-// code 77 before it starts; in a whole-binary run it warns and returns instead.
-#define TVIE_REQUIRE_CUDA()                                                            \
-  do {                                                                                 \
-    if (!tvie::cuda_available()) {                                                     \
-      WARN("SKIPPED: needs a CUDA device; torch::cuda::is_available() is false here"); \
-      return;                                                                          \
-    }                                                                                  \
+// code 77 before it starts; in a whole-binary run it warns and returns instead (fails under
+// TVIE_REQUIRE_GPU=1).
+#define TVIE_REQUIRE_CUDA()                                                                    \
+  do {                                                                                         \
+    if (!tvie::cuda_available()) {                                                             \
+      if (tvie::test::gpu_required()) FAIL("TVIE_REQUIRE_GPU=1 but no CUDA device is usable"); \
+      WARN("SKIPPED: needs a CUDA device; torch::cuda::is_available() is false here");         \
+      return;                                                                                  \
+    }                                                                                          \
   } while (0)
 
 // A fresh directory under the system's temporary directory, removed with everything in it at scope exit.

@@ -1,6 +1,6 @@
 // Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
-// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available, and [dist]
-// tests when the build has no Gloo backend.
+// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available (unless
+// TVIE_REQUIRE_GPU=1: then they fail), and [dist] tests when the build has no Gloo backend.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -10,6 +10,8 @@
 #include <tvie/config.hpp>
 #include <tvie/device.hpp>
 #include <tvie/memory.hpp>
+
+#include "helpers.hpp"
 
 namespace {
 
@@ -30,10 +32,13 @@ int main(int argc, char* argv[]) {
     const bool all_gpu = !selected.empty() &&
                          std::all_of(selected.begin(), selected.end(), [](const auto& t) { return has_tag(t, "gpu"); });
     if (all_gpu) {
+      // TVIE_REQUIRE_GPU=1 (the GPU check): a machine that should have a usable GPU but does not fails.
+      const bool required = tvie::test::gpu_required();
       for (const auto& t : selected)
-        std::cout << "SKIPPED [gpu] " << t.getTestCaseInfo().name
-                  << ": needs a CUDA device; torch::cuda::is_available() is false on this machine\n";
-      return 77;
+        std::cout << (required ? "FAILED [gpu] " : "SKIPPED [gpu] ") << t.getTestCaseInfo().name
+                  << ": needs a CUDA device; torch::cuda::is_available() is false on this machine"
+                  << (required ? " (TVIE_REQUIRE_GPU=1)" : "") << "\n";
+      return required ? 1 : 77;
     }
   }
   if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && !TVIE_WITH_GLOO) {

@@ -472,3 +472,27 @@ TEST_CASE("cli: infer --torchscript runs a script model as loaded, frozen and op
   CHECK(line_count(bad.out) == 1);
   CHECK(bad.out.find("--input-shape: got '5,8,8'") != std::string::npos);
 }
+
+TEST_CASE("TVIE_REQUIRE_GPU=1 turns a skipped [gpu] test into a failure on a machine without CUDA", "[cli]") {
+  if (tvie::cuda_available()) {
+    WARN("this machine has CUDA: the [gpu] tests run here, there is nothing to skip");
+    return;
+  }
+  const auto run_test = [](const std::string& env) {
+    const std::string command = env + " " + TVIE_TEST_BINARY + " \"CUDA events time device work\" 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+    const int status = ::pclose(pipe);
+    return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  };
+  const Run skipped = run_test("TVIE_REQUIRE_GPU=0");
+  CHECK(skipped.exit_code == 77);
+  CHECK(skipped.out.find("SKIPPED [gpu] CUDA events time device work") != std::string::npos);
+  const Run required = run_test("TVIE_REQUIRE_GPU=1");
+  INFO(required.out);
+  CHECK(required.exit_code == 1);
+  CHECK(required.out.find("FAILED [gpu] CUDA events time device work") != std::string::npos);
+}

@@ -22,9 +22,12 @@ void wait_for(const at::cuda::CUDAStream& waiter, const at::cuda::CUDAStream& pr
 }
 }  // namespace
 
+// Every CUDA call below runs on the model's device (`--device cuda:1` captures on cuda:1), whatever the
+// current device was: a device guard for the whole capture and each replay, streams of that device.
 class CudaGraphStep final : public GraphedStep {
  public:
-  CudaGraphStep(Trainer& t, const TrainSettings& s) : t_(t), settings_(s) {
+  CudaGraphStep(Trainer& t, const TrainSettings& s, c10::DeviceIndex index) : t_(t), settings_(s), index_(index) {
+    c10::cuda::CUDAGuard device_guard(index_);
     optimizer_in_graph_ = s.optimizer == OptimizerKind::sgd || s.optimizer == OptimizerKind::sgd_momentum;
     // Static input: the graph reads these addresses on every replay.
     const Batch first = t_.next_batch();
@@ -39,8 +42,8 @@ class CudaGraphStep final : public GraphedStep {
     // capture time): the ledger steps that ran before have created it. Warm up forward and backward on
     // a side stream, so that lazily created library state (cuBLAS workspaces for that stream) is made
     // outside the capture, without touching the weights; then capture on that stream.
-    auto side = at::cuda::getStreamFromPool();
-    wait_for(side, at::cuda::getCurrentCUDAStream());
+    auto side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, index_);
+    wait_for(side, at::cuda::getCurrentCUDAStream(index_));
     {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int i = 0; i < 2; ++i) forward_backward();
@@ -49,10 +52,11 @@ class CudaGraphStep final : public GraphedStep {
       if (optimizer_in_graph_) t_.optimizer_->step();
       graph_.capture_end();
     }
-    wait_for(at::cuda::getCurrentCUDAStream(), side);
+    wait_for(at::cuda::getCurrentCUDAStream(index_), side);
   }
 
   torch::Tensor replay(StepTimer* timer) override {
+    c10::cuda::CUDAGuard device_guard(index_);
     const Batch next = t_.next_batch();
     static_batch_.input.copy_(next.input, /*non_blocking=*/true);
     static_batch_.target.copy_(next.target, /*non_blocking=*/true);
@@ -88,6 +92,7 @@ class CudaGraphStep final : public GraphedStep {
 
   Trainer& t_;
   TrainSettings settings_;
+  c10::DeviceIndex index_;
   bool optimizer_in_graph_ = false;
   Batch static_batch_;
   at::cuda::CUDAGraph graph_;
@@ -96,9 +101,10 @@ class CudaGraphStep final : public GraphedStep {
 
 class CudaGraphForward final : public GraphedForward {
  public:
-  explicit CudaGraphForward(const std::function<torch::Tensor()>& forward) {
-    auto side = at::cuda::getStreamFromPool();
-    wait_for(side, at::cuda::getCurrentCUDAStream());
+  CudaGraphForward(const std::function<torch::Tensor()>& forward, c10::DeviceIndex index) : index_(index) {
+    c10::cuda::CUDAGuard device_guard(index_);
+    auto side = at::cuda::getStreamFromPool(/*isHighPriority=*/false, index_);
+    wait_for(side, at::cuda::getCurrentCUDAStream(index_));
     {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int i = 0; i < 2; ++i) forward();
@@ -106,15 +112,17 @@ class CudaGraphForward final : public GraphedForward {
       output_ = forward();
       graph_.capture_end();
     }
-    wait_for(at::cuda::getCurrentCUDAStream(), side);
+    wait_for(at::cuda::getCurrentCUDAStream(index_), side);
   }
 
   torch::Tensor replay() override {
+    c10::cuda::CUDAGuard device_guard(index_);
     graph_.replay();
     return output_;
   }
 
  private:
+  c10::DeviceIndex index_;
   at::cuda::CUDAGraph graph_;
   torch::Tensor output_;
 };
@@ -125,7 +133,7 @@ class CudaGraphStep {};
 std::unique_ptr<GraphedForward> make_graphed_forward(std::function<torch::Tensor()> forward,
                                                      const c10::Device& device) {
 #if TVIE_WITH_CUDA
-  if (device.is_cuda()) return std::make_unique<CudaGraphForward>(forward);
+  if (device.is_cuda()) return std::make_unique<CudaGraphForward>(forward, device.has_index() ? device.index() : 0);
 #endif
   (void)forward;
   throw DeviceUnavailable("infer.cuda_graph", device.str(), "a CUDA device (CUDA graphs run on GPUs only)");
@@ -134,7 +142,8 @@ std::unique_ptr<GraphedForward> make_graphed_forward(std::function<torch::Tensor
 std::unique_ptr<GraphedStep> make_graphed_step(Trainer& trainer, const TrainSettings& settings,
                                                const c10::Device& device) {
 #if TVIE_WITH_CUDA
-  if (device.is_cuda()) return std::make_unique<CudaGraphStep>(trainer, settings);
+  if (device.is_cuda())
+    return std::make_unique<CudaGraphStep>(trainer, settings, device.has_index() ? device.index() : 0);
 #endif
   (void)trainer;
   (void)settings;

@@ -11,6 +11,7 @@
 #include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
+#include <tvie/timing.hpp>
 
 namespace tvie {
 namespace {
@@ -143,9 +144,16 @@ void DataParallel::launch(Bucket& b) {
 
 void DataParallel::after_backward() {
   const auto backward_end = Clock::now();
+  // CUDA: exposed time on the device, from where backward's kernels end in stream order (this event) to
+  // where the averaged gradients are back in place; the host reaches this point long before the device.
+  std::unique_ptr<StepTimer> exposed;
+  if (device_.is_cuda()) {
+    exposed = make_step_timer(device_);
+    exposed->start();
+  }
   for (auto& b : buckets_)
     if (!b->launched) launch(*b);  // without overlap, all of them; with it, those backward did not fill
-  for (auto& b : buckets_) b->pending->wait();
+  for (auto& b : buckets_) b->pending->wait_ordered();
   torch::NoGradGuard no_grad;
   const double world = static_cast<double>(comm_.world_size());
   Clock::time_point first = buckets_.empty() ? backward_end : buckets_.front()->launched_at, last = first;
@@ -166,6 +174,16 @@ void DataParallel::after_backward() {
     b->ready = 0;
   }
   armed_ = false;
+  if (exposed) {
+    // NCCL's completion callbacks fire at enqueue: the communication time is the buckets' time on NCCL's
+    // stream (CUDA events), which runs them one after another.
+    exposed->stop();
+    exposed_ms_.push_back(exposed->collect_ms().front());  // waits for the device
+    double device_ms = 0;
+    for (auto& b : buckets_) device_ms += std::max(0.0, b->pending->device_ms());
+    comm_ms_.push_back(device_ms);
+    return;
+  }
   comm_ms_.push_back(ms_between(first, last));
   exposed_ms_.push_back(ms_between(backward_end, Clock::now()));
 }

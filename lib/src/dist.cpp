@@ -9,6 +9,7 @@
 #endif
 
 #include <tvie/dist.hpp>
+#include <tvie/timing.hpp>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if TVIE_WITH_GLOO
@@ -67,8 +68,9 @@ DeviceUse device_use(const c10::Device& device) {
   DeviceUse u;
 #if TVIE_WITH_CUDA
   if (!device.is_cuda()) return u;
-  synchronize(device);
+  compat::init_cuda();  // the allocator's statistics exist only once CUDA is initialised
   c10::cuda::CUDAGuard guard(device.index());
+  synchronize(device);
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
     u.used = static_cast<int64_t>(total_bytes) - static_cast<int64_t>(free_bytes);
@@ -185,13 +187,30 @@ class Pending final : public PendingCollective {
   Pending(c10::intrusive_ptr<c10d::Work> work, const Communicator& comm, std::string what, c10::Device device)
       : work_(std::move(work)), comm_(comm), what_(std::move(what)), device_(device) {}
   void wait() override {
+    wait_ordered();
+    if (device_.is_cuda()) synchronize(device_);  // NCCL's wait() only orders the stream
+  }
+  void wait_ordered() override {
     try {
-      work_->wait(comm_.timeout());
+      // NCCL: wait() without a timeout makes the current stream wait for the collective and returns; with a
+      // timeout it would poll the work on the host with 1 ms sleeps (a 1 ms floor on every all-reduce). The
+      // process group's own timeout and watchdog still abort a collective that hangs.
+      if (device_.is_cuda())
+        work_->wait();
+      else
+        work_->wait(comm_.timeout());
     } catch (const std::exception& e) {
       throw CommunicationError(
           cat(what_, " failed on rank ", comm_.rank(), ": ", first_line(e.what()), "; ", comm_.describe_lost_ranks()));
     }
-    if (device_.is_cuda()) synchronize(device_);  // NCCL's wait() only orders the stream
+  }
+  double device_ms() const override {
+    if (!device_.is_cuda()) return -1;
+    try {
+      return static_cast<double>(work_->getDuration());  // the collective's start and end events on NCCL's stream
+    } catch (const std::exception&) {
+      return -1;  // timing not enabled, or not finished
+    }
   }
   void on_done(std::function<void()> callback) override {
     work_->getFuture()->addCallback([callback = std::move(callback)](c10::ivalue::Future&) { callback(); });
@@ -243,6 +262,9 @@ Communicator::Communicator(const DistEnv& env, const DistSettings& settings, con
       opts->timeout = timeout_;
       impl_->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(env.rank),
                                                                    static_cast<int>(env.world_size), opts);
+      // CUDA events around every collective on NCCL's stream: its completion future fires at enqueue, so
+      // only device events time it (PendingCollective::device_ms).
+      impl_->backend->enableCollectivesTiming();
       backend_name_ = "nccl";
 #endif
     } else {
@@ -398,13 +420,24 @@ AllreduceSweepResult run_allreduce_sweep(Communicator& comm, const AllreduceSwee
     auto wrong = [&](const torch::Tensor& t) { return s.check ? t.ne(expected).sum().item<int64_t>() : -1; };
     auto time_us = [&](bool in_place) {
       std::vector<torch::Tensor> buf{output};  // in place: the buffer is reduced again and again
+      // CPU (Gloo): each all-reduce waited for on the host. CUDA (NCCL): the current stream waits for each
+      // one (no host round trip between them), timed by CUDA events on that stream, as nccl-tests does.
       auto once = [&] {
         if (!in_place) output.copy_(input);
-        comm.allreduce_sum(buf);
+        auto pending = comm.start_allreduce_sum(buf);
+        pending->wait_ordered();
       };
       if (in_place) output.copy_(input);
       for (int64_t i = 0; i < s.warmup; ++i) once();
+      synchronize(device);
       comm.barrier();
+      if (device.is_cuda()) {
+        auto timer = make_step_timer(device);
+        timer->start();
+        for (int64_t i = 0; i < s.iters; ++i) once();
+        timer->stop();
+        return timer->collect_ms().front() * 1e3 / static_cast<double>(s.iters);
+      }
       const auto t0 = clock::now();
       for (int64_t i = 0; i < s.iters; ++i) once();
       const auto t1 = clock::now();

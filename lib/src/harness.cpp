@@ -61,8 +61,8 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
   const bool measure_heap = probe && device.is_cpu() && heap_in_use_bytes() >= 0;
   const int64_t heap_before = measure_heap ? heap_in_use_bytes() : 0;
   const int64_t counted_before = measure_heap ? probe->allocated_bytes() : 0;
-  copy.converted_linears = nn::convert_linear_weights(module, kind);
-  if (copy.converted_linears == 0)
+  copy.converted_linears = nn::convert_linear_weights(module, kind, &copy.dense_linears);
+  if (copy.converted_linears + copy.dense_linears == 0)
     throw InvalidArgument("infer.dtype", to_string(dtype),
                           "fp32, bf16 (this model has no tvie::nn::Linear layers to convert; build its Linear layers "
                           "from tvie::nn::Linear to run it in int8 or fp8)");
@@ -70,6 +70,10 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
     const int64_t counted = probe->allocated_bytes() - counted_before;
     copy.outside_allocator_bytes = std::max<int64_t>(0, heap_in_use_bytes() - heap_before - counted);
   }
+  if (copy.dense_linears > 0)
+    log::info(cat("inference copy: ", copy.dense_linears, " of ", copy.converted_linears + copy.dense_linears,
+                  " Linear layers kept dense (", nn::to_string(kind), " needs in and out features multiples of ",
+                  kind == nn::LinearWeights::fp8_e4m3 ? 16 : 8, ")"));
   log::debug(cat("inference copy: ", copy.converted_linears, " Linear layers converted to ", nn::to_string(kind), "; ",
                  copy.outside_allocator_bytes, " bytes outside torch's allocator"));
   return copy;

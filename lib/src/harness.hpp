@@ -44,6 +44,7 @@ c10::ScalarType inference_base_dtype(InferenceDtype dtype);
 
 struct InferenceCopy {
   int64_t converted_linears = 0;  // tvie::nn::Linear layers given int8/fp8 weights
+  int64_t dense_linears = 0;      // tvie::nn::Linear layers kept dense: the kernel cannot take their shape
   // Bytes the conversion left allocated outside LibTorch's allocator (CPU int8: fbgemm's packed weights),
   // measured as glibc heap growth (mallinfo2) minus what the tensor counter saw; 0 when not measured.
   int64_t outside_allocator_bytes = 0;

@@ -19,7 +19,10 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
     torch::manual_seed(settings_.seed);
     module_ = workload_.make_module();  // fp32 on the CPU
     if (weights) copy_weights(*weights, *module_);
-    packed_bytes_ = detail::make_inference_copy(*module_, device_, settings_.dtype, probe).outside_allocator_bytes;
+    const auto copy = detail::make_inference_copy(*module_, device_, settings_.dtype, probe);
+    packed_bytes_ = copy.outside_allocator_bytes;
+    linears_converted_ = copy.converted_linears;
+    linears_kept_dense_ = copy.dense_linears;
     workload_.prepare_inference(*module_);
   });
   baseline_bytes_ = built.baseline;
@@ -79,6 +82,8 @@ InferenceResult run_inference(const Workload& workload, const InferSettings& set
   try {
     InferenceSession session(workload, settings, device, weights, probe.get());
     r.memory = session.ledger_batch(*probe);  // eager, also with cuda_graph
+    r.linears_converted = session.linears_converted();
+    r.linears_kept_dense = session.linears_kept_dense();
     if (settings.cuda_graph) session.capture_cuda_graph();
     for (int64_t i = 0; i < settings.warmup_steps; ++i) session.run_batch();
     auto timer = make_step_timer(device);

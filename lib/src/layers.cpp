@@ -157,18 +157,25 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
   return {};
 }
 
-void LinearImpl::convert_weights(LinearWeights kind) {
-  if (kind == kind_) return;
+bool LinearImpl::shape_supported(LinearWeights kind) const {
+  if (kind == LinearWeights::int8_cuda) return in_features % 8 == 0 && out_features % 8 == 0;
+  if (kind == LinearWeights::fp8_e4m3) return in_features % 16 == 0 && out_features % 16 == 0;
+  return true;
+}
+
+bool LinearImpl::convert_weights(LinearWeights kind) {
+  if (kind == kind_) return true;
   if (kind_ != LinearWeights::dense)
     throw InvalidArgument("infer.dtype", to_string(kind), "one conversion per inference copy (already converted)");
   const c10::Device device = weight.device();
   std::string why;
   if (!linear_weights_supported(kind, device, &why)) throw InvalidArgument("infer.dtype", to_string(kind), why);
+  if (!shape_supported(kind)) return false;  // e.g. a 10-class head under _int_mm: stays dense
   torch::NoGradGuard no_grad;
   const auto w = weight.detach().to(torch::kFloat32).contiguous();  // [out, in]
   switch (kind) {
     case LinearWeights::dense:
-      return;
+      return true;
     case LinearWeights::int8_dynamic: {
       bool x86 = false;
       for (auto engine : at::globalContext().supportedQEngines()) x86 = x86 || engine == at::QEngine::X86;
@@ -183,21 +190,12 @@ void LinearImpl::convert_weights(LinearWeights kind) {
       break;
     }
     case LinearWeights::int8_cuda: {
-      if (in_features % 8 != 0 || out_features % 8 != 0)
-        throw InvalidArgument("infer.dtype", "int8",
-                              cat("Linear layers with in and out features multiples of 8 (at::_int_mm); this one is ",
-                                  in_features, " -> ", out_features));
       q_scale_ = row_scales(w, kInt8Max);                                                           // [out]
       q_weight_ = (w / q_scale_.unsqueeze(1)).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8);  // [out, in]
       if (bias.defined()) q_bias_ = bias.detach().to(torch::kFloat32);
       break;
     }
     case LinearWeights::fp8_e4m3: {
-      if (in_features % 16 != 0 || out_features % 16 != 0)
-        throw InvalidArgument("infer.dtype", "fp8",
-                              cat("Linear layers with in and out features multiples of 16 (at::_scaled_mm); this one "
-                                  "is ",
-                                  in_features, " -> ", out_features));
       q_scale_ = (w.abs().amax() / kE4m3Max).clamp_min(1e-12);  // [] per tensor
       q_weight_ = (w / q_scale_).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn);
       if (bias.defined()) q_bias_ = bias.detach().to(torch::kBFloat16);
@@ -208,16 +206,20 @@ void LinearImpl::convert_weights(LinearWeights kind) {
   weight.set_data(torch::empty({0}, weight.options()));
   if (bias.defined()) bias.set_data(torch::empty({0}, bias.options()));
   kind_ = kind;
+  return true;
 }
 
-int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind) {
-  int64_t converted = 0;
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense) {
+  int64_t converted = 0, dense = 0;
   for (const auto& child : module.modules(/*include_self=*/true)) {
     if (auto* linear = child->as<LinearImpl>()) {
-      linear->convert_weights(kind);
-      ++converted;
+      if (linear->convert_weights(kind))
+        ++converted;
+      else
+        ++dense;
     }
   }
+  if (kept_dense) *kept_dense = dense;
   return converted;
 }
 

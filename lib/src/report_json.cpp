@@ -146,6 +146,7 @@ json inference_json(const InferenceResult& i) {
             {"batch", i.memory.batch}}},
           {"timer", i.timer},
           {"cuda_graph", i.cuda_graph},
+          {"linear_layers", {{"converted", i.linears_converted}, {"kept_dense", i.linears_kept_dense}}},
           {"ledger_batches", i.ledger_batches},
           {"warmup_batches", i.warmup_batches},
           {"timed_batches", i.timed_batches},

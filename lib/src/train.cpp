@@ -162,12 +162,13 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
   const Batch first = k == 1 ? batch : slice_batch(batch, 0, micro);
 
-  // One forward without grad first: lazily created library state (thread pools' scratch, cuBLAS
-  // workspaces) is then allocated before anything is measured, and stays out of the categories.
-  {
-    torch::NoGradGuard no_grad;
-    forward_loss(first);
-  }
+  // One forward and backward first, then the gradients set to none: lazily created library state (thread
+  // pools' scratch; on CUDA the cuBLAS workspace of autograd's device thread, which the first backward
+  // allocates with its own handle) is then allocated before anything is measured, and stays out of the
+  // gradients and optimizer state. No optimizer step: the weights do not change. (The gradient hook is not
+  // told: nothing is communicated.)
+  forward_loss(first).backward();
+  compat::zero_grad_set_to_none(*optimizer_);
   synchronize(device_);
   const int64_t start = probe.allocated_bytes();  // parameters, scaler, batch (+ baseline)
   probe.reset_peak();

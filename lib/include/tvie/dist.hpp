@@ -55,8 +55,14 @@ class PendingCollective {
  public:
   virtual ~PendingCollective() = default;
   virtual void wait() = 0;
-  // `callback` runs (on a backend thread) when the collective completes; at once if it already has.
+  // CUDA: the current stream waits for the collective (the host does not); CPU: as wait().
+  virtual void wait_ordered() = 0;
+  // `callback` runs (on a backend thread) when the collective completes; at once if it already has. On
+  // NCCL this is when the collective was enqueued, not when it finished on the device: time it with
+  // device_ms().
   virtual void on_done(std::function<void()> callback) = 0;
+  // NCCL, once the collective has finished: its time on NCCL's stream (CUDA events); -1 elsewhere.
+  virtual double device_ms() const = 0;
 };
 
 class Communicator {

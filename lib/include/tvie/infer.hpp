@@ -39,6 +39,9 @@ class InferenceSession {
 
   torch::nn::Module& module() { return *module_; }
   const Batch& batch() const { return batch_; }
+  // int8/fp8: tvie::nn::Linear layers converted, and kept dense because the kernel cannot take their shape.
+  int64_t linears_converted() const { return linears_converted_; }
+  int64_t linears_kept_dense() const { return linears_kept_dense_; }
 
  private:
   torch::Tensor forward_eager();  // the batch's forward under InferenceMode
@@ -51,6 +54,7 @@ class InferenceSession {
   int64_t parameter_bytes_ = 0;
   int64_t packed_bytes_ = 0;
   int64_t baseline_bytes_ = 0;
+  int64_t linears_converted_ = 0, linears_kept_dense_ = 0;
   std::shared_ptr<detail::GraphedForward> graph_;  // set by capture_cuda_graph()
 };
 
@@ -62,6 +66,8 @@ struct InferenceResult {
   Summary latency;
   std::string timer;
   bool cuda_graph = false;  // timed batches replayed a CUDA graph (the ledger batch ran eagerly)
+  // int8/fp8: tvie::nn::Linear layers in that dtype, and those kept dense (the kernel cannot take their shape).
+  int64_t linears_converted = 0, linears_kept_dense = 0;
   int64_t ledger_batches = 1;
   int64_t warmup_batches = 0;
   int64_t timed_batches = 0;

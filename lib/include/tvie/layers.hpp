@@ -38,8 +38,11 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
 
   // Replaces the dense weights by `kind` for inference (one way: the dense weight and bias become
   // empty tensors so that their memory is released). The module must already be on its device.
-  // Throws InvalidArgument when the device cannot run `kind`.
-  void convert_weights(LinearWeights kind);
+  // Throws InvalidArgument when the device cannot run `kind`. Returns false, keeping the layer dense,
+  // when the kernel cannot take its shape (CUDA int8: in and out features multiples of 8; fp8: of 16).
+  bool convert_weights(LinearWeights kind);
+  // Whether `kind`'s kernel takes this layer's shape (see convert_weights).
+  bool shape_supported(LinearWeights kind) const;
   LinearWeights weights_kind() const { return kind_; }
 
   int64_t in_features, out_features;
@@ -55,8 +58,9 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
 };
 TORCH_MODULE(Linear);
 
-// Converts every tvie::nn::Linear in `module` (recursively) to `kind`; returns how many it converted.
-int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind);
+// Converts every tvie::nn::Linear in `module` (recursively) to `kind`; returns how many it converted. Layers
+// whose shape the kernel cannot take stay dense and are counted in `kept_dense` (when given).
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense = nullptr);
 
 // Whether this build and device can run `kind` (int8_dynamic: a CPU with the fbgemm/x86 quantized
 // engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.

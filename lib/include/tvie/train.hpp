@@ -135,7 +135,7 @@ struct DistributedResult {
   bool overlap = false;
   int64_t buckets = 0;
   int64_t bytes_per_step = 0;  // gradient bytes all-reduced per optimizer step (all buckets)
-  Summary comm_ms;             // per timed step: first bucket's all-reduce start to last one's end
+  Summary comm_ms;             // per timed step: Gloo: first bucket's start to last one's end; NCCL: device time
   Summary exposed_ms;          // per timed step: what gradient averaging adds after backward (wait, copies, scaling)
   double algbw_gbs = 0, busbw_gbs = 0;  // bytes_per_step / mean comm time; busbw = algbw x 2(n-1)/n
   double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison

@@ -290,6 +290,10 @@ TEST_CASE("TorchScript: a module compiled from source loads and runs as a Worklo
     ts.fusion = fusion;
     auto w = make_torchscript_workload(ts);
     CHECK(w->facts().parameter_count == 8 * 3 * 3 * 3 + 8 + 8 + 8 + 10 * 8 + 10);
+    // FLOPs per sample from the profiler, against the shapes: the 3x3 conv 3 -> 8 over 16x16 outputs, and
+    // the 8 -> 10 Linear (an addmm), 2 FLOPs per multiply-add.
+    CHECK(w->facts().forward_flops_per_sample == Approx(2.0 * 8 * 3 * 3 * 3 * 16 * 16 + 2.0 * 8 * 10));
+    CHECK_THAT(w->facts().flops_source, Catch::Contains("aten::conv2d") && Catch::Contains("aten::addmm"));
     const auto out = output_of(*w, infer_at(4, InferenceDtype::fp32));
     INFO("fusion " << to_string(fusion));
     CHECK(torch::allclose(out, direct, 1e-5, 1e-5));

@@ -77,7 +77,7 @@ void header(std::ostream& out, const std::string& command, const std::string& wo
       << c.torch_version << ")\n";
   machine_line(out, c);
   out << "model: " << with_commas(f.parameter_count) << " parameters (" << format_bytes(f.parameter_count * 4)
-      << " in fp32), " << flops(f.forward_flops_per_sample) << " forward per sample (analytic)";
+      << " in fp32), " << flops(f.forward_flops_per_sample) << " forward per sample (" << f.flops_source << ")";
   if (f.tokens_per_sample > 0) out << ", " << f.tokens_per_sample << " tokens per sample";
   out << '\n';
 }

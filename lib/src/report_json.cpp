@@ -52,6 +52,7 @@ json model_json(const std::string& name, const ModelFacts& f) {
           {"parameters", f.parameter_count},
           {"buffer_bytes", f.buffer_bytes},
           {"forward_flops_per_sample", f.forward_flops_per_sample},
+          {"flops_source", f.flops_source},
           {"tokens_per_sample", f.tokens_per_sample}};
 }
 

@@ -3,6 +3,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/script.h>
 
 #include <fstream>
@@ -111,6 +112,7 @@ class TorchScriptWorkload final : public Workload {
   explicit TorchScriptWorkload(TorchScriptSettings s) : s_(std::move(s)) {
     auto m = load_script(s_.path);
     check_forward(m);
+    count_flops(m);
     for (const auto& p : m.parameters()) facts_.parameter_count += p.numel();
     for (const auto& b : m.buffers()) facts_.buffer_bytes += static_cast<int64_t>(b.nbytes());
     if (s_.token_input && !s_.input_shape.empty()) facts_.tokens_per_sample = s_.input_shape.back();
@@ -180,6 +182,42 @@ class TorchScriptWorkload final : public Workload {
     int64_t bytes = 0;
     for (const auto& [data, n] : static_cast<const ScriptModuleImpl&>(module).script_weight_storages()) bytes += n;
     return bytes;
+  }
+
+  // Forward FLOPs per sample from LibTorch's profiler (with_flops) over one forward of a batch of 2: the
+  // matrix products and convolutions only (2 FLOPs per multiply-add, tvie's convention; element-wise ops
+  // are left out, as in the zoo's analytic counts). Where the profiler cannot run, 0 and the reason.
+  void count_flops(torch::jit::Module& m) {
+    namespace prof = torch::autograd::profiler;
+    namespace impl = torch::profiler::impl;
+    static const std::set<std::string> counted = {"aten::mm",     "aten::addmm",  "aten::bmm",   "aten::baddbmm",
+                                                  "aten::conv2d", "aten::conv1d", "aten::conv3d"};
+    try {
+      const auto input = make_batch(2, c10::Device(c10::kCPU), 0).input;
+      impl::ProfilerConfig config(impl::ProfilerState::KINETO, /*report_input_shapes=*/true,
+                                  /*profile_memory=*/false, /*with_stack=*/false, /*with_flops=*/true);
+      prof::prepareProfiler(config, {impl::ActivityType::CPU});
+      prof::enableProfiler(config, {impl::ActivityType::CPU});
+      {
+        c10::InferenceMode guard;
+        m.forward({input});
+      }
+      const auto result = prof::disableProfiler();
+      double flops = 0;
+      std::set<std::string> seen;
+      for (const auto& e : result->events())
+        if (counted.count(e.name()) && e.flops() > 0) {
+          flops += static_cast<double>(e.flops());
+          seen.insert(e.name());
+        }
+      facts_.forward_flops_per_sample = flops / 2;
+      std::vector<std::string> names(seen.begin(), seen.end());
+      facts_.flops_source =
+          cat("profiler: ", names.empty() ? "no matrix product or convolution found" : detail::join(names));
+    } catch (const std::exception& e) {
+      facts_.forward_flops_per_sample = 0;
+      facts_.flops_source = cat("not counted: the profiler failed (", detail::first_line(e.what()), ")");
+    }
   }
 
   void prepare_inference(torch::nn::Module& module) const override {

@@ -41,6 +41,9 @@ struct ModelFacts {
   int64_t buffer_bytes = 0;             // non-trainable state, e.g. BatchNorm running statistics (analytic)
   double forward_flops_per_sample = 0;  // 2 FLOPs per multiply-add of matmuls/convolutions (analytic)
   int64_t tokens_per_sample = 0;        // sequence length of a language model, else 0
+  // How forward_flops_per_sample was obtained: "analytic" (formulas beside the model code), or for a
+  // TorchScript model "profiler: <operators counted>" (LibTorch's profiler FLOP estimates of one forward).
+  std::string flops_source = "analytic";
 };
 
 class Workload {

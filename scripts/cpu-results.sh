@@ -25,9 +25,10 @@ run() {  # run NAME COMMAND...: stdout to docs/results/NAME.txt with a header na
   { echo "# machine: $machine"; echo "# commit: $commit"; echo "# command: ${*/#$TVIE_ROOT\//}"; "$@"; } >"$out/$name.txt"
 }
 if [ "$group" = all ]; then
+# The demo's comparison (scripts/demo.sh on a CPU): the inference dtype the CPU runs natively (--infer-dtype auto).
 for model in mlp cnn gpt; do
   run "cpu-compare-$model-tiny" "$bin/tvie" compare --model "$model" --preset tiny --batch 8 --steps 20 --warmup 3 \
-      --optimizer adamw --device cpu --infer-dtype bf16 --quiet --json "$out/cpu-compare-$model-tiny.json"
+      --optimizer adamw --device cpu --quiet --json "$out/cpu-compare-$model-tiny.json"
 done
 run "cpu-compare-gpt-small" "$bin/tvie" compare --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
     --optimizer adamw --device cpu --infer-dtype bf16 --quiet --json "$out/cpu-compare-gpt-small.json"

@@ -15,6 +15,9 @@ text = readme.read_text()
 def fill(match):
     name = match.group(1)
     txt, md = root / "docs/results" / f"{name}.txt", root / "docs/results" / f"{name}.md"
+    if not md.exists() and not txt.exists():  # not made yet (e.g. scripts/ci-times.sh): left as it is
+        print(f"README.md: no docs/results/{name}.txt or .md yet; block left as it is", file=sys.stderr)
+        return match.group(0)
     body = md.read_text().rstrip() if md.exists() else "```\n" + txt.read_text().rstrip() + "\n```"
     return f"{match.group(0).splitlines()[0]}\n{body}\n<!-- end results:{name} -->"
 

@@ -1,6 +1,10 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -13,6 +17,8 @@
 #include <torch/torch.h>
 
 #include <tvie/tvie.hpp>
+
+#include "tvie_test_paths.hpp"
 
 namespace tvie::test {
 
@@ -75,6 +81,23 @@ class ScopedEnv {
  private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
+
+// A shell command's exit code and its stdout and stderr together.
+struct Run {
+  int exit_code;
+  std::string out;
+};
+inline Run run_command(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+// build/bin/tvie with `args`, in a process of its own.
+inline Run run_cli(const std::string& args) { return run_command(std::string(TVIE_CLI_PATH) + " " + args); }
 
 inline TrainSettings small_train(OptimizerKind optimizer = OptimizerKind::adamw) {
   TrainSettings s;

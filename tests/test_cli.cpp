@@ -20,21 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Run run_cli(const std::string& args) {
-  const std::string command = std::string(TVIE_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using tvie::test::Run;
+using tvie::test::run_cli;
 
 size_t line_count(const std::string& s) {
   size_t n = 0;
@@ -479,14 +466,7 @@ TEST_CASE("TVIE_REQUIRE_GPU=1 turns a skipped [gpu] test into a failure on a mac
     return;
   }
   const auto run_test = [](const std::string& env) {
-    const std::string command = env + " " + TVIE_TEST_BINARY + " \"CUDA events time device work\" 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    std::array<char, 4096> buf{};
-    while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-    const int status = ::pclose(pipe);
-    return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    return tvie::test::run_command(env + " " + TVIE_TEST_BINARY + " \"CUDA events time device work\"");
   };
   const Run skipped = run_test("TVIE_REQUIRE_GPU=0");
   CHECK(skipped.exit_code == 77);

@@ -55,22 +55,8 @@ std::vector<InferenceDtype> cuda_dtypes() {
   return d;
 }
 
-struct Run {
-  int exit_code;
-  std::string out;
-};
-
-// build/bin/tvie in a fresh process: its first CUDA work is the command's own.
-Run run_cli(const std::string& args) {
-  const std::string command = std::string(TVIE_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using test::Run;
+using test::run_cli;
 
 std::vector<torch::Tensor> params_of(torch::nn::Module& m) {
   std::vector<torch::Tensor> out;

@@ -56,6 +56,15 @@ json model_json(const std::string& name, const ModelFacts& f) {
           {"tokens_per_sample", f.tokens_per_sample}};
 }
 
+// The head every report shares: its schema version, the run's context and the model's facts.
+json report_head(const RunContext& context, const std::string& workload, const ModelFacts& facts) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(context);
+  j["model"] = model_json(workload, facts);
+  return j;
+}
+
 json training_json(const TrainSettings& s, const TrainingResult& t) {
   json phases = json::object();
   for (const auto& p : t.phases) phases[p.name] = {{"p50_ms", p.p50_ms}, {"share", p.share}};
@@ -164,10 +173,7 @@ json inference_json(const InferenceResult& i) {
 
 std::string to_json_string(const InferReport& r, int indent) {
   const auto& s = r.settings;
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["context"] = context_json(r.context);
-  j["model"] = model_json(r.workload, r.facts);
+  json j = report_head(r.context, r.workload, r.facts);
   std::vector<std::string> dtypes;
   for (auto d : s.dtypes) dtypes.push_back(to_string(d));
   json rows = json::array();
@@ -200,10 +206,7 @@ std::string to_json_string(const InferReport& r, int indent) {
 std::string to_json_string(const DecodeReport& r, int indent) {
   const auto& s = r.settings;
   const auto& x = r.result;
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["context"] = context_json(r.context);
-  j["model"] = model_json(r.workload, r.facts);
+  json j = report_head(r.context, r.workload, r.facts);
   j["decoding"] = {{"settings",
                     {{"batch_size", s.batch_size},
                      {"prompt_tokens", s.prompt_tokens},
@@ -272,20 +275,14 @@ std::string to_csv_string(const AllreduceReport& report) {
 }
 
 std::string to_json_string(const TrainReport& r, int indent) {
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["context"] = context_json(r.context);
-  j["model"] = model_json(r.workload, r.facts);
+  json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
   return j.dump(indent);
 }
 
 std::string to_json_string(const CompareReport& r, int indent) {
   const auto& i = r.inference;
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["context"] = context_json(r.context);
-  j["model"] = model_json(r.workload, r.facts);
+  json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
   j["inference"] = inference_json(i);
   j["inference"]["settings"] = {{"batch_size", r.settings.infer.batch_size},
@@ -341,10 +338,7 @@ void JsonReporter::report(const InferReport& report) { write_file_atomically(pat
 std::string to_json_string(const ServeReport& r, int indent) {
   const auto& s = r.settings;
   const auto& x = r.result;
-  json j;
-  j["schema_version"] = kReportSchemaVersion;
-  j["context"] = context_json(r.context);
-  j["model"] = model_json(r.workload, r.facts);
+  json j = report_head(r.context, r.workload, r.facts);
   j["serving"] = {{"settings",
                    {{"scenario", to_string(s.scenario)},
                     {"target_qps", s.target_qps},

@@ -97,3 +97,29 @@ TEST_CASE("the native inference dtype follows the CPU's bf16 units, and compare 
   s.infer_dtype_auto = false;
   CHECK(run_compare(s).inference_dtype_choice == "given");
 }
+
+TEST_CASE("every enum's names parse back to their values, and unknown names list the accepted ones", "[settings]") {
+  for (const auto& name : optimizer_names()) CHECK(to_string(parse_optimizer(name)) == name);
+  for (const auto& name : inference_dtype_names()) CHECK(to_string(parse_inference_dtype(name)) == name);
+  for (const auto& name : train_precision_names()) CHECK(to_string(parse_train_precision(name)) == name);
+  CHECK(optimizer_names() == std::vector<std::string>{"sgd", "sgd-momentum", "adam", "adamw"});
+  CHECK(inference_dtype_names() == std::vector<std::string>{"fp32", "fp16", "bf16", "int8", "fp8"});
+  CHECK(train_precision_names() == std::vector<std::string>{"fp32", "amp-bf16", "amp-fp16", "bf16"});
+  for (const char* name : {"single-stream", "server", "offline"}) CHECK(to_string(parse_scenario(name)) == name);
+  for (const char* name : {"none", "freeze", "optimize"}) CHECK(to_string(parse_script_fusion(name)) == name);
+  for (const char* name : {"auto", "nccl", "gloo"}) CHECK(to_string(parse_dist_backend(name)) == name);
+  CHECK(nn::to_string(nn::LinearWeights::int8_cuda) == "int8 (at::_int_mm)");
+  try {
+    parse_dist_backend("mpi");
+    FAIL("mpi accepted");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.field() == "dist.backend");
+    CHECK(e.accepted() == "auto (nccl for CUDA, gloo for CPU), nccl, gloo");
+  }
+  try {
+    parse_train_precision("fp8");
+    FAIL("fp8 training accepted");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.accepted() == "fp32, amp-bf16, amp-fp16, bf16");
+  }
+}

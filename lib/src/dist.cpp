@@ -9,6 +9,8 @@
 #endif
 
 #include <tvie/dist.hpp>
+
+#include "enum_names.hpp"
 #include <tvie/timing.hpp>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -131,22 +133,15 @@ DistEnv dist_env_from_environment() {
   return e;
 }
 
-std::string to_string(DistBackend backend) {
-  switch (backend) {
-    case DistBackend::automatic:
-      return "auto";
-    case DistBackend::nccl:
-      return "nccl";
-    case DistBackend::gloo:
-      return "gloo";
-  }
-  return "?";
-}
+namespace {
+constexpr detail::EnumTable<DistBackend, 3> kBackends{
+    {{DistBackend::automatic, "auto"}, {DistBackend::nccl, "nccl"}, {DistBackend::gloo, "gloo"}}};
+}  // namespace
+
+std::string to_string(DistBackend backend) { return detail::name_of(kBackends, backend); }
 
 DistBackend parse_dist_backend(const std::string& text, const std::string& field) {
-  for (auto b : {DistBackend::automatic, DistBackend::nccl, DistBackend::gloo})
-    if (text == to_string(b)) return b;
-  throw InvalidArgument(field, text, "auto (nccl for CUDA, gloo for CPU), nccl, gloo");
+  return detail::parse(kBackends, text, field, "auto (nccl for CUDA, gloo for CPU), nccl, gloo");
 }
 
 void validate(const DistSettings& s) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "compat.hpp"
+#include "enum_names.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -58,19 +59,15 @@ class DebugLogWarnings final : public c10::WarningHandler {
 
 }  // namespace
 
-std::string to_string(LinearWeights kind) {
-  switch (kind) {
-    case LinearWeights::dense:
-      return "dense";
-    case LinearWeights::int8_dynamic:
-      return "int8 dynamic (quantized::linear_dynamic)";
-    case LinearWeights::int8_cuda:
-      return "int8 (at::_int_mm)";
-    case LinearWeights::fp8_e4m3:
-      return "fp8 e4m3 (at::_scaled_mm)";
-  }
-  return "?";
-}
+namespace {
+constexpr detail::EnumTable<LinearWeights, 4> kLinearWeights{
+    {{LinearWeights::dense, "dense"},
+     {LinearWeights::int8_dynamic, "int8 dynamic (quantized::linear_dynamic)"},
+     {LinearWeights::int8_cuda, "int8 (at::_int_mm)"},
+     {LinearWeights::fp8_e4m3, "fp8 e4m3 (at::_scaled_mm)"}}};
+}  // namespace
+
+std::string to_string(LinearWeights kind) { return detail::name_of(kLinearWeights, kind); }
 
 bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why) {
   auto refuse = [&](std::string reason) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "compat.hpp"
+#include "enum_names.hpp"
 #include "text.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -17,22 +18,15 @@
 
 namespace tvie {
 
-std::string to_string(Scenario scenario) {
-  switch (scenario) {
-    case Scenario::single_stream:
-      return "single-stream";
-    case Scenario::server:
-      return "server";
-    case Scenario::offline:
-      return "offline";
-  }
-  return "?";
-}
+namespace {
+constexpr detail::EnumTable<Scenario, 3> kScenarios{
+    {{Scenario::single_stream, "single-stream"}, {Scenario::server, "server"}, {Scenario::offline, "offline"}}};
+}  // namespace
+
+std::string to_string(Scenario scenario) { return detail::name_of(kScenarios, scenario); }
 
 Scenario parse_scenario(const std::string& text, const std::string& field) {
-  for (auto s : {Scenario::single_stream, Scenario::server, Scenario::offline})
-    if (text == to_string(s)) return s;
-  throw InvalidArgument(field, text, "single-stream, server, offline");
+  return detail::parse(kScenarios, text, field);
 }
 
 void validate(const ServeSettings& s) {

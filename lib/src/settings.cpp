@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 
 #include <tvie/device.hpp>
+#include "enum_names.hpp"
 #include "text.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/layers.hpp>
@@ -26,56 +27,39 @@ void require_positive(const std::string& field, double value) {
 
 }  // namespace
 
-std::string to_string(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::sgd:
-      return "sgd";
-    case OptimizerKind::sgd_momentum:
-      return "sgd-momentum";
-    case OptimizerKind::adam:
-      return "adam";
-    case OptimizerKind::adamw:
-      return "adamw";
-  }
-  return "?";
-}
+namespace {
 
-std::string to_string(InferenceDtype dtype) {
-  switch (dtype) {
-    case InferenceDtype::fp32:
-      return "fp32";
-    case InferenceDtype::fp16:
-      return "fp16";
-    case InferenceDtype::bf16:
-      return "bf16";
-    case InferenceDtype::int8:
-      return "int8";
-    case InferenceDtype::fp8:
-      return "fp8";
-  }
-  return "?";
-}
+constexpr detail::EnumTable<OptimizerKind, 4> kOptimizers{{{OptimizerKind::sgd, "sgd"},
+                                                           {OptimizerKind::sgd_momentum, "sgd-momentum"},
+                                                           {OptimizerKind::adam, "adam"},
+                                                           {OptimizerKind::adamw, "adamw"}}};
+constexpr detail::EnumTable<InferenceDtype, 5> kInferenceDtypes{{{InferenceDtype::fp32, "fp32"},
+                                                                 {InferenceDtype::fp16, "fp16"},
+                                                                 {InferenceDtype::bf16, "bf16"},
+                                                                 {InferenceDtype::int8, "int8"},
+                                                                 {InferenceDtype::fp8, "fp8"}}};
+constexpr detail::EnumTable<TrainPrecision, 4> kTrainPrecisions{{{TrainPrecision::fp32, "fp32"},
+                                                                 {TrainPrecision::amp_bf16, "amp-bf16"},
+                                                                 {TrainPrecision::amp_fp16, "amp-fp16"},
+                                                                 {TrainPrecision::bf16, "bf16"}}};
 
-std::string to_string(TrainPrecision precision) {
-  switch (precision) {
-    case TrainPrecision::fp32:
-      return "fp32";
-    case TrainPrecision::amp_bf16:
-      return "amp-bf16";
-    case TrainPrecision::amp_fp16:
-      return "amp-fp16";
-    case TrainPrecision::bf16:
-      return "bf16";
-  }
-  return "?";
-}
+}  // namespace
 
-std::vector<std::string> train_precision_names() { return {"fp32", "amp-bf16", "amp-fp16", "bf16"}; }
+std::string to_string(OptimizerKind kind) { return detail::name_of(kOptimizers, kind); }
+std::string to_string(InferenceDtype dtype) { return detail::name_of(kInferenceDtypes, dtype); }
+std::string to_string(TrainPrecision precision) { return detail::name_of(kTrainPrecisions, precision); }
+std::vector<std::string> train_precision_names() { return detail::names(kTrainPrecisions); }
+std::vector<std::string> optimizer_names() { return detail::names(kOptimizers); }
+std::vector<std::string> inference_dtype_names() { return detail::names(kInferenceDtypes); }
 
 TrainPrecision parse_train_precision(const std::string& text, const std::string& field) {
-  for (auto p : {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::amp_fp16, TrainPrecision::bf16})
-    if (text == to_string(p)) return p;
-  throw InvalidArgument(field, text, join(train_precision_names()));
+  return detail::parse(kTrainPrecisions, text, field);
+}
+OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
+  return detail::parse(kOptimizers, text, field);
+}
+InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field) {
+  return detail::parse(kInferenceDtypes, text, field);
 }
 
 int64_t parse_checkpoint(const std::string& text, const std::string& field) {
@@ -94,22 +78,6 @@ std::string checkpoint_to_string(int64_t every) {
   if (every <= 0) return "none";
   if (every == 1) return "blocks";
   return "every-" + std::to_string(every);
-}
-
-std::vector<std::string> optimizer_names() { return {"sgd", "sgd-momentum", "adam", "adamw"}; }
-std::vector<std::string> inference_dtype_names() { return {"fp32", "fp16", "bf16", "int8", "fp8"}; }
-
-OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
-  for (auto kind : {OptimizerKind::sgd, OptimizerKind::sgd_momentum, OptimizerKind::adam, OptimizerKind::adamw})
-    if (text == to_string(kind)) return kind;
-  throw InvalidArgument(field, text, join(optimizer_names()));
-}
-
-InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field) {
-  for (auto dtype :
-       {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16, InferenceDtype::int8, InferenceDtype::fp8})
-    if (text == to_string(dtype)) return dtype;
-  throw InvalidArgument(field, text, join(inference_dtype_names()));
 }
 
 int64_t optimizer_state_multiplier(OptimizerKind kind) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "compat.hpp"
+#include "enum_names.hpp"
 #include "text.hpp"
 #include "zoo_common.hpp"
 #include <tvie/errors.hpp>
@@ -241,22 +242,16 @@ class TorchScriptWorkload final : public Workload {
 
 }  // namespace
 
-std::string to_string(ScriptFusion fusion) {
-  switch (fusion) {
-    case ScriptFusion::none:
-      return "none";
-    case ScriptFusion::freeze:
-      return "freeze";
-    case ScriptFusion::optimize:
-      return "optimize";
-  }
-  return "?";
-}
+namespace {
+constexpr detail::EnumTable<ScriptFusion, 3> kFusions{
+    {{ScriptFusion::none, "none"}, {ScriptFusion::freeze, "freeze"}, {ScriptFusion::optimize, "optimize"}}};
+}  // namespace
+
+std::string to_string(ScriptFusion fusion) { return detail::name_of(kFusions, fusion); }
 
 ScriptFusion parse_script_fusion(const std::string& text, const std::string& field) {
-  for (auto f : {ScriptFusion::none, ScriptFusion::freeze, ScriptFusion::optimize})
-    if (text == to_string(f)) return f;
-  throw InvalidArgument(field, text, "none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)");
+  return detail::parse(kFusions, text, field,
+                       "none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)");
 }
 
 void validate(const TorchScriptSettings& s) {

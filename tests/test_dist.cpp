@@ -284,17 +284,13 @@ TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented"
 TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communication figures", "[dist]") {
   test::TempDir dir("tvie-dist");
   const auto json = dir.path / "train.json";
-  const std::string command = std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- tvie train --model gpt --preset tiny" +
-                              " --batch 4 --steps 3 --warmup 1 --quiet --json " + json.string() + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
+  const auto run = test::run_cli(
+      "launch --nproc 2 -- tvie train --model gpt --preset tiny --batch 4 --steps 3 "
+      "--warmup 1 --quiet --json " +
+      json.string());
+  const std::string& out = run.out;
   INFO(out);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(run.exit_code == 0);
   CHECK(out.find("distributed: gloo, 2 ranks") != std::string::npos);
   CHECK(out.find("parameters identical on every rank after the run: yes") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(json));

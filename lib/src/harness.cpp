@@ -72,8 +72,7 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
   }
   if (copy.dense_linears > 0)
     log::info(cat("inference copy: ", copy.dense_linears, " of ", copy.converted_linears + copy.dense_linears,
-                  " Linear layers kept dense (", nn::to_string(kind), " needs in and out features multiples of ",
-                  kind == nn::LinearWeights::fp8_e4m3 ? 16 : 8, ")"));
+                  " Linear layers kept dense (", nn::to_string(kind), " cannot take their shapes)"));
   log::debug(cat("inference copy: ", copy.converted_linears, " Linear layers converted to ", nn::to_string(kind), "; ",
                  copy.outside_allocator_bytes, " bytes outside torch's allocator"));
   return copy;

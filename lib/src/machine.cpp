@@ -117,13 +117,16 @@ std::optional<GpuInfo> describe_gpu(const c10::Device& device) {
 
 DtypeChoice native_inference_dtype(const c10::Device& device, const std::vector<std::string>& cpu_features) {
   if (device.is_cuda()) {
-    const auto gpu = describe_gpu(device);
-    const int major = gpu ? std::stoi(gpu->compute_capability) : 0;
-    if (major >= 8)
+#if TVIE_WITH_CUDA
+    compat::init_cuda();
+    const auto* props = at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0);
+    const std::string capability = cat(props->major, ".", props->minor);
+    if (props->major >= 8)
       return {InferenceDtype::bf16,
-              cat("bf16: the GPU (compute capability ", gpu->compute_capability, ") runs bf16 on its tensor cores")};
-    return {InferenceDtype::fp16, cat("fp16: the GPU (compute capability ", gpu ? gpu->compute_capability : "?",
-                                      ") has fp16 tensor cores but no bf16 ones")};
+              cat("bf16: the GPU (compute capability ", capability, ") runs bf16 on its tensor cores")};
+    return {InferenceDtype::fp16,
+            cat("fp16: the GPU (compute capability ", capability, ") has fp16 tensor cores but no bf16 ones")};
+#endif
   }
   for (const char* f : {"amx_bf16", "avx512_bf16"})
     if (has(cpu_features, f)) return {InferenceDtype::bf16, cat("bf16: this CPU has bf16 units (", f, ")")};

@@ -56,17 +56,18 @@ class RegressionWorkload : public tvie::Workload {
 
 int main(int argc, char** argv) {
   tvie::install_cpu_memory_counter();  // before the first tensor
-  tvie::CompareSettings settings;
-  settings.device = "auto";
+  tvie::RunOptions options;            // where it runs, and the command line for the report's context
+  options.argv.assign(argv, argv + argc);
   for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--device") == 0) settings.device = argv[i + 1];
+    if (std::strcmp(argv[i], "--device") == 0) options.device = argv[i + 1];
+  tvie::CompareSettings settings;
   settings.train.batch_size = 32;
   settings.train.steps = 50;
   settings.train.learning_rate = 1e-2;
   settings.infer.batch_size = 32;
   try {
     RegressionWorkload workload;
-    const auto report = tvie::run_compare(workload, settings, std::vector<std::string>(argv, argv + argc));
+    const auto report = tvie::run_compare(workload, settings, options);
     tvie::ConsoleReporter(std::cout).report(report);
   } catch (const tvie::InvalidArgument& e) {
     std::cerr << "custom_workload: error: " << e.what() << "\n";

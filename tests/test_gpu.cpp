@@ -125,11 +125,10 @@ TEST_CASE("CUDA events time device work", "[gpu]") {
 TEST_CASE("compare on CUDA with a bf16 inference copy, and phases that add up", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   CompareSettings s;
-  s.device = "cuda";
   s.train = test::small_train();
   s.infer = test::small_infer();
   s.infer.dtype = InferenceDtype::bf16;
-  const auto r = run_compare(s);
+  const auto r = run_compare(*make_zoo_workload("gpt", "tiny"), s, {"cuda"});
   CHECK(r.context.device.rfind("cuda:0", 0) == 0);
   REQUIRE(r.context.gpu.has_value());
   CHECK_FALSE(r.context.gpu->name.empty());
@@ -365,11 +364,14 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   auto w = make_zoo_workload("gpt", "tiny");
   auto t = test::small_train();
   t.steps = 4;
-  const auto r = run_training(*w, t, kCuda, nullptr, &comm, &d);
-  CHECK(r.distributed.enabled);
+  // The data-parallel runner, as one rank of a one-rank job (its own store on a free port).
+  const TrainReport report = run_train_data_parallel(*w, t, d, {"cuda"});
+  REQUIRE(report.distributed.has_value());
+  const auto& r = report.training;
+  const auto& dist = *report.distributed;
   // Measured around building the buckets (requested bytes): one fp32 slot per parameter.
   const int64_t fp32_bytes = 4 * w->facts().parameter_count;
-  CHECK(r.distributed.bytes_per_step == fp32_bytes);
+  CHECK(dist.bytes_per_step == fp32_bytes);
   CHECK(r.memory.comm_buffers == fp32_bytes);
   // In-loop communication time is device time (CUDA events on NCCL's stream): at least that of one
   // event-timed all-reduce of the same bytes, less an allowance for run-to-run spread.
@@ -378,7 +380,7 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   same.iters = 10;
   same.check = false;
   const auto alone = run_allreduce_sweep(comm, same, kCuda);
-  INFO("in-loop comm p50 " << r.distributed.comm_ms.p50 << " ms; alone " << alone.rows[0].in_place_us / 1e3 << " ms");
-  CHECK(r.distributed.comm_ms.min > 0);
-  CHECK(r.distributed.comm_ms.p50 >= 0.5 * alone.rows[0].in_place_us / 1e3);
+  INFO("in-loop comm p50 " << dist.comm_ms.p50 << " ms; alone " << alone.rows[0].in_place_us / 1e3 << " ms");
+  CHECK(dist.comm_ms.min > 0);
+  CHECK(dist.comm_ms.p50 >= 0.5 * alone.rows[0].in_place_us / 1e3);
 }

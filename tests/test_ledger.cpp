@@ -49,11 +49,9 @@ TEST_CASE("every zoo model (tiny): training peak > inference peak, activations >
   for (const auto& model : model_names()) {
     INFO(model);
     CompareSettings s;
-    s.model = model;
-    s.device = "cpu";
     s.train = test::small_train();
     s.infer = test::small_infer();
-    const auto r = run_compare(s);
+    const auto r = run_compare(*make_zoo_workload(model, "tiny"), s, {"cpu"});
     CHECK(r.training.memory.activations > 0);
     CHECK(r.inference.memory.activations > 0);
     CHECK(r.training.memory.peak > r.inference.memory.peak);
@@ -70,7 +68,7 @@ TEST_CASE("a bf16 inference copy holds half the parameter bytes", "[ledger]") {
   s.dtype = InferenceDtype::bf16;
   const auto r = run_inference(*w, s, c10::Device(c10::kCPU));
   CHECK(r.memory.parameters == w->facts().parameter_count * 2);
-  CHECK(r.dtype == "bf16");
+  CHECK(r.dtype == InferenceDtype::bf16);
 }
 
 TEST_CASE("the counting CPU allocator counts live and peak bytes", "[ledger]") {

@@ -173,9 +173,15 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   CHECK(q.parameter_bytes - q.packed_weight_bytes == inference.memory.parameters);
   CHECK(q.packed_weight_bytes == Approx(inference.memory.packed_weights).epsilon(0.05));
   CHECK(q.tpot_ms.count == 3 * 5);
+  // The runner validates (once) before anything runs; the building block only asserts.
+  const auto gpt = make_gpt_workload(config);
+  const RunOptions cpu_run{"cpu"};
   s.dtype = InferenceDtype::fp8;
-  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);  // no fp8 on the CPU
+  CHECK_THROWS_AS(run_decode(*gpt, s, cpu_run), InvalidArgument);  // no fp8 on the CPU
   s.dtype = InferenceDtype::fp32;
   s.new_tokens = 40;  // 8 + 40 > 32 positions
-  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), InvalidArgument);
+  CHECK_THROWS_AS(run_decode(*gpt, s, cpu_run), InvalidArgument);
+  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), Error);  // precondition
+  s.new_tokens = 4;
+  CHECK_THROWS_AS(run_decode(*make_zoo_workload("mlp", "tiny"), s, cpu_run), InvalidArgument);  // not a gpt
 }

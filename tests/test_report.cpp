@@ -41,11 +41,9 @@ const nlohmann::json& at_path(const nlohmann::json& j, const std::string& dotted
 
 TEST_CASE("JSON report holds the documented keys as numbers", "[report]") {
   CompareSettings s;
-  s.model = "mlp";
-  s.device = "cpu";
   s.train = test::small_train();
   s.infer = test::small_infer();
-  const auto report = run_compare(s, {"tvie", "compare", "--model", "mlp"});
+  const auto report = run_compare(*make_zoo_workload("mlp", "tiny"), s, {"cpu", {"tvie", "compare", "--model", "mlp"}});
   const auto j = nlohmann::json::parse(to_json_string(report));
 
   CHECK(at_path(j, "schema_version").get<int>() == test::documented_schema_version());
@@ -90,12 +88,10 @@ TEST_CASE("JSON report holds the documented keys as numbers", "[report]") {
 
 TEST_CASE("console report puts both modes side by side and names the counter", "[report]") {
   CompareSettings s;
-  s.model = "gpt";
-  s.device = "cpu";
   s.train = test::small_train();
   s.infer = test::small_infer();
   std::ostringstream out;
-  ConsoleReporter(out).report(run_compare(s));
+  ConsoleReporter(out).report(run_compare(*make_zoo_workload("gpt", "tiny"), s, {"cpu"}));
   const std::string text = out.str();
   for (const auto* needle : {"parameters", "gradients", "optimizer_state", "activations", "peak", "training",
                              "inference fp32", "counter: allocated", "tokens/s", "p99", "2 ledger + 0 warm-up"}) {

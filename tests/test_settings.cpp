@@ -16,17 +16,19 @@ std::string field_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("validate names the field of every bad setting", "[settings]") {
+  const c10::Device cpu(c10::kCPU);
   CompareSettings s;
-  s.device = "cpu";
-  REQUIRE_NOTHROW(validate(s));
+  REQUIRE_NOTHROW(validate(s, cpu));
   auto with = [&](auto change) {
     CompareSettings c = s;
     change(c);
-    return field_of([&] { validate(c); });
+    return field_of([&] { validate(c, cpu); });
   };
-  CHECK(with([](auto& c) { c.model = "resnet"; }) == "model");
-  CHECK(with([](auto& c) { c.preset = "huge"; }) == "preset");
-  CHECK(with([](auto& c) { c.device = "tpu"; }) == "device");
+  // The model and the device are not settings: the zoo and resolve_device name them.
+  CHECK(field_of([] { make_zoo_workload("resnet", "tiny"); }) == "model");
+  CHECK(field_of([] { make_zoo_workload("gpt", "huge"); }) == "preset");
+  CHECK(field_of([] { resolve_device("tpu", "device"); }) == "device");
+  CHECK(field_of([&] { run_compare(*make_zoo_workload("mlp", "tiny"), s, {"tpu"}); }) == "device");
   CHECK(with([](auto& c) { c.train.batch_size = 0; }) == "train.batch_size");
   CHECK(with([](auto& c) { c.train.batch_size = -3; }) == "train.batch_size");
   CHECK(with([](auto& c) { c.train.steps = 0; }) == "train.steps");
@@ -86,16 +88,15 @@ TEST_CASE("the native inference dtype follows the CPU's bf16 units, and compare 
   // This machine: the choice follows its own features, and compare reports it.
   const auto here = native_inference_dtype(cpu);
   CompareSettings s;
-  s.model = "mlp";
-  s.device = "cpu";
   s.train = test::small_train();
   s.infer = test::small_infer();
   s.infer_dtype_auto = true;
-  const auto r = run_compare(s);
-  CHECK(r.inference.dtype == to_string(here.dtype));
+  const auto mlp = make_zoo_workload("mlp", "tiny");
+  const auto r = run_compare(*mlp, s, {"cpu"});
+  CHECK(r.inference.dtype == here.dtype);
   CHECK(r.inference_dtype_choice == "auto: " + here.reason);
   s.infer_dtype_auto = false;
-  CHECK(run_compare(s).inference_dtype_choice == "given");
+  CHECK(run_compare(*mlp, s, {"cpu"}).inference_dtype_choice == "given");
 }
 
 TEST_CASE("every enum's names parse back to their values, and unknown names list the accepted ones", "[settings]") {

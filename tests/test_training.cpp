@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <limits>
 
 #include "helpers.hpp"
 
@@ -41,7 +42,7 @@ TEST_CASE("amp-bf16 on CPU: loss after 50 steps within 2% of the fp32 run with t
   s.precision = TrainPrecision::amp_bf16;
   const auto amp = run_training(*w, s, kCpu);
   REQUIRE(fp32.optimizer_steps == 50);
-  CHECK(amp.precision == "amp-bf16");
+  CHECK(amp.precision == TrainPrecision::amp_bf16);
   // Measured on the CPU of docs/results: 4.3505 (fp32) vs 4.3749 (amp-bf16), 0.6% apart.
   CHECK(std::abs(amp.final_loss - fp32.final_loss) <= 0.02 * fp32.final_loss);
   CHECK(amp.final_loss < amp.first_loss);
@@ -281,7 +282,8 @@ TEST_CASE("settings the device cannot run are refused", "[training]") {
   TrainSettings c;
   c.checkpoint_every = 1;
   auto mlp = make_zoo_workload("mlp", "tiny");
-  CHECK_THROWS_AS(Trainer(*mlp, c, kCpu), InvalidArgument);  // no blocks to checkpoint
+  CHECK_THROWS_AS(validate_checkpointing(*mlp, c), InvalidArgument);  // no blocks to checkpoint: the rule
+  CHECK_THROWS_AS(Trainer(*mlp, c, kCpu), Error);                     // the block asserts its precondition
   CHECK(parse_checkpoint("every-3") == 3);
   CHECK(parse_checkpoint("blocks") == 1);
   CHECK_THROWS_AS(parse_checkpoint("every-0"), InvalidArgument);
@@ -314,4 +316,72 @@ TEST_CASE("gradient accumulation works with every CPU precision", "[training]") 
     b.optimizer_step();
     CHECK(b.optimizer_steps() == 1);
   }
+}
+
+// The pure pieces of run_training (tvie::training), tested like stats.
+TEST_CASE("training::summarize_phases: step totals, per-phase medians and shares", "[training][pure]") {
+  // Three steps of {data, forward, backward, optimizer, communication} in ms.
+  const std::vector<std::vector<double>> steps = {
+      {1, 2, 4, 1, 2}, {1, 3, 5, 1, 0}, {2, 2, 6, 2, 0}};  // totals 10, 10, 12
+  const auto without = training::summarize_phases(steps, false);
+  CHECK(without.step_ms == std::vector<double>{10, 10, 12});
+  REQUIRE(without.phases.size() == 4);  // communication only with a hook
+  CHECK(without.phases[0].name == "data");
+  CHECK(without.phases[2].name == "backward");
+  CHECK(without.phases[2].p50_ms == 5);  // median of 4, 5, 6
+  CHECK(without.phases[2].share == Approx(15.0 / 32));
+  CHECK(without.phases[1].p50_ms == 2);  // sorted[floor(0.5 x 3)] of 2, 2, 3
+  const auto with = training::summarize_phases(steps, true);
+  REQUIRE(with.phases.size() == 5);
+  CHECK(with.phases[4].name == "communication");
+  CHECK(with.phases[4].share == Approx(2.0 / 32));
+  double shares = 0;
+  for (const auto& p : with.phases) shares += p.share;
+  CHECK(shares == Approx(1.0));
+  CHECK(training::summarize_phases({}, true).step_ms.empty());
+  CHECK(training::summarize_phases({}, true).phases[0].share == 0);
+}
+
+TEST_CASE("training::loss_curve: step 1, every N steps, the last, NaNs skipped", "[training][pure]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> losses = {5, nan, 4, 3.5, 3, 2.5, 2};  // step 2's loss is not kept
+  const auto every2 = training::loss_curve(losses, 2);
+  const std::vector<std::pair<int64_t, double>> expected2 = {{1, 5}, {4, 3.5}, {6, 2.5}, {7, 2}};
+  CHECK(every2 == expected2);
+  // 0: about ten points; 7 steps -> every step, the NaN skipped.
+  CHECK(training::loss_curve(losses, 0).size() == 6);
+  std::vector<double> hundred(100, 1.0);
+  const auto auto_every = training::loss_curve(hundred, 0);  // every 10: 1, 10, 20, ..., 100
+  CHECK(auto_every.size() == 11);
+  CHECK(auto_every.front().first == 1);
+  CHECK(auto_every.back().first == 100);
+}
+
+TEST_CASE("training::predict_memory and training::throughput from the model's facts", "[training][pure]") {
+  ModelFacts f;
+  f.parameter_count = 1000;
+  f.buffer_bytes = 64;
+  f.forward_flops_per_sample = 2e6;
+  f.tokens_per_sample = 32;
+  TrainSettings s;
+  s.optimizer = OptimizerKind::adamw;
+  auto p = training::predict_memory(f, s);
+  CHECK(p.parameters == 4000 + 64);
+  CHECK(p.gradients == 4000);
+  CHECK(p.optimizer_state == 8000);  // two fp32 moments
+  s.precision = TrainPrecision::bf16;
+  s.optimizer = OptimizerKind::sgd_momentum;
+  p = training::predict_memory(f, s);
+  CHECK(p.parameters == 2000 + 64);
+  CHECK(p.gradients == 2000);
+  CHECK(p.optimizer_state == 2000);  // one bf16 momentum buffer
+  s.optimizer = OptimizerKind::sgd;
+  CHECK(training::predict_memory(f, s).optimizer_state == 0);
+
+  const auto t = training::throughput(f, 8, 4.0);  // 8 samples in 4 ms
+  CHECK(t.samples_per_s == Approx(2000));
+  CHECK(t.tokens_per_s == Approx(64000));
+  CHECK(t.model_flops_per_step == Approx(3 * 2e6 * 8));
+  CHECK(t.achieved_tflops == Approx(3 * 2e6 * 8 / 4e-3 / 1e12));
+  CHECK(training::throughput(f, 8, 0).samples_per_s == 0);  // no time measured: no figure
 }

@@ -1,6 +1,4 @@
 // `tvie compare`: train the model, then run inference on a copy of its weights, side by side.
-#include <iostream>
-
 #include <tvie/tvie.hpp>
 
 #include "commands.hpp"
@@ -10,7 +8,9 @@ namespace tvie::cli {
 namespace {
 
 struct CompareOptions {
-  CommonOptions common;
+  ModelOptions model;
+  TrainOptions train;
+  OutputOptions output;
   std::string infer_dtype = "auto";
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
@@ -24,19 +24,28 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   auto* cmd = app.add_subcommand("compare",
                                  "Train the model, then run inference on a copy of its weights, and print memory, "
                                  "time and throughput side by side");
-  add_common_options(cmd, o->common);
-  cmd->add_option("--infer-dtype", o->infer_dtype,
-                  "Weights of the inference copy: auto (what the device runs natively: bf16 with bf16 units, "
-                  "else fp32), fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic quantisation, CUDA "
-                  "_int_mm), fp8 (CUDA sm_89+)")
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: last wins
+  add_model_options(cmd, o->model, "Size preset: tiny, small, and per model large / resnet18-cifar / gpt2-small");
+  add_train_options(cmd, o->train);
+  record_field(cmd, "infer.warmup_steps", "--warmup");  // --warmup sets both modes' warm-up
+  add_field_option(cmd, "--infer-dtype", o->infer_dtype,
+                   "Weights of the inference copy: auto (what the device runs natively: bf16 with bf16 units, "
+                   "else fp32), fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic quantisation, CUDA "
+                   "_int_mm), fp8 (CUDA sm_89+)",
+                   "infer.dtype")
       ->capture_default_str();
-  cmd->add_option("--infer-batch", o->infer_batch, "Inference samples per batch (default: same as --batch)");
-  cmd->add_option("--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)");
-  cmd->add_flag("--infer-cuda-graph", o->infer_cuda_graph, "Replay the inference forward from a CUDA graph (CUDA)");
+  add_field_option(cmd, "--infer-batch", o->infer_batch, "Inference samples per batch (default: same as --batch)",
+                   "infer.batch_size");
+  add_field_option(cmd, "--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)",
+                   "infer.steps");
+  add_field_flag(cmd, "--infer-cuda-graph", o->infer_cuda_graph,
+                 "Replay the inference forward from a CUDA graph (CUDA)", "infer.cuda_graph");
+  add_output_options(cmd, o->output);
 
   return [o, cmd, argv]() {
-    apply_common_options(o->common);
-    auto& s = o->common.settings;
+    apply_log_level(o->output);
+    CompareSettings s;
+    s.train = train_settings(o->train);
     s.infer_dtype_auto = o->infer_dtype == "auto";
     if (!s.infer_dtype_auto) {
       try {
@@ -50,16 +59,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.warmup_steps = s.train.warmup_steps;
     s.infer.seed = s.train.seed;
     s.infer.cuda_graph = o->infer_cuda_graph;
-    validate(s);  // everything is checked before anything runs or any file is touched
-    const auto& json = o->common.json_path;
-    if (!json.empty()) check_output_path(json, "json");
-
-    const CompareReport report = run_compare(s, argv);
-    ConsoleReporter(std::cout).report(report);
-    if (!json.empty()) {
-      JsonReporter(json).report(report);
-      log::info(cat("wrote ", json));
-    }
+    const auto workload = zoo_workload(o->model);
+    check_outputs(o->output);
+    emit(run_compare(*workload, s, {o->model.device, argv}), o->output);
     return 0;
   };
 }

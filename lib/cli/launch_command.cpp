@@ -76,13 +76,18 @@ Runner add_launch_command(CLI::App& app) {
                                  "Start N local processes of COMMAND (after --) with RANK, WORLD_SIZE, LOCAL_RANK, "
                                  "MASTER_ADDR and MASTER_PORT set, as torchrun does");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_option("--nproc", o->nproc, "Processes (ranks) on this node")->capture_default_str();
-  cmd->add_option("--master-addr", o->master_addr, "Where rank 0 hosts the rendezvous store")->capture_default_str();
-  cmd->add_option("--master-port", o->master_port, "Its port (0: a free one)")->capture_default_str();
-  cmd->add_option("--grace-s", o->grace_s,
-                  "After a rank fails, seconds the others get to stop by themselves before they are terminated")
+  add_field_option(cmd, "--nproc", o->nproc, "Processes (ranks) on this node", "launch.nproc")->capture_default_str();
+  add_field_option(cmd, "--master-addr", o->master_addr, "Where rank 0 hosts the rendezvous store",
+                   "launch.master_addr")
+      ->capture_default_str();
+  add_field_option(cmd, "--master-port", o->master_port, "Its port (0: a free one)", "launch.master_port")
+      ->capture_default_str();
+  add_field_option(cmd, "--grace-s", o->grace_s,
+                   "After a rank fails, seconds the others get to stop by themselves before they are terminated",
+                   "launch.grace_s")
       ->capture_default_str();
   cmd->add_option("command", o->command, "The command every rank runs, after --; 'tvie' means this tvie");
+  record_field(cmd, "launch.command", "COMMAND (after --)");
 
   return [o]() {
     if (o->nproc < 1 || o->nproc > 1024) throw InvalidArgument("launch.nproc", cat(o->nproc), "an integer in 1..1024");

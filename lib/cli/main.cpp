@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     try {
       return run();
     } catch (const tvie::InvalidArgument& e) {
-      std::cerr << name << ": error: " << tvie::cli::option_for_field(e.field()) << ": got '" << e.value()
+      std::cerr << name << ": error: " << tvie::cli::option_for_field(sub, e.field()) << ": got '" << e.value()
                 << "'; accepted: " << e.accepted() << "\n";
       return kUsageError;
     } catch (const tvie::ConfigurationMismatch& e) {

@@ -5,67 +5,149 @@
 
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
+#include <tvie/models.hpp>
+#include <tvie/run.hpp>
 
 namespace tvie::cli {
+namespace {
 
-void add_common_options(CLI::App* cmd, CommonOptions& o) {
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: last wins
-  auto& s = o.settings;
-  cmd->add_option("--model", s.model, "Zoo model: mlp, cnn, gpt")->capture_default_str();
-  cmd->add_option("--preset", s.preset, "Size preset: tiny, small, and per model large / resnet18-cifar / gpt2-small")
+std::map<const CLI::App*, std::map<std::string, std::string>>& field_table() {
+  static std::map<const CLI::App*, std::map<std::string, std::string>> table;
+  return table;
+}
+
+}  // namespace
+
+void record_field(const CLI::App* cmd, const std::string& field, const std::string& label) {
+  field_table()[cmd][field] = label;
+}
+
+std::string option_for_field(const CLI::App* cmd, const std::string& field) {
+  const auto& table = field_table();
+  const auto command = table.find(cmd);
+  if (command == table.end()) return field;
+  const auto it = command->second.find(field);
+  return it == command->second.end() ? field : it->second;
+}
+
+CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value, const std::string& help,
+                            const std::string& field) {
+  auto* option = cmd->add_flag(flags, value, help);
+  record_field(cmd, field, option->get_name());
+  return option;
+}
+
+void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help, const std::string& fixed_model) {
+  if (fixed_model.empty())
+    add_field_option(cmd, "--model", o.model, "Zoo model: mlp, cnn, gpt", "model")->capture_default_str();
+  else
+    o.model = fixed_model;
+  add_field_option(cmd, "--preset", o.preset, preset_help, "preset")->capture_default_str();
+  add_field_option(cmd, "--device", o.device, "auto (CUDA if available, else CPU), cpu, cuda, cuda:N", "device")
       ->capture_default_str();
-  cmd->add_option("--device", s.device, "auto (CUDA if available, else CPU), cpu, cuda, cuda:N")->capture_default_str();
-  cmd->add_option("--batch", s.train.batch_size, "Training samples per optimizer step")->capture_default_str();
-  cmd->add_option("--accumulate", s.train.accumulate, "Micro-batches per optimizer step (gradient accumulation)")
-      ->capture_default_str();
-  cmd->add_option("--steps", s.train.steps, "Timed training steps")->capture_default_str();
-  cmd->add_option("--warmup", s.train.warmup_steps,
-                  "Untimed warm-up steps before the timed ones (after the instrumented ledger steps)")
-      ->capture_default_str();
-  cmd->add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam, adamw")->capture_default_str();
-  cmd->add_option("--lr", s.train.learning_rate, "Learning rate")->capture_default_str();
-  cmd->add_option("--momentum", s.train.momentum, "Momentum of sgd-momentum")->capture_default_str();
-  cmd->add_option("--weight-decay", s.train.weight_decay, "Decoupled weight decay of adamw")->capture_default_str();
-  cmd->add_option("--precision", o.precision,
-                  "fp32, amp-bf16 (autocast), amp-fp16 (autocast + loss scaling, CUDA), bf16 (pure bf16 weights)")
-      ->capture_default_str();
-  cmd->add_option("--clip", s.train.clip_grad_norm, "Clip the gradients' global L2 norm to this (0: off)")
-      ->capture_default_str();
-  cmd->add_option("--checkpoint", o.checkpoint, "Activation checkpointing of transformer blocks: none, blocks, every-K")
-      ->capture_default_str();
-  cmd->add_flag("--cuda-graph", s.train.cuda_graph, "Capture the training step in a CUDA graph and replay it (CUDA)");
-  cmd->add_option("--data-batches", s.train.data_batches, "Distinct synthetic batches cycled through")
-      ->capture_default_str();
-  cmd->add_option("--loss-every", s.train.loss_every, "Loss-curve point every N steps (0: about ten points)")
-      ->capture_default_str();
-  cmd->add_option("--seed", s.train.seed, "Seed of the initial weights and the synthetic data")->capture_default_str();
-  cmd->add_option("--json", o.json_path, "Also write the report as JSON to this file (atomically)");
+}
+
+void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv, const std::string& json_help) {
+  add_field_option(cmd, "--json", o.json_path, json_help, "json");
+  if (with_csv) add_field_option(cmd, "--csv", o.csv_path, "Rank 0 writes the rows as CSV here (atomically)", "csv");
   cmd->add_flag("-v,--verbose", o.verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o.quiet, "Log only errors");
 }
 
-void apply_common_options(CommonOptions& o) {
+void apply_log_level(const OutputOptions& o) {
   if (o.verbose) log::set_level(log::Level::debug);
   if (o.quiet) log::set_level(log::Level::error);
-  auto& t = o.settings.train;
+}
+
+void check_outputs(const OutputOptions& o) {
+  if (!o.json_path.empty()) check_output_path(o.json_path, "json");
+  if (!o.csv_path.empty()) check_output_path(o.csv_path, "csv");
+}
+
+void add_train_options(CLI::App* cmd, TrainOptions& o) {
+  auto& s = o.settings;
+  add_field_option(cmd, "--batch", s.batch_size, "Training samples per optimizer step", "train.batch_size")
+      ->capture_default_str();
+  add_field_option(cmd, "--accumulate", s.accumulate, "Micro-batches per optimizer step (gradient accumulation)",
+                   "train.accumulate")
+      ->capture_default_str();
+  add_field_option(cmd, "--steps", s.steps, "Timed training steps", "train.steps")->capture_default_str();
+  add_field_option(cmd, "--warmup", s.warmup_steps,
+                   "Untimed warm-up steps before the timed ones (after the instrumented ledger steps)",
+                   "train.warmup_steps")
+      ->capture_default_str();
+  add_field_option(cmd, "--optimizer", o.optimizer, "sgd, sgd-momentum, adam, adamw", "train.optimizer")
+      ->capture_default_str();
+  add_field_option(cmd, "--lr", s.learning_rate, "Learning rate", "train.learning_rate")->capture_default_str();
+  add_field_option(cmd, "--momentum", s.momentum, "Momentum of sgd-momentum", "train.momentum")->capture_default_str();
+  add_field_option(cmd, "--weight-decay", s.weight_decay, "Decoupled weight decay of adamw", "train.weight_decay")
+      ->capture_default_str();
+  add_field_option(cmd, "--precision", o.precision,
+                   "fp32, amp-bf16 (autocast), amp-fp16 (autocast + loss scaling, CUDA), bf16 (pure bf16 weights)",
+                   "train.precision")
+      ->capture_default_str();
+  add_field_option(cmd, "--clip", s.clip_grad_norm, "Clip the gradients' global L2 norm to this (0: off)",
+                   "train.clip_grad_norm")
+      ->capture_default_str();
+  add_field_option(cmd, "--checkpoint", o.checkpoint,
+                   "Activation checkpointing of transformer blocks: none, blocks, every-K", "train.checkpoint_every")
+      ->capture_default_str();
+  add_field_flag(cmd, "--cuda-graph", s.cuda_graph, "Capture the training step in a CUDA graph and replay it (CUDA)",
+                 "train.cuda_graph");
+  add_field_option(cmd, "--data-batches", s.data_batches, "Distinct synthetic batches cycled through",
+                   "train.data_batches")
+      ->capture_default_str();
+  add_field_option(cmd, "--loss-every", s.loss_every, "Loss-curve point every N steps (0: about ten points)",
+                   "train.loss_every")
+      ->capture_default_str();
+  add_field_option(cmd, "--seed", s.seed, "Seed of the initial weights and the synthetic data", "train.seed")
+      ->capture_default_str();
+}
+
+TrainSettings train_settings(const TrainOptions& o) {
+  TrainSettings t = o.settings;
   t.optimizer = parse_optimizer(o.optimizer);
   t.precision = parse_train_precision(o.precision);
   t.checkpoint_every = parse_checkpoint(o.checkpoint);
+  return t;
 }
 
-void validate_model(const std::string& model, const std::string& preset, const std::string& device,
-                    InferenceDtype dtype, const std::string& dtype_field) {
-  CompareSettings s;
-  s.model = model;
-  s.preset = preset;
-  s.device = device;
-  s.infer.dtype = dtype;
-  try {
-    validate(s);
-  } catch (const InvalidArgument& e) {
-    if (e.field() != "infer.dtype") throw;
-    throw InvalidArgument(dtype_field, e.value(), e.accepted());
+void add_dist_options(CLI::App* cmd, DistOptions& o, bool with_overlap) {
+  add_field_option(cmd, "--backend", o.backend,
+                   with_overlap ? "Data parallelism: auto (nccl for CUDA, gloo for CPU), nccl, gloo; on by itself "
+                                  "when WORLD_SIZE > 1"
+                                : "auto (nccl for CUDA, gloo for CPU), nccl, gloo",
+                   "dist.backend")
+      ->capture_default_str();
+  if (with_overlap) {
+    add_field_option(cmd, "--bucket-mb", o.settings.bucket_mb, "Data parallelism: gradient bucket size in MiB",
+                     "dist.bucket_mb")
+        ->capture_default_str();
+    add_field_flag(cmd, "--overlap", o.settings.overlap,
+                   "Data parallelism: all-reduce each bucket while backward goes on", "dist.overlap");
   }
+  add_field_option(cmd, "--timeout-s", o.settings.timeout_s, "Rendezvous and collective timeout", "dist.timeout_s")
+      ->capture_default_str();
+  record_rank_fields(cmd);
+}
+
+DistSettings dist_settings(const DistOptions& o) {
+  DistSettings d = o.settings;
+  d.backend = parse_dist_backend(o.backend);
+  return d;
+}
+
+std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) { return make_zoo_workload(o.model, o.preset); }
+
+void record_rank_fields(const CLI::App* cmd) {
+  for (const char* variable : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "MASTER_ADDR"})
+    record_field(cmd, cat("env.", variable), cat(variable, " (environment)"));
+}
+
+DistEnv start_rank() {
+  const DistEnv env = rank_environment();
+  if (env.rank != 0) log::set_level(log::Level::error);  // rank 0 prints; the others only report errors
+  return env;
 }
 
 std::vector<int64_t> parse_int_series(const std::string& text, const std::string& field) {
@@ -98,79 +180,6 @@ std::vector<int64_t> parse_int_series(const std::string& text, const std::string
   }
   if (out.empty()) throw InvalidArgument(field, text, accepted);
   return out;
-}
-
-std::string option_for_field(const std::string& field) {
-  static const std::map<std::string, std::string> options = {
-      {"model", "--model"},
-      {"preset", "--preset"},
-      {"device", "--device"},
-      {"json", "--json"},
-      {"train.batch_size", "--batch"},
-      {"train.steps", "--steps"},
-      {"train.warmup_steps", "--warmup"},
-      {"train.accumulate", "--accumulate"},
-      {"train.optimizer", "--optimizer"},
-      {"train.learning_rate", "--lr"},
-      {"train.momentum", "--momentum"},
-      {"train.weight_decay", "--weight-decay"},
-      {"train.precision", "--precision"},
-      {"train.clip_grad_norm", "--clip"},
-      {"train.checkpoint_every", "--checkpoint"},
-      {"train.cuda_graph", "--cuda-graph"},
-      {"train.data_batches", "--data-batches"},
-      {"train.loss_every", "--loss-every"},
-      {"infer.batch_size", "--infer-batch"},
-      {"infer.steps", "--infer-steps"},
-      {"infer.warmup_steps", "--warmup"},
-      {"infer.dtype", "--infer-dtype"},
-      {"infer.cuda_graph", "--infer-cuda-graph"},
-      {"infer_sweep.batch_sizes", "--batch"},
-      {"torchscript.path", "--torchscript"},
-      {"torchscript.input_shape", "--input-shape"},
-      {"torchscript.vocab_size", "--vocab"},
-      {"torchscript.fusion", "--fusion"},
-      {"infer_sweep.dtypes", "--dtype"},
-      {"infer_sweep.steps", "--steps"},
-      {"infer_sweep.warmup_steps", "--warmup"},
-      {"infer_sweep.cuda_graph", "--cuda-graph"},
-      {"infer_sweep.cpu_memory_limit_mb", "--cpu-memory-limit-mb"},
-      {"serve.scenario", "--scenario"},
-      {"serve.target_qps", "--qps"},
-      {"serve.max_batch", "--max-batch"},
-      {"serve.max_queue_delay_us", "--max-queue-delay-us"},
-      {"serve.query_count", "--queries"},
-      {"serve.min_query_count", "--min-queries"},
-      {"serve.min_duration_ms", "--min-duration-ms"},
-      {"serve.dtype", "--dtype"},
-      {"serve.p99_bound_ms", "--p99-ms"},
-      {"serve.refine_steps", "--refine-steps"},
-      {"decode.dtype", "--dtype"},
-      {"launch.nproc", "--nproc"},
-      {"launch.master_port", "--master-port"},
-      {"launch.grace_s", "--grace-s"},
-      {"launch.command", "COMMAND (after --)"},
-      {"dist.backend", "--backend"},
-      {"dist.bucket_mb", "--bucket-mb"},
-      {"dist.timeout_s", "--timeout-s"},
-      {"allreduce.min_bytes", "--min-bytes"},
-      {"allreduce.max_bytes", "--max-bytes"},
-      {"allreduce.factor", "--factor"},
-      {"allreduce.iters", "--iters"},
-      {"allreduce.warmup", "--warmup"},
-      {"allreduce.dtype", "--dtype"},
-      {"csv", "--csv"},
-      {"env.RANK", "RANK (environment)"},
-      {"env.WORLD_SIZE", "WORLD_SIZE (environment)"},
-      {"env.LOCAL_RANK", "LOCAL_RANK (environment)"},
-      {"env.MASTER_PORT", "MASTER_PORT (environment)"},
-      {"decode.batch_size", "--batch"},
-      {"decode.prompt_tokens", "--prompt"},
-      {"decode.new_tokens", "--new-tokens"},
-      {"decode.repetitions", "--repetitions"},
-  };
-  const auto it = options.find(field);
-  return it == options.end() ? field : it->second;
 }
 
 }  // namespace tvie::cli

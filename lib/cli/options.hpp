@@ -1,41 +1,108 @@
-// Options shared by the subcommands: the model and device, the training settings, logging and --json.
+// What the subcommands share: option groups, the record of which flag sets which settings field, the
+// outputs (console, --json, --csv) and the start of a rank. A subcommand is parse -> run -> emit: it fills
+// settings structs from its options, calls one runner of tvie/run.hpp and hands the report to emit().
 #pragma once
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include <tvie/dist.hpp>
+#include <tvie/log.hpp>
+#include <tvie/report.hpp>
 #include <tvie/settings.hpp>
 
 namespace tvie::cli {
 
-struct CommonOptions {
-  CompareSettings settings;
-  std::string optimizer = "adamw";
-  std::string precision = "fp32";
-  std::string checkpoint = "none";
-  std::string json_path;
+// --- which flag sets which settings field -------------------------------------------------------------
+// Recorded when an option is registered, per subcommand, so that an InvalidArgument naming a field
+// ("train.batch_size") is reported under the flag the user typed ("--batch").
+
+// Records that `label` (a flag, or e.g. "RANK (environment)") sets `field` in subcommand `cmd`.
+void record_field(const CLI::App* cmd, const std::string& field, const std::string& label);
+// The flag recorded for `field` in `cmd`; the field itself when none was.
+std::string option_for_field(const CLI::App* cmd, const std::string& field);
+
+// add_option / add_flag that also record the settings field the option sets.
+template <typename T>
+CLI::Option* add_field_option(CLI::App* cmd, const std::string& flags, T& value, const std::string& help,
+                              const std::string& field) {
+  auto* option = cmd->add_option(flags, value, help);
+  record_field(cmd, field, option->get_name());
+  return option;
+}
+CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value, const std::string& help,
+                            const std::string& field);
+
+// --- option groups ------------------------------------------------------------------------------------
+
+// --model --preset --device (the zoo model and where it runs).
+struct ModelOptions {
+  std::string model = "gpt", preset = "tiny", device = "auto";
+};
+// `fixed_model`: the command runs only this model (decode: gpt), so there is no --model.
+void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help = "Size preset",
+                       const std::string& fixed_model = "");
+
+// --json [--csv] --verbose --quiet.
+struct OutputOptions {
+  std::string json_path, csv_path;
   bool verbose = false, quiet = false;
 };
+void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = false,
+                        const std::string& json_help = "Also write the report as JSON to this file (atomically)");
+// The log level the flags ask for.
+void apply_log_level(const OutputOptions& o);
+// Every output path can be written (checked before anything runs; creates nothing).
+void check_outputs(const OutputOptions& o);
 
-// --model --preset --device --seed --json --verbose --quiet and every training option; a repeated
-// option takes its last value.
-void add_common_options(CLI::App* cmd, CommonOptions& o);
-// Parses the string-valued options into o.settings.train and applies the log level.
-void apply_common_options(CommonOptions& o);
+// Every training option (--batch --accumulate --steps --warmup --optimizer --lr ... --seed).
+struct TrainOptions {
+  TrainSettings settings;
+  std::string optimizer = "adamw", precision = "fp32", checkpoint = "none";
+};
+void add_train_options(CLI::App* cmd, TrainOptions& o);
+// The settings, with the string-valued options parsed.
+TrainSettings train_settings(const TrainOptions& o);
 
-// Checks a zoo model, preset, device and inference dtype as `tvie compare` does; a dtype error names
-// `dtype_field` (the calling command's own option) instead of compare's infer.dtype.
-void validate_model(const std::string& model, const std::string& preset, const std::string& device,
-                    InferenceDtype dtype, const std::string& dtype_field);
+// Data parallelism's options (--backend --bucket-mb --overlap --timeout-s); the overlap flag only where
+// there is a backward to overlap with.
+struct DistOptions {
+  std::string backend = "auto";
+  DistSettings settings;
+};
+void add_dist_options(CLI::App* cmd, DistOptions& o, bool with_overlap);
+DistSettings dist_settings(const DistOptions& o);
+
+// --- the rest -----------------------------------------------------------------------------------------
+
+// The zoo workload the model options name (InvalidArgument("model"/"preset") otherwise).
+std::unique_ptr<Workload> zoo_workload(const ModelOptions& o);
+
+// One rank of a distributed command: records the environment's fields for error messages (at
+// registration) and, at start, reads the job; ranks other than 0 log only errors.
+void record_rank_fields(const CLI::App* cmd);
+DistEnv start_rank();
+
+// Console, then the files asked for. Only the reporting rank (0) writes.
+template <typename Report>
+void emit(const Report& report, const OutputOptions& o) {
+  ConsoleReporter(std::cout).report(report);
+  if (!o.json_path.empty()) {
+    JsonReporter(o.json_path).report(report);
+    log::info(cat("wrote ", o.json_path));
+  }
+  if (!o.csv_path.empty()) {
+    CsvReporter(o.csv_path).report(report);
+    log::info(cat("wrote ", o.csv_path));
+  }
+}
 
 // "1,2,4,...,256": comma-separated integers; "..." continues the series by the ratio of the two numbers
 // before it (doubling here) up to the number after it. Throws InvalidArgument(field, text, ...).
 std::vector<int64_t> parse_int_series(const std::string& text, const std::string& field);
-
-// The command-line option that sets a library settings field ("train.batch_size" -> "--batch").
-std::string option_for_field(const std::string& field);
 
 }  // namespace tvie::cli

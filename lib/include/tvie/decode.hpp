@@ -25,7 +25,7 @@ struct DecodeSettings {
 void validate(const DecodeSettings& settings, const GptConfig& config);
 
 struct DecodeResult {
-  std::string dtype;
+  InferenceDtype dtype = InferenceDtype::fp32;
   std::string memory_counter;
   std::string timer;
   int64_t parameter_bytes = 0;           // the weights, measured (packed_weight_bytes included)
@@ -38,6 +38,7 @@ struct DecodeResult {
   int64_t timed_runs = 0;
 };
 
+// Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once).
 DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
 
 }  // namespace tvie

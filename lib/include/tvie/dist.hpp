@@ -19,9 +19,25 @@
 #include <torch/types.h>
 
 #include <tvie/stats.hpp>
-#include <tvie/train.hpp>
+#include <tvie/train.hpp>  // GradientHook: the seam DataParallel plugs into
 
 namespace tvie {
+
+// Data-parallel training's communication, measured on rank 0 (TrainReport::distributed).
+struct DistributedResult {
+  std::string backend;  // gloo, nccl
+  int64_t world_size = 1;
+  double bucket_mb = 0;
+  bool overlap = false;
+  int64_t buckets = 0;
+  int64_t bytes_per_step = 0;  // gradient bytes all-reduced per optimizer step (all buckets)
+  Summary comm_ms;             // per timed step: Gloo: first bucket's start to last one's end; NCCL: device time
+  Summary exposed_ms;          // per timed step: what gradient averaging adds after backward (wait, copies, scaling)
+  double algbw_gbs = 0, busbw_gbs = 0;  // bytes_per_step / mean comm time; busbw = algbw x 2(n-1)/n
+  double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
+  bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
+  int64_t backend_device_bytes = -1;  // CUDA: NCCL's own device memory (cudaMemGetInfo); -1 on the CPU
+};
 
 struct DistEnv {
   int64_t rank = 0;
@@ -127,6 +143,7 @@ class DataParallel final : public GradientHook {
   void broadcast_initial_weights();  // parameters and buffers from rank 0
   void before_backward(bool last) override;
   void after_backward() override;
+  void timing_starts() override { reset_stats(); }
   // Bytes of the flat buckets from their shapes: the gradient bytes all-reduced per step.
   int64_t buffer_bytes() const { return buffer_bytes_; }
 

@@ -61,7 +61,7 @@ class InferenceSession {
 struct InferenceResult {
   InferenceMemory memory;
   std::string memory_counter;
-  std::string dtype;
+  InferenceDtype dtype = InferenceDtype::fp32;
   std::vector<double> latency_ms;  // every timed batch
   Summary latency;
   std::string timer;
@@ -77,6 +77,7 @@ struct InferenceResult {
   double achieved_tflops = 0;
 };
 
+// Settings validated first (validate(settings, device); tvie/run.hpp's runners do it once).
 // `output`, when given, receives the last timed batch's output (on the CPU, fp32) for accuracy checks.
 InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
                               const torch::nn::Module* weights = nullptr, torch::Tensor* output = nullptr);

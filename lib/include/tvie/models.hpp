@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,8 @@ GptConfig gpt_preset(const std::string& preset);
 std::unique_ptr<Workload> make_mlp_workload(const MlpConfig& config, std::string label = "mlp");
 std::unique_ptr<Workload> make_cnn_workload(const CnnConfig& config, std::string label = "cnn");
 std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label = "gpt");
+// The configuration of a workload made by make_gpt_workload (decoding needs it); nullopt for any other.
+std::optional<GptConfig> gpt_config_of(const Workload& workload);
 // Throws InvalidArgument("model"/"preset", ...) for unknown names.
 std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset);
 

@@ -1,33 +1,15 @@
-// Reporters receive numbers (a CompareReport), never preformatted strings.
+// Reporters receive the runners' reports (tvie/run.hpp): numbers and enums, never preformatted strings. One
+// overload per report; a reporter that has nothing to say about a report kind inherits the no-op.
 #pragma once
 
 #include <ostream>
 #include <string>
 
-#include <tvie/compare.hpp>
-#include <tvie/decode.hpp>
-#include <tvie/dist.hpp>
-#include <tvie/serve.hpp>
+#include <tvie/run.hpp>
 
 namespace tvie {
 
 inline constexpr int kReportSchemaVersion = 1;
-
-// `tvie allreduce`: a sweep in the manner of nccl-tests' all_reduce_perf (rank 0's figures).
-struct AllreduceReport {
-  RunContext context;
-  AllreduceSweepSettings settings;
-  AllreduceSweepResult result;
-};
-
-// `tvie decode`: KV-cached decoding of a zoo gpt preset.
-struct DecodeReport {
-  RunContext context;
-  std::string workload;  // "gpt/tiny"
-  ModelFacts facts;
-  DecodeSettings settings;
-  DecodeResult result;
-};
 
 class Reporter {
  public:
@@ -36,6 +18,8 @@ class Reporter {
   virtual void report(const TrainReport& report) = 0;
   virtual void report(const ServeReport& report) = 0;
   virtual void report(const InferReport& report) = 0;
+  virtual void report(const DecodeReport& report) = 0;
+  virtual void report(const AllreduceReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -46,6 +30,8 @@ class ConsoleReporter : public Reporter {
   void report(const TrainReport& report) override;
   void report(const ServeReport& report) override;
   void report(const InferReport& report) override;
+  void report(const DecodeReport& report) override;
+  void report(const AllreduceReport& report) override;  // the all_reduce_perf table
 
  private:
   std::ostream& out_;
@@ -59,6 +45,24 @@ class JsonReporter : public Reporter {
   void report(const TrainReport& report) override;
   void report(const ServeReport& report) override;
   void report(const InferReport& report) override;
+  void report(const DecodeReport& report) override;
+  void report(const AllreduceReport& report) override;
+
+ private:
+  std::string path_;
+};
+
+// CSV of the reports that are tables (one header row, units in the column names), written atomically.
+// Today: the all-reduce sweep; the other report kinds throw InvalidArgument("csv", ...).
+class CsvReporter : public Reporter {
+ public:
+  explicit CsvReporter(std::string path) : path_(std::move(path)) {}
+  void report(const CompareReport& report) override;
+  void report(const TrainReport& report) override;
+  void report(const ServeReport& report) override;
+  void report(const InferReport& report) override;
+  void report(const DecodeReport& report) override;
+  void report(const AllreduceReport& report) override;
 
  private:
   std::string path_;

@@ -17,7 +17,6 @@
 
 #include <c10/core/Device.h>
 
-#include <tvie/context.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/workload.hpp>
@@ -27,6 +26,13 @@ namespace tvie {
 enum class Scenario { single_stream, server, offline };
 std::string to_string(Scenario scenario);
 Scenario parse_scenario(const std::string& text, const std::string& field = "serve.scenario");
+
+// --find-max-qps: the highest server-scenario QPS whose run is valid with p99 latency <= the bound.
+struct MaxQpsSearch {
+  double p99_bound_ms = 10;  // the latency bound
+  int64_t refine_steps = 4;  // bisections between the last passing and the first failing QPS
+};
+void validate(const MaxQpsSearch& search);
 
 struct ServeSettings {
   Scenario scenario = Scenario::server;
@@ -38,7 +44,10 @@ struct ServeSettings {
   int64_t min_duration_ms = 2000;     // ...over at least this long (0: no minimum)
   InferenceDtype dtype = InferenceDtype::fp32;
   uint64_t seed = 0;  // arrival schedule and request data
+  // run_serve: search the highest server QPS that meets the bound, starting at target_qps (server only).
+  std::optional<MaxQpsSearch> max_qps_search;
 };
+// Also validates max_qps_search and that it is asked of the server scenario.
 void validate(const ServeSettings& settings);
 
 // Arrival times in seconds from the start of `count` requests of a Poisson process at `qps`: gaps drawn
@@ -91,7 +100,7 @@ std::vector<RequestRecord> drive_single_stream(int64_t count, ServingClock& cloc
                                                const std::function<void(const std::vector<int64_t>&)>& execute);
 
 struct ServeResult {
-  std::string scenario;
+  Scenario scenario = Scenario::server;
   double target_qps = 0;
   int64_t answered = 0;
   double duration_s = 0;     // first scheduled arrival (or start) to last answer
@@ -112,15 +121,9 @@ struct ServeResult {
 // Statistics of a run's records (pure): latencies and splits in milliseconds, validity from the minimums.
 ServeResult summarize_serving(const std::vector<RequestRecord>& records, const ServeSettings& settings);
 
-// Serves a freshly initialised (seeded) copy of the model on `device` under InferenceMode.
+// Serves a freshly initialised (seeded) copy of the model on `device` under InferenceMode (settings
+// validated first: validate(settings); run_serve in tvie/run.hpp does).
 ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device);
-
-// --find-max-qps: the highest server-scenario QPS whose run is valid with p99 latency <= the bound.
-struct MaxQpsSearch {
-  double p99_bound_ms = 10;  // the latency bound
-  int64_t refine_steps = 4;  // bisections between the last passing and the first failing QPS
-};
-void validate(const MaxQpsSearch& search);
 
 struct QpsProbe {
   double target_qps = 0, achieved_qps = 0, p99_ms = 0;
@@ -150,14 +153,5 @@ QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::fun
 // 1.1 x enough to last base.min_duration_ms at its rate if that is more (base.query_count is not used).
 MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, const MaxQpsSearch& search,
                           const c10::Device& device);
-
-struct ServeReport {
-  RunContext context;
-  std::string workload;
-  ModelFacts facts;
-  ServeSettings settings;
-  ServeResult result;                  // the run (with a search: the run at the highest passing QPS)
-  std::optional<MaxQpsResult> search;  // --find-max-qps
-};
 
 }  // namespace tvie

@@ -68,10 +68,8 @@ struct InferSettings {
   bool cuda_graph = false;  // CUDA: capture the forward once at this batch size and replay it
 };
 
+// run_compare (tvie/run.hpp): the model is the Workload, the device is in RunOptions.
 struct CompareSettings {
-  std::string model = "gpt";    // zoo model: mlp, cnn, gpt
-  std::string preset = "tiny";  // size preset of that model
-  std::string device = "auto";  // auto, cpu, cuda, cuda:N
   TrainSettings train;
   InferSettings infer;
   // Replace infer.dtype by the dtype the device runs natively (native_inference_dtype in device.hpp: bf16
@@ -88,7 +86,7 @@ void validate(const InferSettings& settings, const c10::Device& device);
 // Throws InvalidArgument(field, ...) unless `dtype` runs on `device`.
 void validate_inference_dtype(InferenceDtype dtype, const c10::Device& device,
                               const std::string& field = "infer.dtype");
-// Also checks model, preset and device (and that the inference dtype runs on that device).
-void validate(const CompareSettings& settings);
+// Both parts, and that the inference dtype runs on `device` (unless infer_dtype_auto replaces it).
+void validate(const CompareSettings& settings, const c10::Device& device);
 
 }  // namespace tvie

@@ -4,6 +4,7 @@
 // optimizer step per k) and optional activation checkpointing of transformer blocks.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,18 +36,30 @@ enum TrainPhase : int {
 };
 const char* phase_name(int phase);
 
-class Communicator;
-struct DistSettings;
-
-// What a Trainer calls around backward, for data parallelism (tvie/dist.hpp: DataParallel).
+// The seam between training and whatever wraps it (data parallelism: tvie/dist.hpp's DataParallel).
+// Training knows only this interface; it never sees a communicator.
 class GradientHook {
  public:
   virtual ~GradientHook() = default;
   // Before each micro-batch's backward; `last` for the last micro-batch of the step (communication
   // happens only on that one).
   virtual void before_backward(bool last) = 0;
-  // After the last backward of the step: the gradients must be averaged over ranks when it returns.
+  // After the last backward of the step: the gradients must be final (e.g. averaged over ranks) when it
+  // returns. Its time is the step's communication phase.
   virtual void after_backward() = 0;
+  // The instrumented ledger steps are over and the timed ones begin: drop what was recorded so far.
+  virtual void timing_starts() {}
+};
+
+// What run_training lets a wrapper plug in (all optional).
+struct TrainingHooks {
+  // Called once the Trainer has built the module, before the ledger steps; returns the hook to call
+  // around every backward (owned by the caller). What it leaves allocated on the device is the ledger's
+  // comm_buffers (measured around the call).
+  std::function<GradientHook*(std::shared_ptr<torch::nn::Module> module)> make_gradient_hook;
+  // Every recorded step's loss (index = step - 1; NaN where a step's loss is not kept), replaced in place
+  // by the loss to report (data parallelism: the mean over ranks).
+  std::function<void(std::vector<double>& losses)> reduce_losses;
 };
 
 class Trainer {
@@ -83,6 +96,7 @@ class Trainer {
     hook_held_bytes_ = hook ? held_bytes : 0;
   }
 
+  GradientHook* gradient_hook() const { return hook_; }
   torch::nn::Module& module() { return *module_; }
   std::shared_ptr<torch::nn::Module> module_ptr() const { return module_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
@@ -126,29 +140,12 @@ struct PhaseTime {
   double share = 0;  // of the total time of the timed steps
 };
 
-// Data-parallel training (tvie/dist.hpp), measured on rank 0.
-struct DistributedResult {
-  bool enabled = false;
-  std::string backend;  // gloo, nccl
-  int64_t world_size = 1;
-  double bucket_mb = 0;
-  bool overlap = false;
-  int64_t buckets = 0;
-  int64_t bytes_per_step = 0;  // gradient bytes all-reduced per optimizer step (all buckets)
-  Summary comm_ms;             // per timed step: Gloo: first bucket's start to last one's end; NCCL: device time
-  Summary exposed_ms;          // per timed step: what gradient averaging adds after backward (wait, copies, scaling)
-  double algbw_gbs = 0, busbw_gbs = 0;  // bytes_per_step / mean comm time; busbw = algbw x 2(n-1)/n
-  double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
-  bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
-  int64_t backend_device_bytes = -1;  // CUDA: NCCL's own device memory (cudaMemGetInfo); -1 on the CPU
-};
-
 struct TrainingResult {
   TrainingMemory memory;
   PredictedTrainingMemory predicted;
   std::string memory_counter;  // which counter the figures are
-  std::string precision;       // fp32, amp-bf16, amp-fp16, bf16
-  std::string checkpoint;      // none, blocks, every-K
+  TrainPrecision precision = TrainPrecision::fp32;
+  int64_t checkpoint_every = 0;  // 0: none, 1: every block, K: every K-th block (checkpoint_to_string)
   int64_t checkpointed_blocks = 0;
   std::vector<double> step_ms;    // every timed step
   Summary step;                   // statistics of step_ms
@@ -178,20 +175,43 @@ struct TrainingResult {
   double clip_max_norm = 0;
   Summary grad_norm;
   int64_t clipped_steps = 0;
-  DistributedResult distributed;  // enabled only with a communicator
 };
 
 // Throws InvalidArgument("train.checkpoint_every", ...) when checkpointing is asked of a workload
-// without blocks.
+// without blocks. The one place this rule lives.
 void validate_checkpointing(const Workload& workload, const TrainSettings& settings);
 
-// Runs the ledger steps, the warm-up steps and the timed steps. `trained` (optional) receives the module
-// with its trained weights, for the inference copy.
-// With `comm` (and its `dist` settings): data-parallel training, one rank of comm->world_size(). Every
-// rank runs this; rank r draws its data with seeds offset by r; the weights start from rank 0's; the loss
-// curve is the mean over ranks.
+// Runs the ledger steps, the warm-up steps and the timed steps (settings already validated: see
+// run_train in tvie/run.hpp for the checked entry). `trained` (optional) receives the module with its
+// trained weights, for the inference copy. `hooks`: what a wrapper plugs in (data parallelism).
 TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                            std::shared_ptr<torch::nn::Module>* trained = nullptr, Communicator* comm = nullptr,
-                            const DistSettings* dist = nullptr);
+                            std::shared_ptr<torch::nn::Module>* trained = nullptr, const TrainingHooks& hooks = {});
+
+// The pure pieces of run_training, each tested on its own (tests/test_training.cpp).
+namespace training {
+
+// Phase times of the timed steps (`per_step[i][p]`: step i, phase p, ms) -> each step's total and, per
+// phase, the median and its share of the total time. The communication phase is listed only when
+// `with_communication`.
+struct PhaseSummary {
+  std::vector<double> step_ms;
+  std::vector<PhaseTime> phases;
+};
+PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, bool with_communication);
+
+// The loss curve from every recorded step's loss (NaN: not kept): step 1, every `every` steps (0: about
+// ten points) and the last step, skipping the NaNs.
+std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& losses, int64_t every);
+
+// What the parameters, gradients and optimizer state should take, from the parameter count.
+PredictedTrainingMemory predict_memory(const ModelFacts& facts, const TrainSettings& settings);
+
+// Samples/s, tokens/s, model FLOPs per step and achieved TFLOPS from the mean step time.
+struct Throughput {
+  double samples_per_s = 0, tokens_per_s = 0, model_flops_per_step = 0, achieved_tflops = 0;
+};
+Throughput throughput(const ModelFacts& facts, int64_t batch_size, double mean_step_ms);
+
+}  // namespace training
 
 }  // namespace tvie

@@ -1,17 +1,18 @@
-// tvie: the training-vs-inference emulator. Umbrella header.
+// tvie: the training-vs-inference emulator. Umbrella header (docs/library.md: the layers and an example each).
+//   run.hpp       the front door: run_compare, run_train, run_train_data_parallel, run_infer_sweep,
+//                 run_serve, run_decode, run_allreduce (one shape: workload, settings, RunOptions -> report)
+//   report.hpp    ConsoleReporter, JsonReporter, CsvReporter (one overload per report)
 //   workload.hpp  the Workload interface you implement to bring your own model
 //   models.hpp    the zoo: mlp, cnn, gpt, with presets and analytic counts
 //   settings.hpp  TrainSettings, InferSettings, CompareSettings (+ validate)
-//   train.hpp     Trainer, run_training          infer.hpp   InferenceSession, run_inference
-//   compare.hpp   run_compare                    report.hpp  ConsoleReporter, JsonReporter
-//   memory.hpp    probes and ledgers             timing.hpp  StepTimer      stats.hpp  summarize
-//   decode.hpp    run_decoding (KV cache)      serve.hpp   run_serving, DynamicBatcher, poisson_schedule_s
-//   precision.hpp AutocastGuard, LossScaler      checkpoint.hpp  activation checkpointing
-//   device.hpp    resolve_device                 errors.hpp  typed exceptions  log.hpp  logging
+//   building blocks: train.hpp (Trainer, run_training), infer.hpp (InferenceSession, run_inference, sweep),
+//   serve.hpp (DynamicBatcher, run_serving, find_max_qps), decode.hpp (run_decoding), dist.hpp
+//   (Communicator, DataParallel), precision.hpp (AutocastGuard, LossScaler), checkpoint.hpp, memory.hpp
+//   (probes, ledgers), timing.hpp (StepTimer), stats.hpp, device.hpp, errors.hpp, log.hpp
 #pragma once
 
 #include <tvie/checkpoint.hpp>
-#include <tvie/compare.hpp>
+#include <tvie/run.hpp>
 #include <tvie/config.hpp>
 #include <tvie/context.hpp>
 #include <tvie/decode.hpp>

@@ -1,0 +1,143 @@
+// The front door: one runner per scenario, every one of the shape
+//
+//   XReport run_X(const Workload& workload, const XSettings& settings, const RunOptions& options);
+//
+// A runner resolves options.device, validates its settings once (InvalidArgument names the field, the value
+// and what is accepted; nothing has run yet), logs what will run, measures, and returns a report: plain
+// numbers with the run's RunContext, ready for any Reporter (tvie/report.hpp). In the manner of MLPerf
+// LoadGen's StartTest(sut, qsl, settings): the workload is the system under test, the settings say how.
+//
+// Underneath, the scenario functions (run_training, run_inference, run_inference_sweep, run_serving,
+// find_max_qps, run_decoding, run_allreduce_sweep) are building blocks: they take validated settings and a
+// resolved device and return results without a context. docs/library.md shows both levels.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tvie/context.hpp>
+#include <tvie/decode.hpp>
+#include <tvie/dist.hpp>
+#include <tvie/infer.hpp>
+#include <tvie/serve.hpp>
+#include <tvie/settings.hpp>
+#include <tvie/train.hpp>
+#include <tvie/workload.hpp>
+
+namespace tvie {
+
+// How a runner runs, apart from what it measures.
+struct RunOptions {
+  std::string device = "auto";    // auto (CUDA if available, else CPU), cpu, cuda, cuda:N
+  std::vector<std::string> argv;  // the command line, recorded in the report's context (empty from code)
+};
+
+// --- reports: what each runner returns ---
+
+// Training and inference of the same model, side by side.
+struct CompareReport {
+  RunContext context;
+  CompareSettings settings;  // infer.dtype as run (also when chosen by infer_dtype_auto)
+  std::string workload;      // "gpt/tiny"
+  ModelFacts facts;
+  TrainingResult training;
+  InferenceResult inference;
+  // How the inference dtype was chosen: "given" (settings.infer.dtype), or "auto: <dtype>: <why>".
+  std::string inference_dtype_choice = "given";
+  // Ratios between the modes (0 when a denominator is 0).
+  double peak_memory_ratio = 0;       // training peak / inference peak
+  double parameter_memory_ratio = 0;  // training parameters / inference parameters
+  double throughput_ratio = 0;        // inference samples/s / training samples/s
+};
+
+// Training only; with data parallelism, `distributed` holds rank 0's communication figures.
+struct TrainReport {
+  RunContext context;
+  TrainSettings settings;
+  std::string workload;
+  ModelFacts facts;
+  TrainingResult training;
+  std::optional<DistSettings> dist;              // data parallelism: its settings
+  std::optional<DistributedResult> distributed;  // data parallelism: what communication cost
+  int64_t rank = 0;                              // which rank made this report (only rank 0's is complete)
+};
+
+// Inference only: the batch x precision sweep.
+struct InferReport {
+  RunContext context;
+  std::string workload;
+  ModelFacts facts;
+  InferSweepSettings settings;
+  InferSweepResult sweep;
+};
+
+// A serving load (with settings.max_qps_search: the search, and the run at the highest passing QPS).
+struct ServeReport {
+  RunContext context;
+  std::string workload;
+  ModelFacts facts;
+  ServeSettings settings;  // target_qps: the QPS of `result` (with a search: the highest passing)
+  ServeResult result;
+  std::optional<MaxQpsResult> search;  // settings.max_qps_search
+};
+
+// KV-cached decoding of a zoo gpt.
+struct DecodeReport {
+  RunContext context;
+  std::string workload;  // "gpt/tiny"
+  ModelFacts facts;
+  DecodeSettings settings;
+  DecodeResult result;
+};
+
+// An all-reduce sweep in the manner of nccl-tests' all_reduce_perf (rank 0's figures).
+struct AllreduceReport {
+  RunContext context;
+  AllreduceSweepSettings settings;
+  AllreduceSweepResult result;
+  int64_t rank = 0;
+};
+
+// --- runners ---
+
+// Trains the workload, then runs batched inference on a converted copy of the trained weights, on the
+// same device. With settings.infer_dtype_auto, the inference dtype is the one the device runs natively.
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings, const RunOptions& options = {});
+
+// Training only, on one process.
+TrainReport run_train(const Workload& workload, const TrainSettings& settings, const RunOptions& options = {});
+
+// One rank of data-parallel training. Every rank of the job calls it; the job comes from the environment
+// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, as `tvie launch` and torchrun set them; one
+// process without MASTER_PORT takes any free port). On CUDA each rank uses cuda:LOCAL_RANK. The ranks check
+// at rendezvous that their settings agree (ConfigurationMismatch names the first that differs). Rank r draws
+// its data with seeds offset by r; the weights start from rank 0's; the loss curve is the mean over ranks.
+TrainReport run_train_data_parallel(const Workload& workload, const TrainSettings& settings, const DistSettings& dist,
+                                    const RunOptions& options = {});
+
+// Every batch size x every dtype, each row measured as run_inference does; rows that do not fit say so.
+InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& settings,
+                            const RunOptions& options = {});
+
+// A serving load on a freshly initialised copy of the workload (or, with settings.max_qps_search, the search
+// for the highest QPS that meets the p99 bound).
+ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options = {});
+
+// KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
+// decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).
+DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings, const RunOptions& options = {});
+
+// An all-reduce sweep over the ranks of the job in the environment (as run_train_data_parallel). Every rank
+// calls it; rank 0's report holds the figures. No workload: the message sizes are the settings.
+AllreduceReport run_allreduce(const AllreduceSweepSettings& settings, const DistSettings& dist,
+                              const RunOptions& options = {});
+
+// Launch-side helpers: the job a rank belongs to (the environment; one process without MASTER_PORT
+// rendezvouses on any free port) and the device it uses (cuda:LOCAL_RANK for CUDA).
+DistEnv rank_environment();
+c10::Device rank_device(const std::string& device, const DistEnv& env);
+
+}  // namespace tvie

@@ -1,0 +1,154 @@
+// What a run was measured on: the host CPU (model, ISA features that decide bf16 speed, threads) and, on
+// CUDA, the GPU with its driver, CUDA runtime, cuDNN and NCCL versions. See device.hpp.
+#include <tvie/config.hpp>
+#if TVIE_WITH_NCCL && !defined(USE_C10D_NCCL)
+#define USE_C10D_NCCL
+#endif
+
+#include <tvie/context.hpp>
+#include <tvie/device.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/compat.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+#if TVIE_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <cuda_runtime_api.h>
+#endif
+#if TVIE_WITH_NCCL
+#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
+#endif
+
+namespace tvie {
+namespace {
+
+// The ISA features that decide how fast LibTorch's CPU kernels run in bf16 (oneDNN uses avx512_bf16 or
+// AMX when present, and emulates bf16 with fp32 arithmetic otherwise).
+const std::vector<std::string>& reported_features() {
+  static const std::vector<std::string> features = {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"};
+  return features;
+}
+
+bool has(const std::vector<std::string>& features, const std::string& f) {
+  return std::find(features.begin(), features.end(), f) != features.end();
+}
+
+#if TVIE_WITH_CUDA
+// The NVIDIA driver's version through NVML, loaded at run time (no link-time dependency on the driver).
+std::string nvidia_driver_version() {
+  void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!nvml) return "";
+  std::string version;
+  using Init = int (*)();
+  using GetVersion = int (*)(char*, unsigned int);
+  auto init = reinterpret_cast<Init>(::dlsym(nvml, "nvmlInit_v2"));
+  auto get = reinterpret_cast<GetVersion>(::dlsym(nvml, "nvmlSystemGetDriverVersion"));
+  auto shutdown = reinterpret_cast<Init>(::dlsym(nvml, "nvmlShutdown"));
+  if (init && get && init() == 0) {
+    char buf[96] = {};
+    if (get(buf, sizeof buf) == 0) version = buf;
+    if (shutdown) shutdown();
+  }
+  ::dlclose(nvml);
+  return version;
+}
+
+std::string dotted_cuda_version(int v) { return cat(v / 1000, ".", (v % 1000) / 10); }  // 13000 -> "13.0"
+#endif
+
+}  // namespace
+
+HostInfo describe_host() {
+  HostInfo h;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string flags;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && h.cpu_model.empty()) h.cpu_model = value;
+    if (key == "flags" && flags.empty()) flags = value;
+  }
+  std::vector<std::string> present;
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) present.push_back(w);
+  for (const auto& f : reported_features())
+    if (has(present, f)) h.cpu_features.push_back(f);
+  h.intra_op_threads = at::get_num_threads();
+  return h;
+}
+
+std::optional<GpuInfo> describe_gpu(const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (!device.is_cuda()) return std::nullopt;
+  const auto index = device.has_index() ? device.index() : c10::DeviceIndex{0};
+  compat::init_cuda();
+  const auto* props = at::cuda::getDeviceProperties(index);
+  GpuInfo g;
+  g.name = props->name;
+  g.compute_capability = cat(props->major, ".", props->minor);
+  g.memory_bytes = static_cast<int64_t>(props->totalGlobalMem);
+  g.driver = nvidia_driver_version();
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) g.cuda_runtime = dotted_cuda_version(runtime);
+  if (at::detail::getCUDAHooks().hasCuDNN()) {
+    const long v = at::detail::getCUDAHooks().versionCuDNN();  // 91002 -> 9.10.2 (cuDNN 9 numbering)
+    g.cudnn = cat(v / 10000, ".", (v % 10000) / 100, ".", v % 100);
+  }
+#if TVIE_WITH_NCCL
+  g.nccl = c10d::getNcclVersion();
+#endif
+  return g;
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+DtypeChoice native_inference_dtype(const c10::Device& device, const std::vector<std::string>& cpu_features) {
+  if (device.is_cuda()) {
+#if TVIE_WITH_CUDA
+    compat::init_cuda();
+    const auto* props = at::cuda::getDeviceProperties(device.has_index() ? device.index() : 0);
+    const std::string capability = cat(props->major, ".", props->minor);
+    if (props->major >= 8)
+      return {InferenceDtype::bf16,
+              cat("bf16: the GPU (compute capability ", capability, ") runs bf16 on its tensor cores")};
+    return {InferenceDtype::fp16,
+            cat("fp16: the GPU (compute capability ", capability, ") has fp16 tensor cores but no bf16 ones")};
+#endif
+  }
+  for (const char* f : {"amx_bf16", "avx512_bf16"})
+    if (has(cpu_features, f)) return {InferenceDtype::bf16, cat("bf16: this CPU has bf16 units (", f, ")")};
+  return {InferenceDtype::fp32,
+          "fp32: this CPU has no bf16 units (no avx512_bf16 or amx_bf16), so a bf16 copy would be emulated and "
+          "slower than fp32"};
+}
+
+DtypeChoice native_inference_dtype(const c10::Device& device) {
+  return native_inference_dtype(device, describe_host().cpu_features);
+}
+
+RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv) {
+  RunContext c;
+  c.tvie_version = TVIE_VERSION_STRING;
+  c.torch_version = compat::torch_version();
+  c.cuda_available = cuda_available();
+  c.device = describe_device(device);
+  c.argv = std::move(argv);
+  c.host = describe_host();
+  c.gpu = describe_gpu(device);
+  return c;
+}
+
+}  // namespace tvie

@@ -1,0 +1,61 @@
+// CUDA memory probe over the caching allocator's statistics. Compiled wherever LibTorch has CUDA;
+// runs only where a GPU exists.
+#include <tvie/memory.hpp>
+
+#include "core/compat.hpp"
+
+#if TVIE_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace tvie {
+namespace {
+
+namespace cca = c10::cuda::CUDACachingAllocator;
+
+class CudaProbe final : public MemoryProbe {
+ public:
+  // A probe starts a run: CUDA initialised (the statistics exist only then), the cached but unused segments
+  // of earlier runs returned to the driver, the peaks reset, and the reserved bytes that remain (held by
+  // live tensors of earlier runs) taken as the run's baseline.
+  explicit CudaProbe(c10::DeviceIndex index) : index_(index) {
+    compat::init_cuda();
+    c10::cuda::CUDAGuard guard(index_);
+    c10::cuda::device_synchronize();
+    cca::emptyCache();
+    cca::resetPeakStats(index_);
+    reserved_baseline_ = stats().reserved_bytes[compat::kAggregateStat].current;
+  }
+  compat::CudaDeviceStats stats() const { return cca::getDeviceStats(index_); }
+  // Requested bytes: what the tensors asked for, before the allocator rounds blocks up (to 512 bytes, and
+  // large blocks not split for remainders up to 1 MiB), so that categories compare with tensor sizes.
+  int64_t allocated_bytes() override { return stats().requested_bytes[compat::kAggregateStat].current; }
+  int64_t peak_allocated_bytes() override { return stats().requested_bytes[compat::kAggregateStat].peak; }
+  int64_t reserved_bytes() override {
+    return stats().reserved_bytes[compat::kAggregateStat].current - reserved_baseline_;
+  }
+  int64_t peak_reserved_bytes() override {
+    return stats().reserved_bytes[compat::kAggregateStat].peak - reserved_baseline_;
+  }
+  void reset_peak() override { cca::resetPeakStats(index_); }
+  std::string counter_description() const override {
+    return "allocated: bytes the live CUDA tensors requested, from the caching allocator's statistics (before "
+           "its rounding to blocks); reserved: bytes the caching allocator holds from cudaMalloc, above what it "
+           "held at the start of this run (its cache emptied first). Neither includes the CUDA context or NCCL "
+           "buffers";
+  }
+
+ private:
+  c10::DeviceIndex index_;
+  int64_t reserved_baseline_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryProbe> make_cuda_memory_probe(const c10::Device& device) {
+  const auto index = device.has_index() ? device.index() : c10::DeviceIndex{0};
+  return std::make_unique<CudaProbe>(index);
+}
+
+}  // namespace tvie
+#endif

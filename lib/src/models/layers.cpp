@@ -1,0 +1,223 @@
+// tvie::nn::Linear and its low-precision inference weights. See layers.hpp and docs/metrics.md
+// ("Inference precisions").
+#include <tvie/layers.hpp>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <cmath>
+
+#include "core/compat.hpp"
+#include "core/enum_names.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+#if TVIE_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace tvie::nn {
+namespace {
+
+constexpr double kInt8Max = 127.0;  // symmetric int8: [-127, 127], zero point 0
+constexpr double kE4m3Max = 448.0;  // largest finite float8_e4m3fn
+
+// The quantized operators, looked up in the dispatcher once (linear_dynamic runs in every forward).
+const c10::OperatorHandle& linear_prepack_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  return op;
+}
+const c10::OperatorHandle& linear_dynamic_op() {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
+  return op;
+}
+
+c10::IValue call_op(const c10::OperatorHandle& op, std::vector<c10::IValue> stack) {
+  op.callBoxed(&stack);
+  return stack.at(0);
+}
+
+// Per-row (output channel) symmetric scales: amax / qmax, never zero.
+torch::Tensor row_scales(const torch::Tensor& w, double qmax) { return (w.abs().amax(1) / qmax).clamp_min(1e-12); }
+
+// Activations of _int_mm / _scaled_mm need a few rows at least (_int_mm: M > 16) and, for _scaled_mm, a
+// row count cuBLASLt accepts (a multiple of 16 here); pad with zero rows and drop their results after.
+torch::Tensor pad_rows(const torch::Tensor& x, int64_t min_rows, int64_t multiple = 1) {
+  int64_t rows = std::max(x.size(0), min_rows);
+  rows = (rows + multiple - 1) / multiple * multiple;
+  if (rows == x.size(0)) return x;
+  return torch::cat({x, torch::zeros({rows - x.size(0), x.size(1)}, x.options())});
+}
+
+// LibTorch 2.14 marks quantize_per_channel (the quantized tensor creation functions) as deprecated and
+// warns once per process on stderr; tvie logs that warning at debug level instead of interleaving it with
+// its tables. (The dynamic-quantisation path may have to move when LibTorch removes them.)
+class DebugLogWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override { log::debug(cat("LibTorch: ", warning.msg())); }
+};
+
+}  // namespace
+
+namespace {
+constexpr detail::EnumTable<LinearWeights, 4> kLinearWeights{
+    {{LinearWeights::dense, "dense"},
+     {LinearWeights::int8_dynamic, "int8 dynamic (quantized::linear_dynamic)"},
+     {LinearWeights::int8_cuda, "int8 (at::_int_mm)"},
+     {LinearWeights::fp8_e4m3, "fp8 e4m3 (at::_scaled_mm)"}}};
+}  // namespace
+
+std::string to_string(LinearWeights kind) { return detail::name_of(kLinearWeights, kind); }
+
+bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why) {
+  auto refuse = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  switch (kind) {
+    case LinearWeights::dense:
+      return true;
+    case LinearWeights::int8_dynamic: {
+      if (!device.is_cpu()) return refuse("int8 dynamic quantisation runs on the CPU");
+      for (auto engine : at::globalContext().supportedQEngines())
+        if (engine == at::QEngine::X86 || engine == at::QEngine::FBGEMM) return true;
+      return refuse("this LibTorch has neither the x86 nor the fbgemm quantized engine");
+    }
+    case LinearWeights::int8_cuda:
+      if (!device.is_cuda()) return refuse("int8 through at::_int_mm needs a CUDA device");
+      return true;
+    case LinearWeights::fp8_e4m3: {
+      if (!device.is_cuda()) return refuse("fp8 needs a CUDA device of compute capability 8.9 or newer");
+#if TVIE_WITH_CUDA
+      const auto* p = at::cuda::getDeviceProperties(device.index());
+      if (p->major * 10 + p->minor < 89)
+        return refuse(cat("fp8 needs compute capability 8.9 or newer; ", p->name, " has ", p->major, ".", p->minor));
+      return true;
+#else
+      return refuse("this build of tvie has no CUDA");
+#endif
+    }
+  }
+  return refuse("unknown kind");
+}
+
+LinearImpl::LinearImpl(int64_t in_features_, int64_t out_features_, bool with_bias_)
+    : in_features(in_features_), out_features(out_features_), with_bias(with_bias_) {
+  reset();
+}
+
+void LinearImpl::reset() {
+  weight = register_parameter("weight", torch::empty({out_features, in_features}));
+  bias = with_bias ? register_parameter("bias", torch::empty({out_features}))
+                   : register_parameter("bias", {}, /*requires_grad=*/false);
+  torch::NoGradGuard no_grad;
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (with_bias) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    torch::nn::init::uniform_(bias, -bound, bound);
+  }
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
+  switch (kind_) {
+    case LinearWeights::dense:
+      return torch::nn::functional::linear(input, weight, bias);
+    case LinearWeights::int8_dynamic:
+      // Quantises `input` per call (per-tensor, uint8, reduce_range as torch.ao's dynamic Linear on
+      // x86/fbgemm), multiplies in int8 with int32 accumulation, dequantises and adds the fp32 bias.
+      return call_op(linear_dynamic_op(), {input.to(torch::kFloat32).contiguous(), packed_, true}).toTensor();
+    case LinearWeights::int8_cuda: {
+      auto shape = input.sizes().vec();
+      shape.back() = out_features;
+      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);       // [M, K]
+      const auto x_scale = (x.abs().amax(1, true) / kInt8Max).clamp_min(1e-12);  // [M, 1] per row
+      const auto xq = pad_rows((x / x_scale).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8), 17);
+      const auto acc = at::_int_mm(xq, q_weight_.t()).narrow(0, 0, x.size(0));  // [M, N] int32
+      auto y = acc.to(torch::kFloat32) * x_scale * q_scale_.unsqueeze(0);
+      if (q_bias_.defined()) y = y + q_bias_;
+      return y.to(input.scalar_type()).reshape(shape);
+    }
+    case LinearWeights::fp8_e4m3: {
+      auto shape = input.sizes().vec();
+      shape.back() = out_features;
+      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);  // [M, K]
+      const auto x_scale = (x.abs().amax() / kE4m3Max).clamp_min(1e-12);    // [] per tensor
+      const int64_t rows = x.size(0);
+      const auto xq = pad_rows((x / x_scale).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16, 16);
+      // a row-major [M, K], b = q_weight_.t() column-major [K, N], as cuBLASLt wants them.
+      const auto y = at::_scaled_mm(xq, q_weight_.t(), x_scale, q_scale_,
+                                    q_bias_.defined() ? std::optional<torch::Tensor>(q_bias_) : std::nullopt,
+                                    std::nullopt, torch::kBFloat16, /*use_fast_accum=*/false);
+      return y.narrow(0, 0, rows).to(input.scalar_type()).reshape(shape);
+    }
+  }
+  return {};
+}
+
+bool LinearImpl::shape_supported(LinearWeights kind) const {
+  if (kind == LinearWeights::int8_cuda) return in_features % 8 == 0 && out_features % 8 == 0;
+  if (kind == LinearWeights::fp8_e4m3) return in_features % 16 == 0 && out_features % 16 == 0;
+  return true;
+}
+
+bool LinearImpl::convert_weights(LinearWeights kind) {
+  if (kind == kind_) return true;
+  if (kind_ != LinearWeights::dense)
+    throw InvalidArgument("infer.dtype", to_string(kind), "one conversion per inference copy (already converted)");
+  const c10::Device device = weight.device();
+  std::string why;
+  if (!linear_weights_supported(kind, device, &why)) throw InvalidArgument("infer.dtype", to_string(kind), why);
+  if (!shape_supported(kind)) return false;  // e.g. a 10-class head under _int_mm: stays dense
+  torch::NoGradGuard no_grad;
+  const auto w = weight.detach().to(torch::kFloat32).contiguous();  // [out, in]
+  switch (kind) {
+    case LinearWeights::dense:
+      return true;
+    case LinearWeights::int8_dynamic: {
+      bool x86 = false;
+      for (auto engine : at::globalContext().supportedQEngines()) x86 = x86 || engine == at::QEngine::X86;
+      at::globalContext().setQEngine(x86 ? at::QEngine::X86 : at::QEngine::FBGEMM);
+      const auto scales = row_scales(w, kInt8Max).to(torch::kFloat64);
+      const auto zero_points = torch::zeros({out_features}, torch::kInt64);
+      DebugLogWarnings to_debug_log;
+      c10::WarningUtils::WarningHandlerGuard guard(&to_debug_log);
+      const auto q = at::quantize_per_channel(w, scales, zero_points, 0, torch::kQInt8);
+      const c10::IValue b = bias.defined() ? c10::IValue(bias.detach().to(torch::kFloat32)) : c10::IValue();
+      packed_ = call_op(linear_prepack_op(), {q, b});  // fbgemm copies q into its packed layout
+      break;
+    }
+    case LinearWeights::int8_cuda: {
+      q_scale_ = row_scales(w, kInt8Max);                                                           // [out]
+      q_weight_ = (w / q_scale_.unsqueeze(1)).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8);  // [out, in]
+      if (bias.defined()) q_bias_ = bias.detach().to(torch::kFloat32);
+      break;
+    }
+    case LinearWeights::fp8_e4m3: {
+      q_scale_ = (w.abs().amax() / kE4m3Max).clamp_min(1e-12);  // [] per tensor
+      q_weight_ = (w / q_scale_).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn);
+      if (bias.defined()) q_bias_ = bias.detach().to(torch::kBFloat16);
+      break;
+    }
+  }
+  // Release the dense copy: the parameters stay registered (names unchanged) but hold nothing.
+  weight.set_data(torch::empty({0}, weight.options()));
+  if (bias.defined()) bias.set_data(torch::empty({0}, bias.options()));
+  kind_ = kind;
+  return true;
+}
+
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense) {
+  int64_t converted = 0, dense = 0;
+  for (const auto& child : module.modules(/*include_self=*/true)) {
+    if (auto* linear = child->as<LinearImpl>()) {
+      if (linear->convert_weights(kind))
+        ++converted;
+      else
+        ++dense;
+    }
+  }
+  if (kept_dense) *kept_dense = dense;
+  return converted;
+}
+
+}  // namespace tvie::nn

@@ -1,0 +1,230 @@
+// gpt: a decoder-only transformer with GPT-2's architecture, on random token sequences (next-token loss).
+//
+// Notation in the shape comments: B batch, S sequence (context_length), h d_model, a n_head,
+// d = h / a (head size), V vocab_size.
+#include "core/compat.hpp"
+#include "models/zoo_common.hpp"
+#include <tvie/checkpoint.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+int64_t parameter_count(const GptConfig& c) {
+  const int64_t h = c.d_model;
+  // Per block: c_attn 3h^2 + 3h, attn c_proj h^2 + h, mlp c_fc 4h^2 + 4h, mlp c_proj 4h^2 + h,
+  // two LayerNorms 4h: 12h^2 + 13h.
+  const int64_t per_block = 12 * h * h + 13 * h;
+  int64_t n = c.vocab_size * h + c.context_length * h + c.n_layer * per_block + 2 * h;  // + final LayerNorm
+  if (!c.tied_head) n += c.vocab_size * h;
+  return n;
+}
+
+double forward_flops_per_sample(const GptConfig& c) {
+  const double s = static_cast<double>(c.context_length), h = static_cast<double>(c.d_model);
+  // Per block: QKV 6sh^2, projection 2sh^2, MLP 16sh^2 (= 24sh^2), attention scores and weighted sum 4s^2h.
+  const double per_block = 24.0 * s * h * h + 4.0 * s * s * h;
+  return static_cast<double>(c.n_layer) * per_block + 2.0 * s * h * static_cast<double>(c.vocab_size);  // + logits
+}
+
+int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& c, int64_t batch, int64_t bytes_per_element) {
+  return 11 * batch * c.context_length * c.d_model * bytes_per_element;
+}
+
+int64_t gpt_kv_cache_bytes(const GptConfig& c, int64_t batch, int64_t max_length, int64_t bytes_per_element) {
+  return 2 * c.n_layer * batch * max_length * c.d_model * bytes_per_element;  // keys and values, every layer
+}
+
+namespace {
+
+struct CausalSelfAttentionImpl : torch::nn::Module {
+  explicit CausalSelfAttentionImpl(const GptConfig& c)
+      : n_head(c.n_head),
+        c_attn(register_module("c_attn", tvie::nn::Linear(c.d_model, 3 * c.d_model))),
+        c_proj(register_module("c_proj", tvie::nn::Linear(c.d_model, c.d_model))) {}
+  // x: [B, S, h] -> [B, S, h]. With a cache (decoding), x holds the S new positions pos .. pos+S-1: their
+  // keys and values are written into the cache, and they attend to every cached position up to their own.
+  torch::Tensor forward(const torch::Tensor& x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
+    const int64_t B = x.size(0), S = x.size(1), h = x.size(2), d = h / n_head;
+    auto qkv = c_attn->forward(x).split(h, /*dim=*/2);        // 3 x [B, S, h]
+    auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    if (cache) {
+      cache->k.narrow(2, pos, S).copy_(k);  // cache: [B, a, S_max, d]
+      cache->v.narrow(2, pos, S).copy_(v);
+      k = cache->k.narrow(2, 0, pos + S);  // [B, a, pos + S, d]
+      v = cache->v.narrow(2, 0, pos + S);
+    }
+    torch::Tensor y;
+    if (pos == 0) {  // no earlier positions: plain causal attention
+      y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    } else {  // new position i (absolute pos + i) sees positions 0 .. pos + i
+      const auto mask =
+          torch::ones({S, pos + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril(pos);
+      y = at::scaled_dot_product_attention(q, k, v, mask);
+    }                                                    // [B, a, S, d]
+    y = y.transpose(1, 2).contiguous().view({B, S, h});  // [B, S, h]
+    return c_proj->forward(y);                           // [B, S, h]
+  }
+  int64_t n_head;
+  tvie::nn::Linear c_attn, c_proj;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const GptConfig& c)
+      : ln_1(register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
+        attn(register_module("attn", CausalSelfAttention(c))),
+        ln_2(register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})))),
+        c_fc(register_module("c_fc", tvie::nn::Linear(c.d_model, 4 * c.d_model))),
+        c_proj(register_module("c_proj", tvie::nn::Linear(4 * c.d_model, c.d_model))) {}
+  // x: [B, S, h] -> [B, S, h] (pre-LayerNorm residual block); cache and pos as in attention.
+  torch::Tensor forward(torch::Tensor x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
+    x = x + attn->forward(ln_1->forward(x), cache, pos);                            // [B, S, h]
+    auto m = torch::gelu(c_fc->forward(ln_2->forward(x)), /*approximate=*/"tanh");  // [B, S, 4h]
+    return x + c_proj->forward(m);                                                  // [B, S, h]
+  }
+  torch::nn::LayerNorm ln_1;
+  CausalSelfAttention attn;
+  torch::nn::LayerNorm ln_2;
+  tvie::nn::Linear c_fc, c_proj;
+};
+TORCH_MODULE(Block);
+
+struct GptImpl : torch::nn::Module {
+  explicit GptImpl(const GptConfig& c) : config(c) {
+    wte = register_module("wte", torch::nn::Embedding(c.vocab_size, c.d_model));      // [V, h]
+    wpe = register_module("wpe", torch::nn::Embedding(c.context_length, c.d_model));  // [S, h]
+    for (int64_t i = 0; i < c.n_layer; ++i) blocks.push_back(register_module(cat("h", i), Block(c)));
+    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+    if (!c.tied_head)
+      lm_head = register_module("lm_head", tvie::nn::Linear(c.d_model, c.vocab_size, /*with_bias=*/false));
+    // GPT-2's initialisation: N(0, 0.02) for embeddings and linear weights, zeros for biases.
+    torch::NoGradGuard no_grad;
+    for (auto& p : named_parameters()) {
+      if (p.key().find("ln_") != std::string::npos) continue;  // LayerNorm keeps weight 1, bias 0
+      if (p.key().size() > 5 && p.key().substr(p.key().size() - 5) == ".bias")
+        p.value().zero_();
+      else
+        p.value().normal_(0.0, 0.02);
+    }
+  }
+  // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos ..
+  // pos+S-1 and each block reads and extends its layer's cache.
+  torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
+    const int64_t S = idx.size(1);
+    auto positions = torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64));  // [S]
+    auto x = wte->forward(idx) + wpe->forward(positions);                              // [B, S, h] + [S, h]
+    for (size_t i = 0; i < blocks.size(); ++i) {                                       // [B, S, h]
+      auto block = blocks[i];  // a module holder: shares the block
+      if (caches)
+        x = block->forward(x, &(*caches)[i], pos);
+      else if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
+        // Keep only the block's input; recompute the block during backward.
+        x = tvie::checkpoint([block](const torch::Tensor& in) mutable { return block->forward(in); }, x);
+      else
+        x = block->forward(x);
+    }
+    x = ln_f->forward(x);  // [B, S, h]
+    // Tied head: logits = x @ wte^T, so the token embedding is also the output projection.
+    return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, wte->weight);  // [B, S, V]
+  }
+  GptConfig config;
+  int64_t checkpoint_every = 0;  // activation checkpointing of blocks 0, k, 2k, ...; 0: off
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm ln_f{nullptr};
+  tvie::nn::Linear lm_head{nullptr};
+};
+
+class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
+ public:
+  using ZooWorkload::ZooWorkload;
+  const GptConfig& config() const { return config_; }
+  // The copy task: S + 1 tokens [r_1 .. r_n, SEP, r_1 .. r_{S-n}] with n = S / 2, r_i uniform in
+  // [1, V) and SEP = 0; input = tokens[:, :S], target = tokens[:, 1:] (next token). Targets that are
+  // random tokens of the first half cannot be predicted and are masked (-100, ignored by the loss);
+  // the rest can be learned exactly (a solved model reaches loss 0; a model that has learned nothing
+  // has about ln(V)).
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    const auto& c = config_;
+    const int64_t S = c.context_length, n = S / 2;
+    auto gen = zoo::data_generator(seed);
+    auto random = torch::randint(1, c.vocab_size, {batch_size, n}, gen, torch::kInt64);  // [B, n]
+    auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),      // SEP
+                              random.narrow(1, 0, S - n)},
+                             1);  // [B, S + 1]
+    Batch b;
+    b.input = tokens.narrow(1, 0, S).contiguous().to(device);  // [B, S]
+    auto target = tokens.narrow(1, 1, S).clone();              // [B, S]; a copy: masking must not touch the input
+    target.narrow(1, 0, n - 1).fill_(-100);                    // the targets r_2 .. r_n are random: not learnable
+    b.target = target.to(device);
+    b.samples = batch_size;
+    b.tokens = batch_size * S;
+    return b;
+  }
+  int64_t block_count() const override { return config_.n_layer; }
+  void set_checkpointing(torch::nn::Module& module, int64_t every) const override {
+    static_cast<GptImpl&>(module).checkpoint_every = every;
+  }
+  // Mean next-token cross-entropy over the B*S positions that are not masked.
+  torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, config_.vocab_size}),
+                                                batch.target.reshape({-1}));
+  }
+  ModelFacts facts() const override {
+    return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
+  }
+};
+
+}  // namespace
+
+GptDecoder::GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch,
+                       int64_t max_length)
+    : config_(config), module_(std::move(module)), max_length_(max_length) {
+  auto& gpt = dynamic_cast<GptImpl&>(*module_);
+  if (max_length_ < 1 || max_length_ > config_.context_length)
+    throw InvalidArgument("decode.max_length", std::to_string(max_length_),
+                          cat("1 .. ", config_.context_length, " (the model's position embeddings)"));
+  const auto weight = gpt.wte->weight;
+  const auto options = weight.options().requires_grad(false);
+  const int64_t d = config_.d_model / config_.n_head;
+  for (int64_t l = 0; l < config_.n_layer; ++l)  // [B, a, S_max, d] each
+    caches_.push_back({torch::zeros({batch, config_.n_head, max_length_, d}, options),
+                       torch::zeros({batch, config_.n_head, max_length_, d}, options)});
+}
+
+torch::Tensor GptDecoder::prefill(const torch::Tensor& prompt) {
+  length_ = 0;
+  return advance(prompt);
+}
+
+torch::Tensor GptDecoder::step(const torch::Tensor& tokens) { return advance(tokens.view({-1, 1})); }
+
+torch::Tensor GptDecoder::advance(const torch::Tensor& tokens) {
+  const int64_t n = tokens.size(1);
+  if (length_ + n > max_length_)
+    throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
+  auto logits = dynamic_cast<GptImpl&>(*module_).forward(tokens, &caches_, length_);  // [B, n, V]
+  length_ += n;
+  return logits.select(1, n - 1);  // the next-token logits: [B, V]
+}
+
+int64_t GptDecoder::cache_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& c : caches_) bytes += static_cast<int64_t>(c.k.nbytes() + c.v.nbytes());
+  return bytes;
+}
+
+std::optional<GptConfig> gpt_config_of(const Workload& workload) {
+  if (const auto* gpt = dynamic_cast<const GptWorkload*>(&workload)) return gpt->config();
+  return std::nullopt;
+}
+
+std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label) {
+  return std::make_unique<GptWorkload>(config, std::move(label));
+}
+
+}  // namespace tvie

@@ -1,0 +1,459 @@
+// The console tables. Every figure says what it is: which counter, which steps.
+#include <tvie/report.hpp>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+
+#include <tvie/log.hpp>
+
+namespace tvie {
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string ratio(double a, double b) { return (b != 0 && a != 0) ? fmt("%.2fx", a / b) : "-"; }
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+void row(std::ostream& out, const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += pad(cells[i], widths[i]);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  out << line << '\n';
+}
+
+std::string flops(double f) {
+  if (f <= 0) return "unknown";
+  if (f >= 1e12) return fmt("%.2f TFLOP", f / 1e12);
+  if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
+  if (f >= 1e6) return fmt("%.2f MFLOP", f / 1e6);
+  return fmt("%.0f FLOP", f);
+}
+
+std::string ms(double v) { return fmt("%.3f ms", v); }
+
+std::string precision_text(TrainPrecision p) {
+  switch (p) {
+    case TrainPrecision::amp_bf16:
+      return "amp-bf16 (fp32 weights; autocast bf16 around forward and loss)";
+    case TrainPrecision::amp_fp16:
+      return "amp-fp16 (fp32 weights; autocast fp16 around forward and loss; dynamic loss scaling)";
+    case TrainPrecision::bf16:
+      return "bf16 (weights, gradients and optimizer state in bf16; no fp32 copy)";
+    case TrainPrecision::fp32:
+      break;
+  }
+  return "fp32";
+}
+
+bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
+
+// "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."
+void machine_line(std::ostream& out, const RunContext& c) {
+  std::string features;
+  for (const auto& f : c.host.cpu_features) features += (features.empty() ? "" : " ") + f;
+  out << "machine: " << (c.host.cpu_model.empty() ? "CPU model unknown" : c.host.cpu_model) << " ("
+      << (features.empty() ? "none of avx2/avx512/amx" : features) << "), " << c.host.intra_op_threads
+      << " intra-op threads";
+  if (c.gpu) {
+    const auto& g = *c.gpu;
+    out << "; " << g.name << " (compute capability " << g.compute_capability << ", " << format_bytes(g.memory_bytes)
+        << "), driver " << (g.driver.empty() ? "unknown" : g.driver) << ", CUDA runtime " << g.cuda_runtime
+        << ", cuDNN " << (g.cudnn.empty() ? "none" : g.cudnn) << ", NCCL " << (g.nccl.empty() ? "none" : g.nccl);
+  }
+  out << '\n';
+}
+
+void header(std::ostream& out, const std::string& command, const std::string& workload, const RunContext& c,
+            const ModelFacts& f) {
+  out << "tvie " << command << ": " << workload << " on " << c.device << "  (tvie " << c.tvie_version << ", LibTorch "
+      << c.torch_version << ")\n";
+  machine_line(out, c);
+  out << "model: " << with_commas(f.parameter_count) << " parameters (" << format_bytes(f.parameter_count * 4)
+      << " in fp32), " << flops(f.forward_flops_per_sample) << " forward per sample (" << f.flops_source << ")";
+  if (f.tokens_per_sample > 0) out << ", " << f.tokens_per_sample << " tokens per sample";
+  out << '\n';
+}
+
+void training_line(std::ostream& out, const TrainSettings& ts, const TrainingResult& t) {
+  out << "training: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch"
+      << (ts.accumulate > 1 ? "es" : "") << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer)
+      << ", " << precision_text(t.precision) << "\n          checkpoint " << checkpoint_to_string(t.checkpoint_every);
+  if (t.checkpointed_blocks > 0) out << " (" << t.checkpointed_blocks << " blocks recomputed in backward)";
+  out << ", clip " << (ts.clip_grad_norm > 0 ? fmt("%g", ts.clip_grad_norm) : "off");
+  if (t.cuda_graph) out << ", CUDA graph (" << t.cuda_graph_scope << ")";
+  out << '\n';
+}
+
+// The rows of the training ledger; `extra` adds inference cells to some rows (compare).
+struct LedgerRow {
+  std::string name;
+  int64_t training;
+  std::string predicted;
+};
+
+std::vector<LedgerRow> ledger_rows(const TrainingResult& t, const DistributedResult* distributed) {
+  auto m = [](int64_t v) { return format_bytes(v); };
+  std::vector<LedgerRow> rows = {{"parameters", t.memory.parameters, m(t.predicted.parameters)},
+                                 {"gradients", t.memory.gradients, m(t.predicted.gradients)},
+                                 {"optimizer_state", t.memory.optimizer_state, m(t.predicted.optimizer_state)}};
+  if (is_amp(t.precision)) rows.push_back({"weight_copies", t.memory.weight_copies, "-"});
+  if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, "-"});
+  if (distributed) rows.push_back({"comm_buffers", t.memory.comm_buffers, m(distributed->bytes_per_step)});
+  rows.push_back({"activations", t.memory.activations, "-"});
+  rows.push_back({"other", t.memory.other, "-"});
+  rows.push_back({"peak", t.memory.peak, "-"});
+  return rows;
+}
+
+void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inference) {
+  out << "  counter: " << t.memory_counter << ".\n"
+      << "  Bytes above the baseline taken before each mode built its model. Training activations: tensors saved\n"
+      << "  for backward (forward with grad minus without)";
+  if (with_inference) out << "; inference activations: working set of one forward\n  (output included)";
+  out << "; other: peak minus the categories above (transients, logits, the step's batch of "
+      << format_bytes(t.memory.batch) << ").\n";
+  if (is_amp(t.precision))
+    out << "  weight_copies: low-precision copies of the weights in autocast's cast cache; parameters stay fp32.\n";
+  if (t.checkpointed_blocks > 0)
+    out << "  Activations with checkpointing: only each checkpointed block's input is kept; the block runs again in\n"
+        << "  backward.\n";
+  if (t.memory.other < 0)
+    out << "  Training 'other' is negative: gradients and saved activations are never all live at once (backward\n"
+        << "  frees activations while it writes gradients), so the categories add up to more than the peak.\n";
+}
+
+void training_details(std::ostream& out, const TrainingResult& t, const DistributedResult* distributed) {
+  out << "phases of the timed training steps (p50, share of the step time):";
+  for (const auto& p : t.phases) {
+    const std::string name = t.cuda_graph && p.name == "forward" ? "graph replay" : p.name;
+    out << "  " << name << " " << ms(p.p50_ms) << " (" << fmt("%.1f%%", 100.0 * p.share) << ")";
+  }
+  out << "\nloss:";
+  for (const auto& [step, loss] : t.loss_curve) out << "  " << step << ": " << fmt("%.4f", loss);
+  out << "  (step: loss; step 1 is the first ledger step)\n";
+  if (t.loss_scaling)
+    out << "loss scaling: scale " << fmt("%g", t.initial_scale) << " -> " << fmt("%g", t.final_scale) << ", "
+        << t.skipped_steps << " of " << t.optimizer_steps << " steps skipped (inf/NaN gradients)\n";
+  if (distributed) {
+    const auto& d = *distributed;
+    out << "distributed: " << d.backend << ", " << d.world_size << " ranks, data parallel; " << d.buckets
+        << " gradient bucket" << (d.buckets == 1 ? "" : "s") << " of <= " << fmt("%g", d.bucket_mb) << " MiB, "
+        << (d.overlap ? "all-reduced as backward fills them (overlap)" : "all-reduced after backward") << "\n"
+        << "  per timed step: " << format_bytes(d.bytes_per_step) << " all-reduced; communication p50 "
+        << ms(d.comm_ms.p50) << " (first bucket's start to last one's end), exposed p50 " << ms(d.exposed_ms.p50)
+        << " (what the step waits after backward)\n"
+        << "  in-loop algbw " << fmt("%.3f", d.algbw_gbs) << " GB/s, busbw " << fmt("%.3f", d.busbw_gbs)
+        << " GB/s; standalone all-reduce of the same size (as tvie allreduce): busbw " << fmt("%.3f", d.sweep_busbw_gbs)
+        << " GB/s\n"
+        << "  parameters identical on every rank after the run: " << (d.parameters_identical ? "yes" : "NO")
+        << "; losses above are means over ranks (rank r draws its own samples)\n";
+    if (d.backend_device_bytes >= 0)
+      out << "  " << d.backend << "'s own device memory (outside the caching allocator, from cudaMemGetInfo): "
+          << format_bytes(d.backend_device_bytes) << "\n";
+  }
+  if (t.clip_max_norm > 0)
+    out << "clipping: max global norm " << fmt("%g", t.clip_max_norm) << "; norm before clipping p50 "
+        << fmt("%.4g", t.grad_norm.p50) << " (min " << fmt("%.4g", t.grad_norm.min) << ", max "
+        << fmt("%.4g", t.grad_norm.max) << "); clipped in " << t.clipped_steps << " of " << t.grad_norm.count
+        << " steps\n";
+}
+
+}  // namespace
+
+std::string format_bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes), a = std::fabs(b);
+  if (a >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (a >= 1024.0 * 1024) return fmt("%.2f MiB", b / (1024.0 * 1024));
+  if (a >= 1024.0) return fmt("%.1f KiB", b / 1024.0);
+  return cat(bytes, " B");
+}
+
+void ConsoleReporter::report(const TrainReport& r) {
+  const auto& t = r.training;
+  auto& out = out_;
+  header(out, "train", r.workload, r.context, r.facts);
+  training_line(out, r.settings, t);
+  out << '\n';
+  const DistributedResult* distributed = r.distributed ? &*r.distributed : nullptr;
+  const std::vector<size_t> w = {18, 14, 14};
+  row(out, {"memory", "training", "predicted"}, w);
+  for (const auto& lr : ledger_rows(t, distributed))
+    row(out, {"  " + lr.name, format_bytes(lr.training), lr.predicted}, w);
+  if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-"}, w);
+  ledger_notes(out, t, false);
+  out << '\n';
+  const std::vector<size_t> w2 = {18, 24};
+  row(out, {"time", "training step"}, w2);
+  row(out, {"  timed", cat(t.timed_steps)}, w2);
+  row(out, {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up")}, w2);
+  row(out, {"  mean", ms(t.step.mean)}, w2);
+  row(out, {"  p50", ms(t.step.p50)}, w2);
+  row(out, {"  p90", ms(t.step.p90)}, w2);
+  row(out, {"  p99", ms(t.step.p99)}, w2);
+  row(out, {"  samples/s", fmt("%.1f", t.samples_per_s)}, w2);
+  if (r.facts.tokens_per_sample > 0) row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s)}, w2);
+  row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops)}, w2);
+  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n\n";
+  training_details(out, t, distributed);
+}
+
+void ConsoleReporter::report(const ServeReport& r) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  auto& out = out_;
+  out << "tvie serve: " << r.workload << " on " << r.context.device << "  (tvie " << r.context.tvie_version
+      << ", LibTorch " << r.context.torch_version << ")\n";
+  machine_line(out, r.context);
+  out << "scenario " << to_string(s.scenario) << ": ";
+  if (s.scenario == Scenario::server)
+    out << "Poisson arrivals at " << fmt("%g", s.target_qps) << " QPS (seed " << s.seed
+        << "), dynamic batcher max_batch " << s.max_batch << ", max_queue_delay " << s.max_queue_delay_us << " us";
+  else if (s.scenario == Scenario::offline)
+    out << "all " << s.query_count << " requests at once, batches of " << s.max_batch;
+  else
+    out << "one request at a time, the next when the previous is answered";
+  out << "; " << to_string(s.dtype) << " weights\n";
+  if (r.search) {
+    const auto& q = *r.search;
+    out << "\nsearch: highest QPS with a valid run and p99 <= " << fmt("%g", q.p99_bound_ms) << " ms ("
+        << q.probes.size() << " runs, in order)\n";
+    const std::vector<size_t> ws = {14, 14, 12, 8, 8};
+    row(out, {"  target QPS", "achieved QPS", "p99 ms", "valid", "meets"}, ws);
+    for (const auto& p : q.probes)
+      row(out,
+          {cat("  ", fmt("%.2f", p.target_qps)), fmt("%.2f", p.achieved_qps), fmt("%.3f", p.p99_ms),
+           p.valid ? "yes" : "no", p.meets ? "yes" : "no"},
+          ws);
+    if (q.max_qps <= 0) {
+      out << "result: no QPS tried met the bound; nothing below is measured at a passing rate\n";
+      return;
+    }
+    out << "result: max QPS " << fmt("%.2f", q.max_qps);
+    if (q.first_miss_qps > 0)
+      out << " (" << fmt("%.2f", q.first_miss_qps) << " missed)";
+    else
+      out << " (the search never found a failing rate within 16 doublings)";
+    out << "; the run at that rate:\n\n";
+  }
+  out << "requests: " << x.answered << " answered in " << fmt("%.3f", x.duration_s)
+      << " s: " << fmt("%.1f", x.achieved_qps) << " QPS achieved";
+  if (s.scenario == Scenario::server) out << " (target " << fmt("%g", s.target_qps) << ")";
+  out << "\nvalidity: " << x.validity << "\n";
+  if (r.context.device.rfind("cpu", 0) == 0)
+    out << "cpu threads: " << x.intra_op_threads << " intra-op; OMP_WAIT_POLICY="
+        << (x.omp_wait_policy.empty() ? "unset (idle threads spin briefly, then sleep)" : x.omp_wait_policy) << '\n';
+  out << '\n';
+  const std::vector<size_t> w = {28, 10, 10, 10, 10, 10, 10, 10};
+  row(out, {"latency (ms)", "p50", "p90", "p95", "p99", "p99.9", "mean", "max"}, w);
+  auto line = [&](const std::string& name, const Summary& m) {
+    row(out,
+        {name, fmt("%.3f", m.p50), fmt("%.3f", m.p90), fmt("%.3f", m.p95), fmt("%.3f", m.p99), fmt("%.3f", m.p999),
+         fmt("%.3f", m.mean), fmt("%.3f", m.max)},
+        w);
+  };
+  line("  total (from scheduled)", x.latency_ms);
+  line("  queue", x.queue_ms);
+  line("  compute", x.compute_ms);
+  out << "batch size per request: mean " << fmt("%.2f", x.batch_size.mean) << ", p50 " << fmt("%.0f", x.batch_size.p50)
+      << ", max " << fmt("%.0f", x.batch_size.max) << "\n"
+      << "  Latency counts from each request's scheduled arrival (queueing cannot hide); queue = scheduled arrival\n"
+      << "  to batch start, compute = batch start to end; percentiles are sorted[floor(p*n)] (LoadGen's rule).\n";
+}
+
+void ConsoleReporter::report(const CompareReport& r) {
+  const auto& t = r.training;
+  const auto& i = r.inference;
+  const auto& is = r.settings.infer;
+  auto& out = out_;
+  header(out, "compare", r.workload, r.context, r.facts);
+  training_line(out, r.settings.train, t);
+  out << "inference: batch " << is.batch_size << ", " << to_string(i.dtype) << " copy of the trained weights";
+  if (r.inference_dtype_choice != "given") out << "\n           (" << r.inference_dtype_choice << ")";
+  out << "\n\n";
+
+  const std::vector<size_t> w = {18, 14, 14, 18, 10};
+  row(out, {"memory", "training", "predicted", "inference " + to_string(i.dtype), "train/infer"}, w);
+  // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
+  const std::map<std::string, int64_t> inference = {{"parameters", i.memory.parameters + i.memory.packed_weights},
+                                                    {"activations", i.memory.activations},
+                                                    {"other", i.memory.other},
+                                                    {"peak", i.memory.peak}};
+  for (const auto& lr : ledger_rows(t, nullptr)) {
+    const auto it = inference.find(lr.name);
+    const bool has = it != inference.end();
+    const bool comparable = has && lr.name != "other";
+    row(out,
+        {"  " + lr.name, format_bytes(lr.training), lr.predicted, has ? format_bytes(it->second) : "-",
+         comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second)) : ""},
+        w);
+  }
+  if (t.memory.peak_reserved >= 0)
+    row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""},
+        w);
+  ledger_notes(out, t, true);
+  if (i.memory.packed_weights > 0)
+    out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
+        << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";
+
+  out << '\n';
+  const std::vector<size_t> w2 = {18, 24, 24, 12};
+  row(out, {"time", "training step", "inference batch", "infer/train"}, w2);
+  row(out, {"  timed", cat(t.timed_steps), cat(i.timed_batches), ""}, w2);
+  row(out,
+      {"  excluded", cat(t.ledger_steps, " ledger + ", t.warmup_steps, " warm-up"),
+       cat(i.ledger_batches, " ledger + ", i.warmup_batches, " warm-up"), ""},
+      w2);
+  row(out, {"  mean", ms(t.step.mean), ms(i.latency.mean), ""}, w2);
+  row(out, {"  stddev", ms(t.step.stddev), ms(i.latency.stddev), ""}, w2);
+  row(out, {"  p50", ms(t.step.p50), ms(i.latency.p50), ""}, w2);
+  row(out, {"  p90", ms(t.step.p90), ms(i.latency.p90), ""}, w2);
+  row(out, {"  p99", ms(t.step.p99), ms(i.latency.p99), ""}, w2);
+  row(out,
+      {"  samples/s", fmt("%.1f", t.samples_per_s), fmt("%.1f", i.samples_per_s),
+       ratio(i.samples_per_s, t.samples_per_s)},
+      w2);
+  if (r.facts.tokens_per_sample > 0)
+    row(out,
+        {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
+        w2);
+  row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
+  out << "  timer: " << t.timer
+      << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n\n";
+  training_details(out, t, nullptr);
+  out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
+      << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
+}
+
+namespace {
+
+std::string accuracy_cell(const InferSweepRow& row, int which) {
+  if (row.dtype == InferenceDtype::fp32) return "ref";
+  if (!row.has_accuracy) return "-";
+  const auto& a = row.accuracy;
+  if (which == 0) return fmt("%.2e", a.max_abs_error);
+  if (which == 1) return fmt("%.2e", a.mean_abs_error);
+  return a.rows > 0 ? fmt("%.2f%%", 100.0 * a.top1_agreement) : "n/a";
+}
+
+}  // namespace
+
+void ConsoleReporter::report(const InferReport& r) {
+  auto& out = out_;
+  const auto& s = r.settings;
+  header(out, "infer", r.workload, r.context, r.facts);
+  out << "rows: " << s.batch_sizes.size() << " batch sizes x " << s.dtypes.size() << " precisions; each row 1 ledger + "
+      << s.warmup_steps << " warm-up + " << s.steps << " timed batches (only the timed ones count)"
+      << (s.cuda_graph ? ", replayed from a CUDA graph" : "") << "\n      same weights (seed " << s.seed
+      << ") in every row; accuracy against the fp32 output on the same inputs\n";
+  if (r.sweep.cpu_memory_limit_bytes > 0)
+    out << "memory: emulated device with " << format_bytes(r.sweep.cpu_memory_limit_bytes)
+        << " free for tensors (--cpu-memory-limit-mb)\n";
+  out << '\n';
+  const bool tokens = r.facts.tokens_per_sample > 0;
+  const std::vector<size_t> w = {7, 6, 11, 11, 12, 12, 11, 13, 11, 10, 10, 9};
+  row(out,
+      {"batch", "dtype", "p50 ms", "p99 ms", "samples/s", tokens ? "tokens/s" : "", "weights", "activations", "peak",
+       "max|err|", "mean|err|", "top-1"},
+      w);
+  for (const auto& x : r.sweep.rows) {
+    if (!x.fits) {
+      out << pad(cat(x.batch_size), w[0]) << pad(to_string(x.dtype), w[1]) << "does not fit: " << x.does_not_fit
+          << '\n';
+      continue;
+    }
+    const auto& i = x.result;
+    row(out,
+        {cat(x.batch_size), to_string(x.dtype), fmt("%.3f", i.latency.p50), fmt("%.3f", i.latency.p99),
+         fmt("%.1f", i.samples_per_s), tokens ? fmt("%.0f", i.tokens_per_s) : "",
+         format_bytes(i.memory.parameters + i.memory.packed_weights), format_bytes(i.memory.activations),
+         format_bytes(i.memory.peak), accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2)},
+        w);
+  }
+  out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
+      << "  weights: the inference copy, measured (int8 on CPU: fbgemm's packed weights, measured as glibc heap\n"
+      << "  growth, plus the fp32 rest); activations: working set of one forward; peak: " << r.sweep.memory_counter
+      << ".\n"
+      << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
+      << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
+      << "  weights, the rest bf16.\n"
+      << "  timer: " << r.sweep.timer << '\n';
+}
+
+void ConsoleReporter::report(const DecodeReport& r) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  auto& out = out_;
+  out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype)
+      << " weights and cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, " << s.new_tokens
+      << " new tokens (greedy), " << x.timed_runs << " timed runs after 1 warm-up\n";
+  machine_line(out, r.context);
+  out << "  time to first token (prefill): p50 " << fmt("%.3f", x.ttft_ms.p50) << " ms, p99 "
+      << fmt("%.3f", x.ttft_ms.p99) << " ms\n"
+      << "  time per output token:         p50 " << fmt("%.3f", x.tpot_ms.p50) << " ms, p99 "
+      << fmt("%.3f", x.tpot_ms.p99) << " ms (" << x.tpot_ms.count << " steps)\n"
+      << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n"
+      << "  memory: parameters " << format_bytes(x.parameter_bytes)
+      << (x.packed_weight_bytes > 0 ? " (" + format_bytes(x.packed_weight_bytes) + " of them packed by fbgemm)" : "")
+      << ", kv_cache " << format_bytes(x.kv_cache_bytes) << " measured, " << format_bytes(x.kv_cache_bytes_predicted)
+      << " predicted (2 x layers x batch x positions x d_model x bytes)\n"
+      << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";
+}
+
+namespace {
+
+std::string line_fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string line_fmt(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string wrong_cell(int64_t w) { return w < 0 ? "N/A" : std::to_string(w); }
+
+}  // namespace
+
+void ConsoleReporter::report(const AllreduceReport& report) {
+  const auto& r = report.result;
+  const auto& s = report.settings;
+  auto& out = out_;
+  out << "# tvie allreduce: c10d " << r.backend << ", " << r.world_size << " ranks, " << r.device << ", dtype "
+      << r.dtype << ", sum; " << s.warmup << " warm-up + " << s.iters << " timed all-reduces per size\n"
+      << "# time = mean of the timed all-reduces on rank 0 (after a barrier); algbw = size / time;\n"
+      << "# busbw = algbw * 2(n-1)/n (nccl-tests); out-of-place = copy into a separate buffer + in-place all-reduce\n"
+      << "#\n"
+      << "#                                     out-of-place                       in-place\n"
+      << "#       size         count    type     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      << "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+  for (const auto& x : r.rows)
+    out << line_fmt("%12lld  %12lld  %6s  %8.1f  %6.3f  %6.3f  %5s  %8.1f  %6.3f  %6.3f  %5s\n",
+                    static_cast<long long>(x.bytes), static_cast<long long>(x.count), r.dtype.c_str(),
+                    x.out_of_place_us, x.out_of_place_algbw_gbs, x.out_of_place_busbw_gbs,
+                    wrong_cell(x.out_of_place_wrong).c_str(), x.in_place_us, x.in_place_algbw_gbs, x.in_place_busbw_gbs,
+                    wrong_cell(x.in_place_wrong).c_str());
+  out << "# Out of bounds values : "
+      << (s.check ? cat(r.total_wrong, r.total_wrong == 0 ? " OK" : " FAILED") : "not checked")
+      << "\n# Avg bus bandwidth    : " << line_fmt("%.4f", r.average_busbw_gbs) << " GB/s\n";
+}
+
+}  // namespace tvie

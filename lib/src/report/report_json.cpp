@@ -1,0 +1,395 @@
+// The JSON report (schema: docs/metrics.md), built with nlohmann-json and written atomically.
+#include <tvie/report.hpp>
+
+#include <tvie/dist.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/compat.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+namespace tvie {
+namespace {
+
+using nlohmann::json;
+
+json summary_json(const Summary& s) {
+  return {{"count", s.count}, {"mean", s.mean}, {"stddev", s.stddev}, {"min", s.min}, {"max", s.max},
+          {"p50", s.p50},     {"p90", s.p90},   {"p95", s.p95},       {"p99", s.p99}, {"p99_9", s.p999}};
+}
+
+json context_json(const RunContext& c) {
+  json j = {{"tvie_version", c.tvie_version},
+            {"torch_version", c.torch_version},
+            {"cuda_available", c.cuda_available},
+            {"device", c.device},
+            {"argv", c.argv},
+            {"cpu_model", c.host.cpu_model},
+            {"cpu_features", c.host.cpu_features},
+            {"intra_op_threads", c.host.intra_op_threads}};
+  if (c.gpu)
+    j["gpu"] = {{"name", c.gpu->name},
+                {"compute_capability", c.gpu->compute_capability},
+                {"memory_bytes", c.gpu->memory_bytes},
+                {"driver", c.gpu->driver},
+                {"cuda_runtime", c.gpu->cuda_runtime},
+                {"cudnn", c.gpu->cudnn},
+                {"nccl", c.gpu->nccl}};
+  return j;
+}
+
+json model_json(const std::string& name, const ModelFacts& f) {
+  return {{"name", name},
+          {"parameters", f.parameter_count},
+          {"buffer_bytes", f.buffer_bytes},
+          {"forward_flops_per_sample", f.forward_flops_per_sample},
+          {"flops_source", f.flops_source},
+          {"tokens_per_sample", f.tokens_per_sample}};
+}
+
+// The head every report shares: its schema version, the run's context and the model's facts.
+json report_head(const RunContext& context, const std::string& workload, const ModelFacts& facts) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(context);
+  j["model"] = model_json(workload, facts);
+  return j;
+}
+
+json training_json(const TrainSettings& s, const TrainingResult& t, const DistributedResult* distributed = nullptr) {
+  json phases = json::object();
+  for (const auto& p : t.phases) phases[p.name] = {{"p50_ms", p.p50_ms}, {"share", p.share}};
+  json curve = json::array();
+  for (const auto& [step, loss] : t.loss_curve) curve.push_back({{"step", step}, {"loss", loss}});
+  json j = {{"settings",
+             {{"batch_size", s.batch_size},
+              {"accumulate", s.accumulate},
+              {"optimizer", to_string(s.optimizer)},
+              {"learning_rate", s.learning_rate},
+              {"precision", to_string(t.precision)},
+              {"checkpoint", checkpoint_to_string(t.checkpoint_every)},
+              {"clip_grad_norm", s.clip_grad_norm},
+              {"cuda_graph", s.cuda_graph},
+              {"data_batches", s.data_batches},
+              {"seed", s.seed}}},
+            {"memory_counter", t.memory_counter},
+            {"memory",
+             {{"parameters", t.memory.parameters},
+              {"gradients", t.memory.gradients},
+              {"optimizer_state", t.memory.optimizer_state},
+              {"weight_copies", t.memory.weight_copies},
+              {"loss_scaler", t.memory.loss_scaler},
+              {"comm_buffers", t.memory.comm_buffers},
+              {"activations", t.memory.activations},
+              {"other", t.memory.other},
+              {"peak", t.memory.peak},
+              {"peak_reserved", t.memory.peak_reserved},
+              {"batch", t.memory.batch}}},
+            {"memory_predicted",
+             {{"parameters", t.predicted.parameters},
+              {"gradients", t.predicted.gradients},
+              {"optimizer_state", t.predicted.optimizer_state}}},
+            {"data_pool_bytes", t.data_pool_bytes},
+            {"checkpointed_blocks", t.checkpointed_blocks},
+            {"timer", t.timer},
+            {"cuda_graph", {{"enabled", t.cuda_graph}, {"scope", t.cuda_graph_scope}}},
+            {"ledger_steps", t.ledger_steps},
+            {"warmup_steps", t.warmup_steps},
+            {"timed_steps", t.timed_steps},
+            {"optimizer_steps", t.optimizer_steps},
+            {"micro_batches", t.micro_batches},
+            {"step_ms", summary_json(t.step)},
+            {"step_ms_all", t.step_ms},
+            {"phases", phases},
+            {"throughput",
+             {{"samples_per_s", t.samples_per_s},
+              {"tokens_per_s", t.tokens_per_s},
+              {"model_flops_per_step", t.model_flops_per_step},
+              {"achieved_tflops", t.achieved_tflops}}},
+            {"loss", {{"first", t.first_loss}, {"final", t.final_loss}, {"curve", curve}}}};
+  if (t.loss_scaling)
+    j["loss_scaling"] = {
+        {"initial_scale", t.initial_scale}, {"final_scale", t.final_scale}, {"skipped_steps", t.skipped_steps}};
+  if (t.clip_max_norm > 0)
+    j["clipping"] = {{"max_norm", t.clip_max_norm},
+                     {"grad_norm_before_clip", summary_json(t.grad_norm)},
+                     {"clipped_steps", t.clipped_steps}};
+  if (distributed) {
+    const auto& d = *distributed;
+    j["distributed"] = {{"backend", d.backend},
+                        {"world_size", d.world_size},
+                        {"bucket_mb", d.bucket_mb},
+                        {"overlap", d.overlap},
+                        {"buckets", d.buckets},
+                        {"bytes_per_step", d.bytes_per_step},
+                        {"comm_ms", summary_json(d.comm_ms)},
+                        {"exposed_ms", summary_json(d.exposed_ms)},
+                        {"algbw_gbs", d.algbw_gbs},
+                        {"busbw_gbs", d.busbw_gbs},
+                        {"bus_factor", allreduce_bus_factor(d.world_size)},
+                        {"sweep_busbw_gbs", d.sweep_busbw_gbs},
+                        {"parameters_identical", d.parameters_identical},
+                        {"loss_mean_over_ranks", t.final_loss},  // the loss curve is already the mean
+                        {"backend_device_bytes", d.backend_device_bytes}};
+  }
+  return j;
+}
+
+json inference_json(const InferenceResult& i) {
+  return {{"memory_counter", i.memory_counter},
+          {"memory",
+           {{"parameters", i.memory.parameters},
+            {"packed_weights", i.memory.packed_weights},
+            {"activations", i.memory.activations},
+            {"other", i.memory.other},
+            {"peak", i.memory.peak},
+            {"peak_reserved", i.memory.peak_reserved},
+            {"batch", i.memory.batch}}},
+          {"timer", i.timer},
+          {"cuda_graph", i.cuda_graph},
+          {"linear_layers", {{"converted", i.linears_converted}, {"kept_dense", i.linears_kept_dense}}},
+          {"ledger_batches", i.ledger_batches},
+          {"warmup_batches", i.warmup_batches},
+          {"timed_batches", i.timed_batches},
+          {"latency_ms", summary_json(i.latency)},
+          {"latency_ms_all", i.latency_ms},
+          {"throughput",
+           {{"samples_per_s", i.samples_per_s},
+            {"tokens_per_s", i.tokens_per_s},
+            {"model_flops_per_batch", i.model_flops_per_batch},
+            {"achieved_tflops", i.achieved_tflops}}}};
+}
+
+}  // namespace
+
+std::string to_json_string(const InferReport& r, int indent) {
+  const auto& s = r.settings;
+  json j = report_head(r.context, r.workload, r.facts);
+  std::vector<std::string> dtypes;
+  for (auto d : s.dtypes) dtypes.push_back(to_string(d));
+  json rows = json::array();
+  for (const auto& row : r.sweep.rows) {
+    json x = {{"batch_size", row.batch_size}, {"dtype", to_string(row.dtype)}, {"fits", row.fits}};
+    if (!row.fits) x["does_not_fit"] = row.does_not_fit;
+    if (row.fits) x["result"] = inference_json(row.result);
+    if (row.has_accuracy)
+      x["accuracy_vs_fp32"] = {{"max_abs_error", row.accuracy.max_abs_error},
+                               {"mean_abs_error", row.accuracy.mean_abs_error},
+                               {"reference_mean_abs", row.accuracy.reference_mean_abs},
+                               {"top1_agreement", row.accuracy.rows > 0 ? json(row.accuracy.top1_agreement) : json()},
+                               {"top1_rows", row.accuracy.rows}};
+    rows.push_back(x);
+  }
+  j["inference_sweep"] = {{"settings",
+                           {{"batch_sizes", s.batch_sizes},
+                            {"dtypes", dtypes},
+                            {"steps", s.steps},
+                            {"warmup_steps", s.warmup_steps},
+                            {"seed", s.seed},
+                            {"cuda_graph", s.cuda_graph},
+                            {"cpu_memory_limit_mb", s.cpu_memory_limit_mb}}},
+                          {"memory_counter", r.sweep.memory_counter},
+                          {"timer", r.sweep.timer},
+                          {"rows", rows}};
+  return j.dump(indent);
+}
+
+std::string to_json_string(const DecodeReport& r, int indent) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  json j = report_head(r.context, r.workload, r.facts);
+  j["decoding"] = {{"settings",
+                    {{"batch_size", s.batch_size},
+                     {"prompt_tokens", s.prompt_tokens},
+                     {"new_tokens", s.new_tokens},
+                     {"repetitions", s.repetitions},
+                     {"dtype", to_string(s.dtype)},
+                     {"seed", s.seed}}},
+                   {"memory_counter", x.memory_counter},
+                   {"memory",
+                    {{"parameters", x.parameter_bytes},
+                     {"packed_weights", x.packed_weight_bytes},
+                     {"kv_cache", x.kv_cache_bytes},
+                     {"kv_cache_predicted", x.kv_cache_bytes_predicted}}},
+                   {"timer", x.timer},
+                   {"timed_runs", x.timed_runs},
+                   {"ttft_ms", summary_json(x.ttft_ms)},
+                   {"tpot_ms", summary_json(x.tpot_ms)},
+                   {"tokens_per_s", x.tokens_per_s}};
+  return j.dump(indent);
+}
+
+std::string to_json_string(const AllreduceReport& report, int indent) {
+  const auto& r = report.result;
+  const auto& s = report.settings;
+  json rows = json::array();
+  for (const auto& x : r.rows)
+    rows.push_back({{"bytes", x.bytes},
+                    {"count", x.count},
+                    {"out_of_place",
+                     {{"time_us", x.out_of_place_us},
+                      {"algbw_gbs", x.out_of_place_algbw_gbs},
+                      {"busbw_gbs", x.out_of_place_busbw_gbs},
+                      {"wrong", x.out_of_place_wrong}}},
+                    {"in_place",
+                     {{"time_us", x.in_place_us},
+                      {"algbw_gbs", x.in_place_algbw_gbs},
+                      {"busbw_gbs", x.in_place_busbw_gbs},
+                      {"wrong", x.in_place_wrong}}}});
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(report.context);
+  j["allreduce"] = {{"backend", r.backend},
+                    {"device", r.device},
+                    {"dtype", r.dtype},
+                    {"world_size", r.world_size},
+                    {"bus_factor", allreduce_bus_factor(r.world_size)},
+                    {"iters", s.iters},
+                    {"warmup", s.warmup},
+                    {"checked", s.check},
+                    {"rows", rows},
+                    {"average_busbw_gbs", r.average_busbw_gbs},
+                    {"total_wrong", r.total_wrong}};
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const AllreduceReport& report) {
+  const auto& r = report.result;
+  std::string csv =
+      "bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
+      "ip_wrong";
+  for (const auto& x : r.rows)
+    csv += cat("\n", x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
+               x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs, ",",
+               x.in_place_busbw_gbs, ",", x.in_place_wrong);
+  return csv;
+}
+
+std::string to_json_string(const TrainReport& r, int indent) {
+  json j = report_head(r.context, r.workload, r.facts);
+  j["training"] = training_json(r.settings, r.training, r.distributed ? &*r.distributed : nullptr);
+  return j.dump(indent);
+}
+
+std::string to_json_string(const CompareReport& r, int indent) {
+  const auto& i = r.inference;
+  json j = report_head(r.context, r.workload, r.facts);
+  j["training"] = training_json(r.settings.train, r.training);
+  j["inference"] = inference_json(i);
+  j["inference"]["settings"] = {{"batch_size", r.settings.infer.batch_size},
+                                {"dtype", to_string(i.dtype)},
+                                {"dtype_choice", r.inference_dtype_choice},
+                                {"seed", r.settings.infer.seed}};
+  j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
+              {"parameter_memory_ratio", r.parameter_memory_ratio},
+              {"throughput_ratio", r.throughput_ratio}};
+  return j.dump(indent);
+}
+
+void check_output_path(const std::string& path, const std::string& field) {
+  namespace fs = std::filesystem;
+  const std::string accepted = "a file path in an existing, writable directory";
+  if (path.empty()) throw InvalidArgument(field, path, accepted);
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw InvalidArgument(field, path, cat(accepted, " (this is a directory)"));
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw InvalidArgument(field, path, cat(accepted, " (no directory ", dir.string(), ")"));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw InvalidArgument(field, path, cat(accepted, " (", dir.string(), " is not writable)"));
+  if (fs::exists(p, ec) && ::access(p.c_str(), W_OK) != 0)
+    throw InvalidArgument(field, path, cat(accepted, " (the file exists and is not writable)"));
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = cat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(cat("cannot write ", tmp, ": ", std::strerror(errno)));
+    out << content << '\n';
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(cat("cannot write ", tmp, ": ", std::strerror(errno)));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw Error(cat("cannot rename ", tmp, " to ", path, ": ", why));
+  }
+}
+
+void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const TrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const ServeReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const InferReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
+
+namespace {
+[[noreturn]] void no_csv(const char* kind) {
+  throw InvalidArgument("csv", kind, "a report that is a table (tvie allreduce); use --json for this one");
+}
+}  // namespace
+
+void CsvReporter::report(const CompareReport&) { no_csv("compare"); }
+void CsvReporter::report(const TrainReport&) { no_csv("train"); }
+void CsvReporter::report(const ServeReport&) { no_csv("serve"); }
+void CsvReporter::report(const InferReport&) { no_csv("infer"); }
+void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
+void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+
+std::string to_json_string(const ServeReport& r, int indent) {
+  const auto& s = r.settings;
+  const auto& x = r.result;
+  json j = report_head(r.context, r.workload, r.facts);
+  j["serving"] = {{"settings",
+                   {{"scenario", to_string(s.scenario)},
+                    {"target_qps", s.target_qps},
+                    {"max_batch", s.max_batch},
+                    {"max_queue_delay_us", s.max_queue_delay_us},
+                    {"query_count", s.query_count},
+                    {"min_query_count", s.min_query_count},
+                    {"min_duration_ms", s.min_duration_ms},
+                    {"dtype", to_string(s.dtype)},
+                    {"seed", s.seed}}},
+                  {"answered", x.answered},
+                  {"duration_s", x.duration_s},
+                  {"achieved_qps", x.achieved_qps},
+                  {"latency_ms", summary_json(x.latency_ms)},
+                  {"queue_ms", summary_json(x.queue_ms)},
+                  {"compute_ms", summary_json(x.compute_ms)},
+                  {"batch_size", summary_json(x.batch_size)},
+                  {"valid", x.valid},
+                  {"validity", x.validity},
+                  {"intra_op_threads", x.intra_op_threads},
+                  {"omp_wait_policy", x.omp_wait_policy}};
+  if (r.search) {
+    json probes = json::array();
+    for (const auto& p : r.search->probes)
+      probes.push_back({{"target_qps", p.target_qps},
+                        {"achieved_qps", p.achieved_qps},
+                        {"p99_ms", p.p99_ms},
+                        {"queries", p.queries},
+                        {"valid", p.valid},
+                        {"meets", p.meets}});
+    j["serving"]["max_qps_search"] = {{"p99_bound_ms", r.search->p99_bound_ms},
+                                      {"max_qps", r.search->max_qps},
+                                      {"first_miss_qps", r.search->first_miss_qps},
+                                      {"probes", probes}};
+  }
+  return j.dump(indent);
+}
+
+}  // namespace tvie

@@ -1,0 +1,244 @@
+// The front door (tvie/run.hpp): each runner resolves and validates its settings once, into a resolved
+// struct, then calls the scenario's building blocks and fills a report with the run's context.
+#include <tvie/run.hpp>
+
+#include <cstdlib>
+#include <limits>
+
+#include "core/compat.hpp"
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+namespace {
+
+// Settings after validation: what the building blocks may rely on.
+template <typename Settings>
+struct Resolved {
+  c10::Device device;
+  Settings settings;
+};
+
+void log_training(const Workload& workload, const TrainSettings& t, const std::string& device) {
+  log::info(cat("training ", workload.name(), " on ", device, ": batch ", t.batch_size, ", ", to_string(t.precision),
+                ", checkpoint ", checkpoint_to_string(t.checkpoint_every), ", ", Trainer::kLedgerSteps, " ledger + ",
+                t.warmup_steps, " warm-up + ", t.steps, " timed steps"));
+}
+
+Resolved<TrainSettings> resolve_training(const Workload& workload, const TrainSettings& settings,
+                                         const c10::Device& device) {
+  validate(settings, device);
+  validate_checkpointing(workload, settings);
+  return {device, settings};
+}
+
+Resolved<CompareSettings> resolve_compare(const Workload& workload, const CompareSettings& settings,
+                                          const RunOptions& options, std::string* dtype_choice) {
+  const c10::Device device = resolve_device(options.device, "device");
+  validate(settings, device);
+  validate_checkpointing(workload, settings.train);
+  Resolved<CompareSettings> r{device, settings};
+  if (settings.infer_dtype_auto) {
+    const auto choice = native_inference_dtype(device);
+    r.settings.infer.dtype = choice.dtype;
+    *dtype_choice = "auto: " + choice.reason;
+    validate(r.settings.infer, device);
+  }
+  return r;
+}
+
+// The head every report shares: the run's context, the workload's name and facts.
+template <typename Report>
+void fill_head(Report& report, const Workload& workload, const c10::Device& device, const RunOptions& options) {
+  report.context = make_run_context(device, options.argv);
+  report.workload = workload.name();
+  report.facts = workload.facts();
+}
+
+double ratio(double a, double b) { return b != 0 ? a / b : 0.0; }
+
+// What must agree across the ranks of a data-parallel job: checked at rendezvous.
+std::vector<std::pair<std::string, std::string>> rank_configuration(const Workload& workload, const TrainSettings& t,
+                                                                    const DistSettings& d, const c10::Device& device) {
+  return {{"model", workload.name()},
+          {"device", device.is_cuda() ? "cuda" : "cpu"},
+          {"batch", cat(t.batch_size)},
+          {"accumulate", cat(t.accumulate)},
+          {"steps", cat(t.steps)},
+          {"warmup", cat(t.warmup_steps)},
+          {"optimizer", to_string(t.optimizer)},
+          {"lr", cat(t.learning_rate)},
+          {"precision", to_string(t.precision)},
+          {"checkpoint", checkpoint_to_string(t.checkpoint_every)},
+          {"clip", cat(t.clip_grad_norm)},
+          {"seed", cat(t.seed)},
+          {"bucket-mb", cat(d.bucket_mb)},
+          {"overlap", d.overlap ? "on" : "off"},
+          {"backend", to_string(d.backend)}};
+}
+
+}  // namespace
+
+DistEnv rank_environment() {
+  DistEnv env = dist_env_from_environment();
+  if (env.world_size == 1 && std::getenv("MASTER_PORT") == nullptr) env.master_port = 0;  // alone: any free port
+  return env;
+}
+
+c10::Device rank_device(const std::string& device, const DistEnv& env) {
+  const c10::Device d = resolve_device(device, "device");
+  return d.is_cuda() ? resolve_device(cat("cuda:", env.local_rank), "device") : d;  // one device per local rank
+}
+
+CompareReport run_compare(const Workload& workload, const CompareSettings& settings, const RunOptions& options) {
+  CompareReport report;
+  const auto run = resolve_compare(workload, settings, options, &report.inference_dtype_choice);
+  fill_head(report, workload, run.device, options);
+  report.settings = run.settings;
+  const auto& s = run.settings;
+  log_training(workload, s.train, report.context.device);
+  if (s.infer_dtype_auto) log::info(cat("inference dtype ", report.inference_dtype_choice));
+  std::shared_ptr<torch::nn::Module> trained;
+  report.training = run_training(workload, s.train, run.device, &trained);
+  log::info(cat("inference ", workload.name(), " (", to_string(s.infer.dtype), " copy of the trained weights): batch ",
+                s.infer.batch_size, ", 1 ledger + ", s.infer.warmup_steps, " warm-up + ", s.infer.steps,
+                " timed batches"));
+  report.inference = run_inference(workload, s.infer, run.device, trained.get());
+
+  const auto& t = report.training;
+  const auto& i = report.inference;
+  report.peak_memory_ratio = ratio(static_cast<double>(t.memory.peak), static_cast<double>(i.memory.peak));
+  report.parameter_memory_ratio = ratio(static_cast<double>(t.memory.parameters),
+                                        static_cast<double>(i.memory.parameters + i.memory.packed_weights));
+  report.throughput_ratio = ratio(i.samples_per_s, t.samples_per_s);
+  return report;
+}
+
+TrainReport run_train(const Workload& workload, const TrainSettings& settings, const RunOptions& options) {
+  const auto run = resolve_training(workload, settings, resolve_device(options.device, "device"));
+  TrainReport report;
+  fill_head(report, workload, run.device, options);
+  report.settings = run.settings;
+  log_training(workload, run.settings, report.context.device);
+  report.training = run_training(workload, run.settings, run.device);
+  return report;
+}
+
+TrainReport run_train_data_parallel(const Workload& workload, const TrainSettings& settings, const DistSettings& dist,
+                                    const RunOptions& options) {
+  validate(dist);
+  const DistEnv env = rank_environment();
+  auto run = resolve_training(workload, settings, rank_device(options.device, env));
+  validate(dist, run.device);
+  if (run.settings.cuda_graph)
+    throw InvalidArgument("train.cuda_graph", "true", "false with data parallelism (not captured yet)");
+  run.settings.data_seed_offset += static_cast<uint64_t>(env.rank) * 1000003ULL;  // other samples per rank
+
+  Communicator comm(env, dist, run.device);
+  comm.check_same_configuration(rank_configuration(workload, settings, dist, run.device));
+  TrainReport report;
+  fill_head(report, workload, run.device, options);
+  report.settings = settings;
+  report.dist = dist;
+  report.rank = comm.rank();
+  log_training(workload, run.settings, report.context.device);
+
+  // Training sees only its seam: a gradient hook around backward and a loss-reduce callback.
+  std::unique_ptr<DataParallel> dp;
+  TrainingHooks hooks;
+  hooks.make_gradient_hook = [&](std::shared_ptr<torch::nn::Module> module) -> GradientHook* {
+    dp = std::make_unique<DataParallel>(comm, std::move(module), dist, run.device);
+    dp->broadcast_initial_weights();  // every rank starts from rank 0's weights
+    return dp.get();
+  };
+  hooks.reduce_losses = [&](std::vector<double>& losses) {
+    // The loss of each step is the mean over ranks: one all-reduce of all of them (the NaNs of steps whose
+    // loss is not kept stay NaN on every rank).
+    auto all = torch::tensor(losses, torch::kFloat64).to(run.device, torch::kFloat32);
+    std::vector<torch::Tensor> tensors{all};
+    comm.allreduce_sum(tensors);
+    const auto mean = tensors[0].to(torch::kCPU, torch::kFloat64) / static_cast<double>(comm.world_size());
+    for (size_t i = 0; i < losses.size(); ++i) losses[i] = mean[static_cast<int64_t>(i)].item<double>();
+  };
+  report.training = run_training(workload, run.settings, run.device, nullptr, hooks);
+  // Collectives: every rank takes part, in the same order.
+  auto distributed = dp->summarize(run.settings.steps);
+  distributed.parameters_identical = dp->parameters_identical();
+  report.distributed = distributed;
+  return report;
+}
+
+InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& settings, const RunOptions& options) {
+  const Resolved<InferSweepSettings> run{resolve_device(options.device, "device"), settings};
+  validate(run.settings, run.device);
+  InferReport report;
+  fill_head(report, workload, run.device, options);
+  report.settings = settings;
+  log::info(cat("inference sweep of ", workload.name(), " on ", report.context.device, ": ",
+                settings.batch_sizes.size(), " batch sizes x ", settings.dtypes.size(), " precisions, 1 ledger + ",
+                settings.warmup_steps, " warm-up + ", settings.steps, " timed batches each"));
+  report.sweep = run_inference_sweep(workload, run.settings, run.device);
+  return report;
+}
+
+ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options) {
+  const Resolved<ServeSettings> run{resolve_device(options.device, "device"), settings};
+  validate(run.settings);
+  validate_inference_dtype(run.settings.dtype, run.device, "serve.dtype");
+  ServeReport report;
+  fill_head(report, workload, run.device, options);
+  report.settings = settings;
+  log::info(cat("serving ", workload.name(), " on ", report.context.device, ": ", to_string(settings.scenario), ", ",
+                settings.query_count, " requests"));
+  if (const auto& search = run.settings.max_qps_search) {
+    log::info(cat("searching the highest QPS with p99 <= ", search->p99_bound_ms, " ms, from ", settings.target_qps));
+    report.search = find_max_qps(workload, run.settings, *search, run.device);
+    report.result = report.search->at_max;
+    if (report.search->max_qps > 0) report.settings.target_qps = report.search->max_qps;
+  } else {
+    report.result = run_serving(workload, run.settings, run.device);
+  }
+  return report;
+}
+
+DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings, const RunOptions& options) {
+  const auto config = gpt_config_of(workload);
+  if (!config) throw InvalidArgument("model", workload.name(), "a zoo gpt (decoding needs its KV-cached forward)");
+  const Resolved<DecodeSettings> run{resolve_device(options.device, "device"), settings};
+  validate(run.settings, *config);
+  validate_inference_dtype(run.settings.dtype, run.device, "decode.dtype");
+  DecodeReport report;
+  fill_head(report, workload, run.device, options);
+  report.settings = settings;
+  log::info(cat("decoding ", workload.name(), " on ", report.context.device, ": batch ", settings.batch_size,
+                ", prompt ", settings.prompt_tokens, ", ", settings.new_tokens, " new tokens"));
+  report.result = run_decoding(*config, run.settings, run.device);
+  return report;
+}
+
+AllreduceReport run_allreduce(const AllreduceSweepSettings& settings, const DistSettings& dist,
+                              const RunOptions& options) {
+  validate(settings);
+  validate(dist);
+  const DistEnv env = rank_environment();
+  const c10::Device device = rank_device(options.device, env);
+  validate(dist, device);
+  Communicator comm(env, dist, device);
+  comm.check_same_configuration({{"allreduce.min_bytes", cat(settings.min_bytes)},
+                                 {"allreduce.max_bytes", cat(settings.max_bytes)},
+                                 {"allreduce.factor", cat(settings.factor)},
+                                 {"allreduce.iters", cat(settings.iters)},
+                                 {"allreduce.dtype", settings.dtype},
+                                 {"device", device.is_cuda() ? "cuda" : "cpu"}});
+  AllreduceReport report;
+  report.context = make_run_context(device, options.argv);
+  report.settings = settings;
+  report.rank = comm.rank();
+  report.result = run_allreduce_sweep(comm, settings, device);
+  return report;
+}
+
+}  // namespace tvie

@@ -1,0 +1,89 @@
+// Scenario: KV-cached decoding. See decode.hpp.
+#include <tvie/decode.hpp>
+
+#include "core/compat.hpp"
+#include "scenarios/harness.hpp"
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/memory.hpp>
+#include <tvie/timing.hpp>
+
+namespace tvie {
+
+void validate(const DecodeSettings& s, const GptConfig& c) {
+  if (s.batch_size < 1) throw InvalidArgument("decode.batch_size", cat(s.batch_size), "an integer >= 1");
+  if (s.prompt_tokens < 1) throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens), "an integer >= 1");
+  if (s.new_tokens < 1) throw InvalidArgument("decode.new_tokens", cat(s.new_tokens), "an integer >= 1");
+  if (s.repetitions < 1) throw InvalidArgument("decode.repetitions", cat(s.repetitions), "an integer >= 1");
+  if (s.prompt_tokens + s.new_tokens > c.context_length + 1)
+    throw InvalidArgument("decode.new_tokens", cat(s.new_tokens),
+                          cat("at most ", c.context_length + 1 - s.prompt_tokens, " (prompt + new tokens fit in ",
+                              c.context_length, " positions plus the last prediction)"));
+}
+
+DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
+  // Preconditions (validate(DecodeSettings, config) and the dtype's device check run once, in run_decode).
+  detail::require(settings.batch_size >= 1 && settings.prompt_tokens >= 1 && settings.new_tokens >= 1 &&
+                      settings.repetitions >= 1 &&
+                      settings.prompt_tokens + settings.new_tokens <= config.context_length + 1,
+                  "run_decoding: validated DecodeSettings (validate(settings, config) first)");
+  const auto dtype = detail::inference_base_dtype(settings.dtype);  // of the activations and the KV cache
+  auto probe = make_memory_probe(device);
+  auto workload = make_gpt_workload(config);
+  DecodeResult r;
+  r.dtype = settings.dtype;
+  r.memory_counter = probe->counter_description();
+  std::shared_ptr<torch::nn::Module> module;
+  int64_t packed_bytes = 0;  // CPU int8: fbgemm's packed weights, outside torch's allocator
+  r.parameter_bytes =
+      detail::measure_added_bytes(
+          probe.get(), device,
+          [&] {
+            torch::manual_seed(settings.seed);
+            module = workload->make_module();
+            packed_bytes =
+                detail::make_inference_copy(*module, device, settings.dtype, probe.get()).outside_allocator_bytes;
+          })
+          .added +
+      packed_bytes;
+  r.packed_weight_bytes = packed_bytes;
+  // The cache holds every position the run writes: the prompt and all generated tokens but the last.
+  const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
+  std::unique_ptr<GptDecoder> decoder;
+  r.kv_cache_bytes = detail::measure_added_bytes(probe.get(), device, [&] {
+                       decoder = std::make_unique<GptDecoder>(config, module, settings.batch_size, positions);
+                     }).added;
+  r.kv_cache_bytes_predicted = gpt_kv_cache_bytes(config, settings.batch_size, positions, c10::elementSize(dtype));
+  const auto prompt =
+      workload->make_batch(settings.batch_size, device, settings.seed).input.narrow(1, 0, settings.prompt_tokens);
+
+  auto prefill_timer = make_step_timer(device), token_timer = make_step_timer(device);
+  c10::InferenceMode inference_mode;
+  for (int64_t rep = 0; rep <= settings.repetitions; ++rep) {
+    const bool timed = rep > 0;  // run 0 warms up
+    if (timed) prefill_timer->start();
+    auto next = decoder->prefill(prompt).argmax(-1);  // greedy: [B]
+    if (timed) prefill_timer->stop();
+    for (int64_t t = 1; t < settings.new_tokens; ++t) {
+      if (timed) token_timer->start();
+      next = decoder->step(next).argmax(-1);
+      if (timed) token_timer->stop();
+    }
+  }
+  synchronize(device);
+  const auto ttft = prefill_timer->collect_ms();
+  const auto tpot = token_timer->collect_ms();
+  r.ttft_ms = summarize(ttft);
+  r.tpot_ms = summarize(tpot);
+  r.timer = prefill_timer->description();
+  r.timed_runs = settings.repetitions;
+  double total_ms = 0;
+  for (double v : ttft) total_ms += v;
+  for (double v : tpot) total_ms += v;
+  const double per_run_s = total_ms / 1e3 / static_cast<double>(settings.repetitions);
+  if (per_run_s > 0) r.tokens_per_s = static_cast<double>(settings.batch_size * settings.new_tokens) / per_run_s;
+  return r;
+}
+
+}  // namespace tvie

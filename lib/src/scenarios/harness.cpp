@@ -1,0 +1,81 @@
+#include "scenarios/harness.hpp"
+
+#include "core/compat.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/layers.hpp>
+#include <tvie/log.hpp>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace tvie::detail {
+namespace {
+
+// Bytes in use in glibc's heap (main arena chunks plus mmapped blocks); -1 where unknown.
+int64_t heap_in_use_bytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>(m.uordblks + m.hblkhd);
+#else
+  return -1;
+#endif
+}
+
+}  // namespace
+
+void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype) {
+  module.to(device);
+  torch::NoGradGuard no_grad;
+  for (const auto& tensors : {module.parameters(), module.buffers()})
+    for (const auto& t : tensors)
+      if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
+}
+
+c10::ScalarType inference_base_dtype(InferenceDtype dtype) {
+  switch (dtype) {
+    case InferenceDtype::fp32:
+    case InferenceDtype::int8:
+      return torch::kFloat32;
+    case InferenceDtype::fp16:
+      return torch::kFloat16;
+    case InferenceDtype::bf16:
+    case InferenceDtype::fp8:
+      return torch::kBFloat16;
+  }
+  return torch::kFloat32;
+}
+
+InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype,
+                                  MemoryProbe* probe) {
+  InferenceCopy copy;
+  // Not differentiable: without this guard, the quantisation's scale computations would record autograd
+  // graphs that keep the dense fp32 weights alive after the conversion released them.
+  torch::NoGradGuard no_grad;
+  convert_floating(module, device, inference_base_dtype(dtype));
+  module.eval();  // BatchNorm uses its running statistics and stops updating them
+  if (dtype != InferenceDtype::int8 && dtype != InferenceDtype::fp8) return copy;
+  const auto kind = dtype == InferenceDtype::fp8 ? nn::LinearWeights::fp8_e4m3
+                    : device.is_cpu()            ? nn::LinearWeights::int8_dynamic
+                                                 : nn::LinearWeights::int8_cuda;
+  const bool measure_heap = probe && device.is_cpu() && heap_in_use_bytes() >= 0;
+  const int64_t heap_before = measure_heap ? heap_in_use_bytes() : 0;
+  const int64_t counted_before = measure_heap ? probe->allocated_bytes() : 0;
+  copy.converted_linears = nn::convert_linear_weights(module, kind, &copy.dense_linears);
+  if (copy.converted_linears + copy.dense_linears == 0)
+    throw InvalidArgument("infer.dtype", to_string(dtype),
+                          "fp32, bf16 (this model has no tvie::nn::Linear layers to convert; build its Linear layers "
+                          "from tvie::nn::Linear to run it in int8 or fp8)");
+  if (measure_heap) {
+    const int64_t counted = probe->allocated_bytes() - counted_before;
+    copy.outside_allocator_bytes = std::max<int64_t>(0, heap_in_use_bytes() - heap_before - counted);
+  }
+  if (copy.dense_linears > 0)
+    log::info(cat("inference copy: ", copy.dense_linears, " of ", copy.converted_linears + copy.dense_linears,
+                  " Linear layers kept dense (", nn::to_string(kind), " cannot take their shapes)"));
+  log::debug(cat("inference copy: ", copy.converted_linears, " Linear layers converted to ", nn::to_string(kind), "; ",
+                 copy.outside_allocator_bytes, " bytes outside torch's allocator"));
+  return copy;
+}
+
+}  // namespace tvie::detail

@@ -1,0 +1,66 @@
+// Pieces shared by the scenarios (train.cpp, infer.cpp).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include <torch/nn/module.h>
+
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/memory.hpp>
+#include <tvie/settings.hpp>
+
+namespace tvie::detail {
+
+// A building block's precondition. Settings are validated once, at the boundary (the runners of
+// tvie/run.hpp, or validate() by a caller who builds blocks itself); a block only asserts what it relies on.
+inline void require(bool holds, const char* what) {
+  if (!holds) throw Error(std::string("precondition failed: ") + what);
+}
+
+struct AddedBytes {
+  int64_t baseline = 0;  // allocated bytes before
+  int64_t added = 0;     // allocated bytes after minus before
+};
+
+// Runs `work` and returns how many allocated bytes it left behind on `device` (zeros without a probe).
+template <typename Work>
+AddedBytes measure_added_bytes(MemoryProbe* probe, const c10::Device& device, Work&& work) {
+  if (!probe) {
+    std::forward<Work>(work)();
+    return {};
+  }
+  synchronize(device);
+  AddedBytes r;
+  r.baseline = probe->allocated_bytes();
+  std::forward<Work>(work)();
+  synchronize(device);
+  r.added = probe->allocated_bytes() - r.baseline;
+  return r;
+}
+
+// Moves every tensor of the module to `device` and converts the floating-point ones to `dtype`.
+// (Module::to(device, dtype) would also turn integer buffers such as BatchNorm's num_batches_tracked
+// into floats, which tvie must not do.)
+void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype);
+
+// Floating dtype of an inference copy: fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear
+// layers, fp8 keeps bf16 around its e4m3 ones.
+c10::ScalarType inference_base_dtype(InferenceDtype dtype);
+
+struct InferenceCopy {
+  int64_t converted_linears = 0;  // tvie::nn::Linear layers given int8/fp8 weights
+  int64_t dense_linears = 0;      // tvie::nn::Linear layers kept dense: the kernel cannot take their shape
+  // Bytes the conversion left allocated outside LibTorch's allocator (CPU int8: fbgemm's packed weights),
+  // measured as glibc heap growth (mallinfo2) minus what the tensor counter saw; 0 when not measured.
+  int64_t outside_allocator_bytes = 0;
+};
+
+// Turns a freshly built fp32 module into the inference copy for `dtype` on `device`: floating tensors to
+// the base dtype, tvie::nn::Linear weights to int8/fp8, eval(). Throws InvalidArgument("infer.dtype") when
+// int8/fp8 is asked of a model without tvie::nn::Linear layers.
+InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype,
+                                  MemoryProbe* probe);
+
+}  // namespace tvie::detail

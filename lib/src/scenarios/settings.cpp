@@ -1,0 +1,169 @@
+#include <tvie/settings.hpp>
+
+#include <algorithm>
+
+#include <c10/core/Device.h>
+
+#include <tvie/device.hpp>
+#include "core/enum_names.hpp"
+#include "core/text.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/layers.hpp>
+#include <tvie/log.hpp>
+
+namespace tvie {
+namespace {
+
+void require_at_least(const std::string& field, int64_t value, int64_t minimum) {
+  if (value < minimum) throw InvalidArgument(field, std::to_string(value), cat("an integer >= ", minimum));
+}
+
+void require_positive(const std::string& field, double value) {
+  if (!(value > 0.0)) throw InvalidArgument(field, cat(value), "a number > 0");
+}
+
+}  // namespace
+
+namespace {
+
+constexpr detail::EnumTable<OptimizerKind, 4> kOptimizers{{{OptimizerKind::sgd, "sgd"},
+                                                           {OptimizerKind::sgd_momentum, "sgd-momentum"},
+                                                           {OptimizerKind::adam, "adam"},
+                                                           {OptimizerKind::adamw, "adamw"}}};
+constexpr detail::EnumTable<InferenceDtype, 5> kInferenceDtypes{{{InferenceDtype::fp32, "fp32"},
+                                                                 {InferenceDtype::fp16, "fp16"},
+                                                                 {InferenceDtype::bf16, "bf16"},
+                                                                 {InferenceDtype::int8, "int8"},
+                                                                 {InferenceDtype::fp8, "fp8"}}};
+constexpr detail::EnumTable<TrainPrecision, 4> kTrainPrecisions{{{TrainPrecision::fp32, "fp32"},
+                                                                 {TrainPrecision::amp_bf16, "amp-bf16"},
+                                                                 {TrainPrecision::amp_fp16, "amp-fp16"},
+                                                                 {TrainPrecision::bf16, "bf16"}}};
+
+}  // namespace
+
+std::string to_string(OptimizerKind kind) { return detail::name_of(kOptimizers, kind); }
+std::string to_string(InferenceDtype dtype) { return detail::name_of(kInferenceDtypes, dtype); }
+std::string to_string(TrainPrecision precision) { return detail::name_of(kTrainPrecisions, precision); }
+std::vector<std::string> train_precision_names() { return detail::names(kTrainPrecisions); }
+std::vector<std::string> optimizer_names() { return detail::names(kOptimizers); }
+std::vector<std::string> inference_dtype_names() { return detail::names(kInferenceDtypes); }
+
+TrainPrecision parse_train_precision(const std::string& text, const std::string& field) {
+  return detail::parse(kTrainPrecisions, text, field);
+}
+OptimizerKind parse_optimizer(const std::string& text, const std::string& field) {
+  return detail::parse(kOptimizers, text, field);
+}
+InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field) {
+  return detail::parse(kInferenceDtypes, text, field);
+}
+
+int64_t parse_checkpoint(const std::string& text, const std::string& field) {
+  if (text == "none") return 0;
+  if (text == "blocks") return 1;
+  const std::string prefix = "every-";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() && text.size() < prefix.size() + 5 &&
+      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+    const int64_t k = std::stoll(text.substr(prefix.size()));
+    if (k >= 1) return k;
+  }
+  throw InvalidArgument(field, text, "none, blocks, every-K (K >= 1)");
+}
+
+std::string checkpoint_to_string(int64_t every) {
+  if (every <= 0) return "none";
+  if (every == 1) return "blocks";
+  return "every-" + std::to_string(every);
+}
+
+int64_t optimizer_state_multiplier(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd:
+      return 0;  // stateless
+    case OptimizerKind::sgd_momentum:
+      return 1;  // momentum buffer
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
+      return 2;  // exp_avg and exp_avg_sq
+  }
+  return 0;
+}
+
+void validate(const TrainSettings& s) {
+  require_at_least("train.batch_size", s.batch_size, 1);
+  require_at_least("train.steps", s.steps, 1);
+  require_at_least("train.warmup_steps", s.warmup_steps, 0);
+  require_at_least("train.accumulate", s.accumulate, 1);
+  if (s.batch_size % s.accumulate != 0)
+    throw InvalidArgument("train.accumulate", std::to_string(s.accumulate),
+                          cat("a divisor of the batch size ", s.batch_size));
+  require_positive("train.learning_rate", s.learning_rate);
+  if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
+  if (!(s.weight_decay >= 0.0)) throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a number >= 0");
+  if (!(s.clip_grad_norm >= 0.0))
+    throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a number >= 0 (0: off)");
+  require_at_least("train.checkpoint_every", s.checkpoint_every, 0);
+  require_at_least("train.data_batches", s.data_batches, 1);
+  require_at_least("train.loss_every", s.loss_every, 0);
+  require_positive("train.scaler.initial_scale", s.scaler.initial_scale);
+  require_at_least("train.scaler.growth_interval", s.scaler.growth_interval, 1);
+  if (s.cuda_graph) {
+    // A captured step may not synchronise with the host: the loss scaler reads found_inf on the host
+    // to skip a step, clipping reads the norm, and the checkpoint's recompute runs a nested backward.
+    if (s.precision == TrainPrecision::amp_fp16)
+      throw InvalidArgument("train.precision", "amp-fp16", "fp32, amp-bf16, bf16 with --cuda-graph");
+    if (s.clip_grad_norm > 0)
+      throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "0 with --cuda-graph");
+    if (s.checkpoint_every > 0)
+      throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.checkpoint_every),
+                            "none with --cuda-graph");
+  }
+}
+
+void validate(const TrainSettings& s, const c10::Device& device) {
+  validate(s);
+  if (!device.is_cuda() && s.precision == TrainPrecision::amp_fp16)
+    throw InvalidArgument("train.precision", "amp-fp16", "fp32, amp-bf16, bf16 on cpu (amp-fp16 needs a CUDA device)");
+  if (!device.is_cuda() && s.cuda_graph)
+    throw InvalidArgument("train.cuda_graph", "true", "false on cpu (CUDA graphs need a CUDA device)");
+}
+
+void validate(const InferSettings& s) {
+  require_at_least("infer.batch_size", s.batch_size, 1);
+  require_at_least("infer.steps", s.steps, 1);
+  require_at_least("infer.warmup_steps", s.warmup_steps, 0);
+}
+
+void validate(const CompareSettings& s, const c10::Device& device) {
+  validate(s.train, device);
+  if (s.infer_dtype_auto)
+    validate(s.infer);  // the dtype is chosen for the device
+  else
+    validate(s.infer, device);
+}
+
+void validate_inference_dtype(InferenceDtype dtype, const c10::Device& device, const std::string& field) {
+  // LibTorch runs fp16 matmuls on the CPU only through slow reference kernels; tvie refuses it there
+  // rather than report a figure nobody would deploy.
+  if (device.is_cpu() && dtype == InferenceDtype::fp16)
+    throw InvalidArgument(field, "fp16", "fp32, bf16, int8 on cpu (fp16 needs a CUDA device)");
+  std::string why;
+  if (dtype == InferenceDtype::int8 &&
+      !nn::linear_weights_supported(device.is_cpu() ? nn::LinearWeights::int8_dynamic : nn::LinearWeights::int8_cuda,
+                                    device, &why))
+    throw InvalidArgument(field, "int8", cat("fp32, bf16 (", why, ")"));
+  if (dtype == InferenceDtype::fp8 && !nn::linear_weights_supported(nn::LinearWeights::fp8_e4m3, device, &why))
+    throw InvalidArgument(
+        field, "fp8",
+        cat(device.is_cpu() ? "fp32, bf16, int8" : "fp32, fp16, bf16, int8", " on ", device.str(), " (", why, ")"));
+}
+
+void validate(const InferSettings& s, const c10::Device& device) {
+  validate(s);
+  validate_inference_dtype(s.dtype, device);
+  if (!device.is_cuda() && s.cuda_graph)
+    throw InvalidArgument("infer.cuda_graph", "true", "false on cpu (CUDA graphs need a CUDA device)");
+}
+
+}  // namespace tvie

@@ -1,0 +1,399 @@
+// Scenario: training. See train.hpp for the contract and docs/metrics.md for every figure.
+#include <tvie/train.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "core/compat.hpp"
+#include "scenarios/cuda_graph.hpp"
+#include "scenarios/harness.hpp"
+#include "scenarios/optimizers.hpp"
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+namespace tvie {
+
+const char* phase_name(int phase) {
+  switch (phase) {
+    case kPhaseData:
+      return "data";
+    case kPhaseForward:
+      return "forward";
+    case kPhaseBackward:
+      return "backward";
+    case kPhaseOptimizer:
+      return "optimizer";
+    case kPhaseCommunication:
+      return "communication";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
+
+c10::ScalarType autocast_dtype(TrainPrecision p) {
+  return p == TrainPrecision::amp_fp16 ? torch::kFloat16 : torch::kBFloat16;
+}
+
+void mark(StepTimer* timer, int phase) {
+  if (timer) timer->mark(phase);
+}
+
+}  // namespace
+
+void validate_checkpointing(const Workload& workload, const TrainSettings& settings) {
+  if (settings.checkpoint_every > 0 && workload.block_count() == 0)
+    throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(settings.checkpoint_every),
+                          cat("none (", workload.name(), " has no blocks to checkpoint)"));
+}
+
+Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device, MemoryProbe* probe)
+    : workload_(workload), settings_(settings), device_(device) {
+  // Preconditions (the runners validate the settings once, at the boundary; tvie/run.hpp).
+  detail::require(
+      settings_.batch_size >= 1 && settings_.accumulate >= 1 && settings_.batch_size % settings_.accumulate == 0,
+      "Trainer: batch_size a positive multiple of accumulate (validate(TrainSettings) first)");
+  detail::require(settings_.data_batches >= 1, "Trainer: data_batches >= 1 (validate(TrainSettings) first)");
+  detail::require(settings_.checkpoint_every == 0 || workload_.block_count() > 0,
+                  "Trainer: checkpointing needs a workload with blocks (validate_checkpointing first)");
+  // The data: distinct synthetic batches on the host, made before the baseline so that they stay out
+  // of the ledger (on the CPU they are the very tensors the steps read).
+  for (int64_t i = 0; i < settings_.data_batches; ++i) {
+    Batch b = workload_.make_batch(settings_.batch_size, c10::Device(c10::kCPU),
+                                   settings_.seed + settings_.data_seed_offset + static_cast<uint64_t>(i));
+    if (device_.is_cuda()) {  // pinned, so that the copy to the device can overlap
+      b.input = b.input.pin_memory();
+      b.target = b.target.pin_memory();
+    }
+    data_pool_bytes_ += batch_bytes(b);
+    pool_.push_back(std::move(b));
+  }
+  const auto built = detail::measure_added_bytes(probe, device_, [&] {
+    torch::manual_seed(settings_.seed);
+    module_ = workload_.make_module();  // fp32, on the CPU
+    // bf16: the weights themselves are bf16 (no fp32 master copy); amp keeps fp32 weights.
+    detail::convert_floating(*module_, device_,
+                             settings_.precision == TrainPrecision::bf16 ? torch::kBFloat16 : torch::kFloat32);
+    module_->train();
+  });
+  baseline_bytes_ = built.baseline;
+  parameter_bytes_ = built.added;
+  if (settings_.checkpoint_every > 0) {
+    workload_.set_checkpointing(*module_, settings_.checkpoint_every);
+    const int64_t blocks = workload_.block_count();
+    checkpointed_blocks_ = (blocks + settings_.checkpoint_every - 1) / settings_.checkpoint_every;
+  }
+  optimizer_ = detail::make_optimizer(settings_, module_->parameters());
+  if (settings_.precision == TrainPrecision::amp_fp16) {
+    scaler_bytes_ = detail::measure_added_bytes(probe, device_, [&] {
+                      scaler_ = std::make_unique<LossScaler>(settings_.scaler, device_);
+                    }).added;
+  }
+}
+
+Trainer::~Trainer() = default;
+
+Batch Trainer::next_batch() {
+  const Batch& host = pool_[static_cast<size_t>(micro_batches_ / settings_.accumulate) % pool_.size()];
+  Batch b = host;
+  b.input = host.input.to(device_, /*non_blocking=*/true);  // a no-op view on the CPU
+  b.target = host.target.to(device_, /*non_blocking=*/true);
+  if (settings_.precision == TrainPrecision::bf16 && b.input.is_floating_point())
+    b.input = b.input.to(torch::kBFloat16);
+  return b;
+}
+
+torch::Tensor Trainer::forward_loss(const Batch& mb) {
+  if (!is_amp(settings_.precision)) return workload_.loss(workload_.forward(*module_, mb.input), mb);
+  // Autocast wraps the forward and the loss only; the guard's end clears the cast cache.
+  AutocastGuard autocast(device_.type(), autocast_dtype(settings_.precision));
+  return workload_.loss(workload_.forward(*module_, mb.input), mb);
+}
+
+torch::Tensor Trainer::forward_backward(StepTimer* timer) {
+  const Batch batch = next_batch();
+  mark(timer, kPhaseData);
+  // Each micro-batch's mean loss is divided by k, so the accumulated gradient is that of the mean loss
+  // over the whole batch (the same gradient as one batch of b, for models without BatchNorm).
+  const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
+  torch::Tensor total;
+  for (int64_t i = 0; i < k; ++i) {
+    const Batch mb = k == 1 ? batch : slice_batch(batch, i * micro, micro);
+    auto loss = forward_loss(mb);
+    if (k > 1) loss = loss / static_cast<double>(k);  // no extra kernel on the common k = 1 path
+    mark(timer, kPhaseForward);
+    if (hook_) hook_->before_backward(i == k - 1);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    mark(timer, kPhaseBackward);
+    total = total.defined() ? total + loss.detach() : loss.detach();
+    ++micro_batches_;
+  }
+  if (hook_) {
+    hook_->after_backward();  // gradients averaged over ranks
+    mark(timer, kPhaseCommunication);
+  }
+  return total;
+}
+
+void Trainer::optimizer_step(StepTimer* timer) {
+  if (scaler_) scaler_->unscale_(*optimizer_);  // clipping works on true gradients
+  if (settings_.clip_grad_norm > 0)
+    grad_norms_.push_back(torch::nn::utils::clip_grad_norm_(module_->parameters(), settings_.clip_grad_norm));
+  if (scaler_) {
+    scaler_->step(*optimizer_);  // skipped when a gradient is inf/NaN
+    scaler_->update();
+  } else {
+    optimizer_->step();
+  }
+  compat::zero_grad_set_to_none(*optimizer_);  // gradients freed until the next backward writes them
+  ++optimizer_steps_;
+  mark(timer, kPhaseOptimizer);
+}
+
+torch::Tensor Trainer::step(StepTimer* timer) {
+  auto loss = forward_backward(timer);
+  optimizer_step(timer);
+  return loss;
+}
+
+TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
+  if (optimizer_steps_ != 0) throw Error("Trainer::ledger_step must be the first step (it measures optimizer state)");
+  TrainingMemory m;
+  m.parameters = parameter_bytes_;
+  m.loss_scaler = scaler_bytes_;
+  const Batch batch = next_batch();
+  m.batch = batch_bytes(batch);
+  const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
+  const Batch first = k == 1 ? batch : slice_batch(batch, 0, micro);
+
+  // One forward and backward first, then the gradients set to none: lazily created library state (thread
+  // pools' scratch; on CUDA the cuBLAS workspace of autograd's device thread, which the first backward
+  // allocates with its own handle) is then allocated before anything is measured, and stays out of the
+  // gradients and optimizer state. No optimizer step: the weights do not change. (The gradient hook is not
+  // told: nothing is communicated.)
+  forward_loss(first).backward();
+  compat::zero_grad_set_to_none(*optimizer_);
+  synchronize(device_);
+  const int64_t start = probe.allocated_bytes();  // parameters, scaler, batch (+ baseline)
+  probe.reset_peak();
+
+  torch::Tensor total;
+  {
+    // amp only: one autocast region around the three forwards; its end clears the cast cache.
+    std::unique_ptr<AutocastGuard> autocast;
+    if (is_amp(settings_.precision))
+      autocast = std::make_unique<AutocastGuard>(device_.type(), autocast_dtype(settings_.precision));
+    // Weight copies: what autocast's cast cache holds after a forward with grad once its outputs and
+    // graph are gone: the low-precision copies of the weights, kept until the autocast region ends
+    // (and saved for backward, as the matmuls' inputs).
+    { auto loss = workload_.loss(workload_.forward(*module_, first.input), first); }
+    synchronize(device_);
+    m.weight_copies = probe.allocated_bytes() - start;
+    // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus
+    // what the same forward keeps alive without grad = the tensors saved for backward. Training needs
+    // them because backward computes each layer's gradient from that layer's forward inputs. (Both
+    // include the cached weight copies, which cancel.)
+    int64_t held_without_grad = 0;
+    {
+      torch::NoGradGuard no_grad;
+      auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+      synchronize(device_);
+      held_without_grad = probe.allocated_bytes() - start;
+    }
+    auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+    if (k > 1) loss = loss / static_cast<double>(k);
+    synchronize(device_);
+    m.activations = probe.allocated_bytes() - start - held_without_grad;
+    autocast.reset();
+    if (hook_) hook_->before_backward(k == 1);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    total = loss.detach();
+    ++micro_batches_;
+  }
+  for (int64_t i = 1; i < k; ++i) {
+    const Batch mb = slice_batch(batch, i * micro, micro);
+    auto loss = forward_loss(mb) / static_cast<double>(k);
+    if (hook_) hook_->before_backward(i == k - 1);
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    total = total + loss.detach();
+    ++micro_batches_;
+  }
+  if (hook_) hook_->after_backward();
+  ledger_loss_ = total.item<double>();
+  total.reset();
+  synchronize(device_);
+  const int64_t after_backward = probe.allocated_bytes();
+  // Gradients: one per trainable weight, written by backward and read by the optimizer.
+  m.gradients = after_backward - start;
+  // Optimizer state: created by the first step (momentum buffer; Adam's two moments) and kept for the
+  // whole run; inference has no optimizer at all. (Measured across optimizer_step(), which also frees
+  // the gradients: add them back.)
+  optimizer_step();
+  synchronize(device_);
+  m.optimizer_state = probe.allocated_bytes() - after_backward + m.gradients;
+  // The peak is that of a steady-state step too: from the second step on, the optimizer state is live
+  // during forward and backward, which the first step (that creates it) does not show.
+  step();
+  synchronize(device_);
+  m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
+  m.peak_reserved = probe.peak_reserved_bytes();
+  m.comm_buffers = hook_held_bytes_;  // measured around building the hook (run_training)
+  m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations +
+                      m.comm_buffers);
+  return m;
+}
+
+namespace training {
+
+PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, bool with_communication) {
+  PhaseSummary out;
+  double total = 0;
+  std::vector<double> per_phase_total(kPhaseCount, 0.0);
+  std::vector<std::vector<double>> per_phase(kPhaseCount);
+  for (const auto& step : per_step) {
+    double sum = 0;
+    for (size_t p = 0; p < kPhaseCount && p < step.size(); ++p) {
+      sum += step[p];
+      per_phase[p].push_back(step[p]);
+      per_phase_total[p] += step[p];
+    }
+    out.step_ms.push_back(sum);
+    total += sum;
+  }
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const auto i = static_cast<size_t>(p);
+    if (p == kPhaseCommunication && !with_communication) continue;
+    out.phases.push_back({phase_name(p), per_phase[i].empty() ? 0.0 : summarize(per_phase[i]).p50,
+                          total > 0 ? per_phase_total[i] / total : 0.0});
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& losses, int64_t every) {
+  const int64_t n = static_cast<int64_t>(losses.size());
+  if (every <= 0) every = std::max<int64_t>(1, n / 10);
+  std::vector<std::pair<int64_t, double>> curve;
+  for (int64_t i = 0; i < n; ++i) {
+    const double loss = losses[static_cast<size_t>(i)];
+    if (!std::isnan(loss) && (i == 0 || (i + 1) % every == 0 || i == n - 1)) curve.emplace_back(i + 1, loss);
+  }
+  return curve;
+}
+
+PredictedTrainingMemory predict_memory(const ModelFacts& facts, const TrainSettings& settings) {
+  // Weights in the training dtype: fp32 (amp keeps fp32 masters) or bf16 (pure bf16 training).
+  const int64_t weight_bytes = facts.parameter_count * (settings.precision == TrainPrecision::bf16 ? 2 : 4);
+  PredictedTrainingMemory p;
+  p.parameters = weight_bytes + facts.buffer_bytes;
+  p.gradients = weight_bytes;  // one gradient per weight, in the weights' dtype
+  p.optimizer_state = weight_bytes * optimizer_state_multiplier(settings.optimizer);
+  return p;
+}
+
+Throughput throughput(const ModelFacts& facts, int64_t batch_size, double mean_step_ms) {
+  Throughput t;
+  const double seconds = mean_step_ms / 1e3;
+  if (!(seconds > 0)) return t;
+  t.samples_per_s = static_cast<double>(batch_size) / seconds;
+  t.tokens_per_s = t.samples_per_s * static_cast<double>(facts.tokens_per_sample);
+  // Forward + backward, backward at about 2x forward: 3x the forward FLOPs.
+  t.model_flops_per_step = 3.0 * facts.forward_flops_per_sample * static_cast<double>(batch_size);
+  t.achieved_tflops = t.model_flops_per_step / seconds / 1e12;
+  return t;
+}
+
+}  // namespace training
+
+TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
+                            std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
+  auto probe = make_memory_probe(device);
+  TrainingResult r;
+  std::vector<torch::Tensor> losses;  // one per step, read after the loop
+  bool with_hook = false;
+  try {
+    Trainer trainer(workload, settings, device, probe.get());
+    if (hooks.make_gradient_hook) {
+      GradientHook* hook = nullptr;
+      // What building the hook leaves allocated (data parallelism: the flat gradient buckets).
+      const auto held = detail::measure_added_bytes(probe.get(), device,
+                                                    [&] { hook = hooks.make_gradient_hook(trainer.module_ptr()); });
+      trainer.set_gradient_hook(hook, held.added);
+      with_hook = hook != nullptr;
+    }
+    r.memory = trainer.ledger_step(*probe);
+    if (with_hook) trainer.gradient_hook()->timing_starts();  // the ledger steps are not timed
+    log::info(cat("ledger steps done; ", settings.warmup_steps, " warm-up + ", settings.steps, " timed steps follow"));
+    r.first_loss = trainer.ledger_loss();
+    losses.push_back(torch::full({}, r.first_loss));
+    losses.push_back(torch::Tensor());  // the second ledger step's loss is not kept
+    for (int64_t i = 0; i < settings.warmup_steps; ++i) losses.push_back(trainer.step());
+    auto timer = make_step_timer(device);
+    if (settings.cuda_graph) {
+      auto graph = detail::make_graphed_step(trainer, settings, device);
+      r.cuda_graph = true;
+      r.cuda_graph_scope = graph->scope();
+      for (int64_t i = 0; i < settings.steps; ++i) {
+        timer->start();
+        losses.push_back(graph->replay(timer.get()));
+      }
+    } else {
+      for (int64_t i = 0; i < settings.steps; ++i) {
+        timer->start();
+        losses.push_back(trainer.step(timer.get()));
+      }
+    }
+    auto phases = training::summarize_phases(timer->collect_phases_ms(kPhaseCount), with_hook);
+    r.step_ms = std::move(phases.step_ms);
+    r.phases = std::move(phases.phases);
+    r.timer = timer->description();
+    r.optimizer_steps = trainer.optimizer_steps();
+    r.micro_batches = trainer.micro_batches();
+    r.checkpointed_blocks = trainer.checkpointed_blocks();
+    r.data_pool_bytes = trainer.data_pool_bytes();
+    if (auto* scaler = trainer.scaler()) {
+      r.loss_scaling = true;
+      r.initial_scale = scaler->options().initial_scale;
+      r.final_scale = scaler->current_scale();
+      r.skipped_steps = scaler->skipped_steps();
+    }
+    if (settings.clip_grad_norm > 0) {
+      r.clip_max_norm = settings.clip_grad_norm;
+      r.grad_norm = summarize(trainer.grad_norms());
+      for (double n : trainer.grad_norms()) r.clipped_steps += n > settings.clip_grad_norm;
+    }
+    if (trained) *trained = trainer.module_ptr();
+  } catch (const c10::OutOfMemoryError&) {
+    throw OutOfMemory(
+        cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
+  }
+  std::vector<double> loss_values;  // read once, after the timed steps (no sync inside the loop)
+  loss_values.reserve(losses.size());
+  for (const auto& l : losses)
+    loss_values.push_back(l.defined() ? l.detach().to(torch::kCPU, torch::kFloat64).item<double>()
+                                      : std::numeric_limits<double>::quiet_NaN());
+  if (hooks.reduce_losses) hooks.reduce_losses(loss_values);
+  r.loss_curve = training::loss_curve(loss_values, settings.loss_every);
+  r.final_loss = r.loss_curve.back().second;
+
+  r.memory_counter = probe->counter_description();
+  r.precision = settings.precision;
+  r.checkpoint_every = settings.checkpoint_every;
+  r.ledger_steps = Trainer::kLedgerSteps;
+  r.warmup_steps = settings.warmup_steps;
+  r.timed_steps = settings.steps;
+  r.step = summarize(r.step_ms);
+
+  const ModelFacts facts = workload.facts();
+  r.predicted = training::predict_memory(facts, settings);
+  const auto t = training::throughput(facts, settings.batch_size, r.step.mean);
+  r.samples_per_s = t.samples_per_s;
+  r.tokens_per_s = t.tokens_per_s;
+  r.model_flops_per_step = t.model_flops_per_step;
+  r.achieved_tflops = t.achieved_tflops;
+  return r;
+}
+
+}  // namespace tvie

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Lint: clang-tidy with the root .clang-tidy on every C++ file of lib/, examples/ and bench/ (warnings are
+# errors), clang-format's check, and the layering rules of docs/library.md. Its own build folder
+# (build-lint: configured without precompiled headers, which clang cannot read from GCC; nothing is built).
+# Usage: scripts/lint.sh [files...]   (default: all)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$TVIE_ROOT"
+for tool in clang-tidy clang-format; do
+  if ! command -v "$tool" >/dev/null; then
+    say "installing $tool (Debian)"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get install -y -q "$tool" >&2
+  fi
+done
+py="$("$TVIE_ROOT/scripts/setup.sh")"
+lint_dir="$TVIE_ROOT/build-lint"
+if [ ! -f "$lint_dir/compile_commands.json" ]; then
+  args=(-S "$TVIE_ROOT" -B "$lint_dir" -DCMAKE_BUILD_TYPE=Release -DTVIE_USE_PCH=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+  [ -n "$py" ] && args+=(-DTVIE_PYTHON="$py")
+  [ -d "$TVIE_HOME/gloo-headers/gloo" ] && args+=(-DTVIE_GLOO_INCLUDE_DIR="$TVIE_HOME/gloo-headers")
+  say "configuring $lint_dir"
+  mkdir -p "$lint_dir"
+  cmake "${args[@]}" >"$lint_dir/configure.log" 2>&1 || { tail -20 "$lint_dir/configure.log" >&2; exit 1; }
+fi
+
+rc=0
+# 1. Layering (docs/library.md): what may not include what.
+layer_rule() {  # layer_rule "what" pattern files...
+  local what="$1" pattern="$2"; shift 2
+  if grep -nE "$pattern" "$@"; then echo "lint: layering: $what" >&2; rc=1; fi
+}
+layer_rule "training knows nothing of distribution" '#include <tvie/dist\.hpp>|#include "dist/' \
+  lib/include/tvie/train.hpp lib/src/scenarios/train.cpp
+layer_rule "the command line builds no report and no JSON by hand (parse -> run -> emit)" \
+  'nlohmann|to_json_string|to_csv_string|Report report;|report\.(context|result|settings) =' lib/cli/*.cpp lib/cli/*.hpp
+layer_rule "the lower layers do not include the runners or reporters" '#include <tvie/(run|report)\.hpp>' \
+  lib/src/core/* lib/src/measure/* lib/src/models/* lib/src/scenarios/* lib/src/dist/*
+
+# 2. Formatting.
+mapfile -t all < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'examples/*.cpp' 'bench/*.cpp' 'tests/*.cpp' 'tests/*.hpp')
+if ! clang-format --dry-run -Werror "${all[@]}" 2>/tmp/tvie-format.log; then
+  head -20 /tmp/tvie-format.log >&2
+  echo "lint: clang-format: run clang-format -i on the files above" >&2
+  rc=1
+fi
+
+# 3. clang-tidy on the translation units.
+if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files 'lib/*.cpp' 'examples/*.cpp' 'bench/*.cpp'); fi
+say "clang-tidy on ${#files[@]} files with $TVIE_JOBS jobs"
+printf '%s\n' "${files[@]}" | xargs -P "$TVIE_JOBS" -n 1 clang-tidy -p "$lint_dir" --quiet 2>/tmp/tvie-tidy.err \
+  >/tmp/tvie-tidy.log || rc=1
+grep -E "warning:|error:" /tmp/tvie-tidy.log >&2 || true
+[ "$rc" -eq 0 ] && say "lint: clean" || say "lint: FAILED"
+exit "$rc"

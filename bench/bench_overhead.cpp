@@ -2,7 +2,7 @@
 //
 // For mlp/tiny and gpt/tiny on the CPU, the same training step (forward, loss, backward, optimizer
 // step, zero_grad) and the same inference batch (eval + InferenceMode forward) run through tvie
-// (Trainer::step / InferenceSession::run_batch, timed per step with tvie's StepTimer as run_training
+// (Trainer::step / InferenceSession::run_batch, timed per step with tvie's StepTimer as measure_training
 // does) and through a hand-written loop, interleaved: each repetition runs a block of steps of one,
 // then a block of the other (order alternating), on separately built modules with identical weights.
 // Printed: per-step median time of each, and the median over repetitions of the ratio tvie/hand.

@@ -78,10 +78,10 @@ TEST_CASE("one optimizer step per k micro-batches", "[accumulation]") {
   CHECK(t.optimizer_steps() == 2);
   CHECK(t.micro_batches() == 8);
 
-  // run_training reports the same counts: 2 ledger + warm-up + timed steps, k micro-batches each.
+  // measure_training reports the same counts: 2 ledger + warm-up + timed steps, k micro-batches each.
   k4.steps = 3;
   k4.warmup_steps = 1;
-  const auto r = run_training(*w, k4, cpu);
+  const auto r = measure_training(*w, k4, cpu);
   CHECK(r.optimizer_steps == Trainer::kLedgerSteps + 1 + 3);
   CHECK(r.micro_batches == 4 * r.optimizer_steps);
   CHECK(r.step_ms.size() == 3);

@@ -263,7 +263,7 @@ TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented"
         s.factor = 4;
         s.iters = 3;
         s.warmup = 1;
-        results[static_cast<size_t>(r)] = run_allreduce_sweep(comm, s, cpu);
+        results[static_cast<size_t>(r)] = measure_allreduce_sweep(comm, s, cpu);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = e.what();
       }

@@ -72,17 +72,17 @@ TEST_CASE("CUDA ledger from the caching allocator's statistics", "[gpu]") {
   const int64_t weight_bytes = w->facts().parameter_count * 4;
   // Requested bytes: exact, as on the CPU. The warm-up forward and backward before the baseline keeps
   // backward's cuBLAS workspace out of the gradients and optimizer state.
-  const auto sgd = run_training(*w, test::small_train(OptimizerKind::sgd), kCuda);
+  const auto sgd = measure_training(*w, test::small_train(OptimizerKind::sgd), kCuda);
   CHECK(sgd.memory.parameters == weight_bytes);
   CHECK(sgd.memory.gradients == weight_bytes);
   CHECK(sgd.memory.optimizer_state == 0);
-  const auto r = run_training(*w, test::small_train(OptimizerKind::adam), kCuda);
+  const auto r = measure_training(*w, test::small_train(OptimizerKind::adam), kCuda);
   CHECK(r.memory.parameters == weight_bytes);
   CHECK(r.memory.gradients == weight_bytes);
   CHECK(r.memory.optimizer_state == 2 * weight_bytes);
   CHECK(r.memory.peak_reserved >= r.memory.peak);  // reserved above the run's start, after emptying the cache
   CHECK(r.memory_counter.find("caching allocator") != std::string::npos);
-  const auto i = run_inference(*w, test::small_infer(), kCuda);
+  const auto i = measure_inference(*w, test::small_infer(), kCuda);
   CHECK(i.memory.parameters == weight_bytes);
   CHECK(i.memory.peak < r.memory.peak);
 }
@@ -146,7 +146,7 @@ TEST_CASE("amp-fp16 training step with the loss scaler on CUDA", "[gpu]") {
   TrainSettings s = test::small_train();
   s.precision = TrainPrecision::amp_fp16;
   s.clip_grad_norm = 1.0;
-  const auto r = run_training(*w, s, kCuda);
+  const auto r = measure_training(*w, s, kCuda);
   CHECK(r.loss_scaling);
   CHECK(r.initial_scale == 65536);
   // No growth within 2000 clean steps; every skipped step halved the scale.
@@ -205,9 +205,9 @@ TEST_CASE("CUDA graph replay gives the loss of the eager step for the same input
     TrainSettings s = test::small_train(optimizer);
     s.steps = 6;
     s.data_batches = 4;
-    const auto eager = run_training(*w, s, kCuda);
+    const auto eager = measure_training(*w, s, kCuda);
     s.cuda_graph = true;
-    const auto graphed = run_training(*w, s, kCuda);
+    const auto graphed = measure_training(*w, s, kCuda);
     CHECK(graphed.cuda_graph);
     REQUIRE(eager.loss_curve.size() == graphed.loss_curve.size());
     for (size_t i = 0; i < eager.loss_curve.size(); ++i)
@@ -220,9 +220,9 @@ TEST_CASE("CUDA graph replay gives the loss of the eager step for the same input
   s.steps = 4;
   s.data_batches = 4;
   std::shared_ptr<torch::nn::Module> eager_model, graph_model;
-  const auto eager = run_training(*w, s, kCuda, &eager_model);
+  const auto eager = measure_training(*w, s, kCuda, &eager_model);
   s.cuda_graph = true;
-  const auto graphed = run_training(*w, s, kCuda, &graph_model);
+  const auto graphed = measure_training(*w, s, kCuda, &graph_model);
   REQUIRE(eager.loss_curve.size() == graphed.loss_curve.size());
   for (size_t i = 0; i < eager.loss_curve.size(); ++i)
     CHECK(graphed.loss_curve[i].second == Approx(eager.loss_curve[i].second).epsilon(1e-3));
@@ -238,9 +238,9 @@ TEST_CASE("checkpointing under amp-bf16 on CUDA: same loss, fewer saved activati
   TrainSettings s = test::small_train(OptimizerKind::sgd);
   s.precision = TrainPrecision::amp_bf16;
   s.batch_size = 8;
-  const auto plain = run_training(*w, s, kCuda);
+  const auto plain = measure_training(*w, s, kCuda);
   s.checkpoint_every = 1;
-  const auto ckpt = run_training(*w, s, kCuda);
+  const auto ckpt = measure_training(*w, s, kCuda);
   CHECK(ckpt.first_loss == Approx(plain.first_loss).epsilon(1e-3));
   CHECK(ckpt.memory.activations < plain.memory.activations);
 }
@@ -272,7 +272,7 @@ TEST_CASE("CUDA inference sweep: batches 1, 3, 17 in every dtype, eager and grap
     s.steps = 2;
     s.warmup_steps = 1;
     s.cuda_graph = graph;
-    const auto r = run_inference_sweep(*w, s, kCuda);
+    const auto r = measure_inference_sweep(*w, s, kCuda);
     REQUIRE(r.rows.size() == s.batch_sizes.size() * s.dtypes.size());
     for (const auto& row : r.rows) {
       INFO("graph " << graph << " batch " << row.batch_size << " " << to_string(row.dtype) << ": " << row.does_not_fit);
@@ -288,7 +288,7 @@ TEST_CASE("CUDA inference sweep: batches 1, 3, 17 in every dtype, eager and grap
 TEST_CASE("CUDA int8 keeps Linear layers dense whose shape _int_mm cannot take", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   auto w = make_zoo_workload("mlp", "tiny");  // a 10-class head: not a multiple of 8
-  const auto r = run_inference(*w, gpu_infer(4, InferenceDtype::int8), kCuda);
+  const auto r = measure_inference(*w, gpu_infer(4, InferenceDtype::int8), kCuda);
   CHECK(r.linears_kept_dense >= 1);
   CHECK(r.linears_converted >= 1);
 }
@@ -303,7 +303,7 @@ TEST_CASE("CUDA graph replay of the inference forward equals eager", "[gpu]") {
   CHECK(torch::allclose(eager, replayed, 1e-5, 1e-5));
   auto s = gpu_infer(4, InferenceDtype::bf16);
   s.cuda_graph = true;
-  const auto r = run_inference(*w, s, kCuda);
+  const auto r = measure_inference(*w, s, kCuda);
   CHECK(r.cuda_graph);
   CHECK(r.timed_batches == s.steps);
 }
@@ -320,7 +320,7 @@ TEST_CASE("KV-cached decoding on CUDA in fp32, int8 and fp8: the cache is the pr
     if (dtype == InferenceDtype::fp16 || dtype == InferenceDtype::bf16) continue;
     INFO(to_string(dtype));
     s.dtype = dtype;
-    const auto r = run_decoding(config, s, kCuda);
+    const auto r = measure_decoding(config, s, kCuda);
     CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
     CHECK(r.tpot_ms.count == 2 * 7);
   }
@@ -335,7 +335,7 @@ TEST_CASE("serving on CUDA answers every request", "[gpu]") {
   s.min_query_count = 100;
   s.min_duration_ms = 0;
   s.max_batch = 8;
-  const auto r = run_serving(*w, s, kCuda);
+  const auto r = measure_serving(*w, s, kCuda);
   CHECK(r.answered == 100);
   CHECK(r.valid);
 }
@@ -355,7 +355,7 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   s.max_bytes = 1 << 20;
   s.factor = 16;
   s.iters = 3;
-  const auto sweep = run_allreduce_sweep(comm, s, kCuda);
+  const auto sweep = measure_allreduce_sweep(comm, s, kCuda);
   CHECK(sweep.total_wrong == 0);
   int64_t sizes = 0;
   for (int64_t b = s.min_bytes; b <= s.max_bytes; b *= 16) ++sizes;  // 8, 128, 2048, 32768, 524288
@@ -379,7 +379,7 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   same.min_bytes = same.max_bytes = fp32_bytes;
   same.iters = 10;
   same.check = false;
-  const auto alone = run_allreduce_sweep(comm, same, kCuda);
+  const auto alone = measure_allreduce_sweep(comm, same, kCuda);
   INFO("in-loop comm p50 " << dist.comm_ms.p50 << " ms; alone " << alone.rows[0].in_place_us / 1e3 << " ms");
   CHECK(dist.comm_ms.min > 0);
   CHECK(dist.comm_ms.p50 >= 0.5 * alone.rows[0].in_place_us / 1e3);

@@ -120,8 +120,8 @@ TEST_CASE("int8 on CPU: mlp outputs near fp32 and weights about a quarter of fp3
   CHECK(a.top1_agreement >= 0.95);
   CHECK(a.max_abs_error > 0);  // it really ran in int8
 
-  const auto fp32 = run_inference(*w, infer_at(8, InferenceDtype::fp32), c10::Device(c10::kCPU));
-  const auto int8 = run_inference(*w, infer_at(8, InferenceDtype::int8), c10::Device(c10::kCPU));
+  const auto fp32 = measure_inference(*w, infer_at(8, InferenceDtype::fp32), c10::Device(c10::kCPU));
+  const auto int8 = measure_inference(*w, infer_at(8, InferenceDtype::int8), c10::Device(c10::kCPU));
   const double fp32_bytes = static_cast<double>(fp32.memory.parameters + fp32.memory.packed_weights);
   const double int8_bytes = static_cast<double>(int8.memory.parameters + int8.memory.packed_weights);
   INFO("fp32 " << fp32_bytes << " int8 " << int8_bytes << " (packed " << int8.memory.packed_weights << ")");
@@ -143,7 +143,7 @@ TEST_CASE("int8 on CPU: gpt tiny logits near fp32", "[infer]") {
   CHECK(a.top1_agreement >= 0.9);
   // No memory claim here: fbgemm pads its packed matrices to its cache blocks, and gpt tiny's 64-wide layers
   // come out larger packed in int8 than in fp32 (measured, README). The packs are there and counted.
-  const auto int8 = run_inference(*w, infer_at(2, InferenceDtype::int8), c10::Device(c10::kCPU));
+  const auto int8 = measure_inference(*w, infer_at(2, InferenceDtype::int8), c10::Device(c10::kCPU));
   CHECK(int8.memory.packed_weights > 0);
   CHECK(int8.memory.peak >= int8.memory.parameters + int8.memory.packed_weights);
 }
@@ -210,7 +210,7 @@ TEST_CASE("ScopedCpuMemoryLimit: a cumulative limit on live tensor bytes, nested
   auto w = make_zoo_workload("gpt", "tiny");
   ScopedCpuMemoryLimit tiny(64 * KiB);  // less than gpt tiny's 463 KiB of weights
   try {
-    run_training(*w, test::small_train(), c10::Device(c10::kCPU));
+    measure_training(*w, test::small_train(), c10::Device(c10::kCPU));
     FAIL("training fitted in 64 KiB");
   } catch (const OutOfMemory& e) {
     CHECK_THAT(e.what(), Catch::Contains("training gpt") && Catch::Contains("does not fit on cpu"));
@@ -222,14 +222,14 @@ TEST_CASE("inference sweep: rows per batch and dtype, accuracy for reduced preci
   auto w = make_zoo_workload("gpt", "tiny");
   const auto cpu = c10::Device(c10::kCPU);
   // The emulated device: four times what batch 2 needs at its peak (rounded up to MiB).
-  const auto at2 = run_inference(*w, infer_at(2, InferenceDtype::fp32), cpu);
+  const auto at2 = measure_inference(*w, infer_at(2, InferenceDtype::fp32), cpu);
   InferSweepSettings s;
   s.batch_sizes = {1, 2048, 2};  // 2048 needs ~1000x batch 2's activations: it cannot fit
   s.dtypes = {InferenceDtype::int8, InferenceDtype::fp32, InferenceDtype::bf16};
   s.steps = 2;
   s.warmup_steps = 0;
   s.cpu_memory_limit_mb = (4 * at2.memory.peak) / (1024 * 1024) + 1;
-  const auto r = run_inference_sweep(*w, s, cpu);
+  const auto r = measure_inference_sweep(*w, s, cpu);
   REQUIRE(r.rows.size() == 9);
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const auto& row = r.rows[i];
@@ -297,7 +297,7 @@ TEST_CASE("TorchScript: a module compiled from source loads and runs as a Worklo
     const auto out = output_of(*w, infer_at(4, InferenceDtype::fp32));
     INFO("fusion " << to_string(fusion));
     CHECK(torch::allclose(out, direct, 1e-5, 1e-5));
-    const auto r = run_inference(*w, infer_at(4, InferenceDtype::fp32), c10::Device(c10::kCPU));
+    const auto r = measure_inference(*w, infer_at(4, InferenceDtype::fp32), c10::Device(c10::kCPU));
     // The weights row is the weights exactly, from the shapes: as loaded, every parameter and buffer in
     // fp32; frozen, the batchnorm is folded into the convolution (its scale and shift become the conv's
     // weight and a new bias) and its parameters and running statistics are gone. optimize_for_inference
@@ -314,7 +314,7 @@ TEST_CASE("TorchScript: a module compiled from source loads and runs as a Worklo
   auto w = make_torchscript_workload({path, {3, 16, 16}});
   auto t = test::small_train(OptimizerKind::sgd);
   t.steps = 1;
-  const auto trained = run_training(*w, t, c10::Device(c10::kCPU));
+  const auto trained = measure_training(*w, t, c10::Device(c10::kCPU));
   CHECK(trained.memory.gradients == 4 * w->facts().parameter_count);  // fp32, one per parameter; none for buffers
 }
 

@@ -17,7 +17,7 @@ TEST_CASE("CPU ledger: parameters exact, gradients == parameters, optimizer stat
       auto probe = make_memory_probe(cpu);
       const int64_t live_before = probe->allocated_bytes();
       probe->reset_peak();
-      const auto r = run_training(*w, test::small_train(optimizer), cpu);
+      const auto r = measure_training(*w, test::small_train(optimizer), cpu);
       const int64_t run_peak = probe->peak_allocated_bytes() - live_before;
       CHECK(r.memory.parameters == weight_bytes);
       CHECK(r.memory.gradients == weight_bytes);
@@ -66,7 +66,7 @@ TEST_CASE("a bf16 inference copy holds half the parameter bytes", "[ledger]") {
   auto w = make_zoo_workload("gpt", "tiny");
   auto s = test::small_infer();
   s.dtype = InferenceDtype::bf16;
-  const auto r = run_inference(*w, s, c10::Device(c10::kCPU));
+  const auto r = measure_inference(*w, s, c10::Device(c10::kCPU));
   CHECK(r.memory.parameters == w->facts().parameter_count * 2);
   CHECK(r.dtype == InferenceDtype::bf16);
 }
@@ -97,8 +97,8 @@ TEST_CASE("ledger under gradient accumulation: activations per micro-batch, the 
   one.batch_size = 16;
   TrainSettings four = one;
   four.accumulate = 4;
-  const auto a = run_training(*w, one, cpu);
-  const auto b = run_training(*w, four, cpu);
+  const auto a = measure_training(*w, one, cpu);
+  const auto b = measure_training(*w, four, cpu);
   // Gradients and optimizer state are per weight: the micro-batch size does not change them.
   CHECK(b.memory.parameters == a.memory.parameters);
   CHECK(b.memory.gradients == a.memory.gradients);

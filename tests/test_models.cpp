@@ -133,7 +133,7 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   s.prompt_tokens = 8;
   s.new_tokens = 6;
   s.repetitions = 3;
-  const auto r = run_decoding(config, s, c10::Device(c10::kCPU));
+  const auto r = measure_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
   CHECK(r.kv_cache_bytes == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);
   CHECK(r.parameter_bytes == parameter_count(config) * 4);
@@ -145,11 +145,11 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   const double run_s = (r.ttft_ms.mean * 3 + r.tpot_ms.mean * 15) / 1e3 / 3;
   CHECK(r.tokens_per_s == Approx(2 * 6 / run_s));
   s.dtype = InferenceDtype::bf16;
-  const auto half = run_decoding(config, s, c10::Device(c10::kCPU));
+  const auto half = measure_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(half.kv_cache_bytes * 2 == r.kv_cache_bytes);
   // int8 Linear layers: the cache stays fp32, the weights include fbgemm's packs (measured outside torch).
   s.dtype = InferenceDtype::int8;
-  const auto q = run_decoding(config, s, c10::Device(c10::kCPU));
+  const auto q = measure_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(q.kv_cache_bytes == r.kv_cache_bytes);
   CHECK(q.kv_cache_bytes == q.kv_cache_bytes_predicted);
   // At least what the shapes need: the embeddings and LayerNorms in fp32, one byte per int8 Linear weight
@@ -169,7 +169,7 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   // allocator within 5% (glibc's heap growth depends on what the process freed before).
   InferSettings at = test::small_infer();
   at.dtype = InferenceDtype::int8;
-  const auto inference = run_inference(*make_gpt_workload(config), at, c10::Device(c10::kCPU));
+  const auto inference = measure_inference(*make_gpt_workload(config), at, c10::Device(c10::kCPU));
   CHECK(q.parameter_bytes - q.packed_weight_bytes == inference.memory.parameters);
   CHECK(q.packed_weight_bytes == Approx(inference.memory.packed_weights).epsilon(0.05));
   CHECK(q.tpot_ms.count == 3 * 5);
@@ -181,7 +181,7 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   s.dtype = InferenceDtype::fp32;
   s.new_tokens = 40;  // 8 + 40 > 32 positions
   CHECK_THROWS_AS(run_decode(*gpt, s, cpu_run), InvalidArgument);
-  CHECK_THROWS_AS(run_decoding(config, s, c10::Device(c10::kCPU)), Error);  // precondition
+  CHECK_THROWS_AS(measure_decoding(config, s, c10::Device(c10::kCPU)), Error);  // precondition
   s.new_tokens = 4;
   CHECK_THROWS_AS(run_decode(*make_zoo_workload("mlp", "tiny"), s, cpu_run), InvalidArgument);  // not a gpt
 }

@@ -191,3 +191,28 @@ TEST_CASE("format_bytes uses binary units", "[report]") {
   CHECK(format_bytes(3 * 1024 * 1024) == "3.00 MiB");
   CHECK(format_bytes(-2048) == "-2.0 KiB");
 }
+
+TEST_CASE("CsvReporter writes the reports that are tables and refuses the others, writing nothing", "[report]") {
+  tvie::test::TempDir dir("tvie-csv");
+  const auto path = (dir.path / "x.csv").string();
+  try {
+    CsvReporter(path).report(DecodeReport{});
+    FAIL("a decode report accepted as CSV");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.field() == "csv");
+    CHECK(e.value() == "decode");
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+  AllreduceReport a;
+  a.result.dtype = "fp32";
+  a.result.rows.push_back({});
+  a.result.rows.back().bytes = 64;
+  a.result.rows.back().count = 16;
+  CsvReporter(path).report(a);
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  CHECK(header.rfind("bytes,count,dtype,", 0) == 0);
+  CHECK(row.rfind("64,16,fp32,", 0) == 0);
+}

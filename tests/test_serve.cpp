@@ -104,7 +104,7 @@ TEST_CASE("serving statistics equal those of the recorded per-request latencies"
   s.max_queue_delay_us = 500;
   s.min_query_count = 100;
   s.min_duration_ms = 0;
-  const auto r = run_serving(*w, s, c10::Device(c10::kCPU));
+  const auto r = measure_serving(*w, s, c10::Device(c10::kCPU));
   REQUIRE(r.answered == 200);
   std::vector<double> latency, queue, compute;
   for (const auto& rec : r.records) {
@@ -142,7 +142,7 @@ TEST_CASE("single-stream and offline scenarios", "[serve]") {
   s.min_query_count = 20;
   s.min_duration_ms = 0;
   s.scenario = Scenario::single_stream;
-  const auto single = run_serving(*w, s, c10::Device(c10::kCPU));
+  const auto single = measure_serving(*w, s, c10::Device(c10::kCPU));
   REQUIRE(single.records.size() == 20);
   CHECK(single.batch_size.max == 1);
   // LoadGen's single stream: a query is issued only once the previous one is answered, so the queries
@@ -158,7 +158,7 @@ TEST_CASE("single-stream and offline scenarios", "[serve]") {
   // Offline: every query there at the start, full batches back to back: 8, 8, then the remaining 4.
   s.scenario = Scenario::offline;
   s.max_batch = 8;
-  const auto offline = run_serving(*w, s, c10::Device(c10::kCPU));
+  const auto offline = measure_serving(*w, s, c10::Device(c10::kCPU));
   CHECK(offline.answered == 20);
   std::map<int64_t, int64_t> by_batch;
   for (const auto& rec : offline.records) {

@@ -38,9 +38,9 @@ TEST_CASE("amp-bf16 on CPU: loss after 50 steps within 2% of the fp32 run with t
   auto w = make_zoo_workload("gpt", "tiny");
   TrainSettings s = learning_settings();
   s.steps = 48;  // + 2 ledger steps = 50
-  const auto fp32 = run_training(*w, s, kCpu);
+  const auto fp32 = measure_training(*w, s, kCpu);
   s.precision = TrainPrecision::amp_bf16;
-  const auto amp = run_training(*w, s, kCpu);
+  const auto amp = measure_training(*w, s, kCpu);
   REQUIRE(fp32.optimizer_steps == 50);
   CHECK(amp.precision == TrainPrecision::amp_bf16);
   // Measured on the CPU of docs/results: 4.3505 (fp32) vs 4.3749 (amp-bf16), 0.6% apart.
@@ -53,7 +53,7 @@ TEST_CASE("pure bf16 holds weights, gradients and optimizer state in 2 bytes", "
   auto w = make_zoo_workload("gpt", "tiny");
   TrainSettings s = test::small_train();
   s.precision = TrainPrecision::bf16;
-  const auto r = run_training(*w, s, kCpu);
+  const auto r = measure_training(*w, s, kCpu);
   const int64_t n = w->facts().parameter_count;
   CHECK(r.memory.parameters == 2 * n);
   CHECK(r.memory.gradients == 2 * n);
@@ -153,8 +153,8 @@ TEST_CASE("checkpointing: same gradients, and activations smaller by at least th
     INFO("every " << every);
     TrainSettings s = plain;
     s.checkpoint_every = every;
-    const auto without = run_training(*w, plain, kCpu);
-    const auto with = run_training(*w, s, kCpu);
+    const auto without = measure_training(*w, plain, kCpu);
+    const auto with = measure_training(*w, s, kCpu);
     const int64_t blocks = (config.n_layer + every - 1) / every;
     CHECK(with.checkpointed_blocks == blocks);
     CHECK(without.memory.activations - with.memory.activations >=
@@ -202,7 +202,7 @@ TEST_CASE("clipping: the applied gradient has the max norm when above it, and is
   }
   // The report counts clipped steps.
   s.clip_grad_norm = 1e-3;
-  const auto r = run_training(*w, s, kCpu);
+  const auto r = measure_training(*w, s, kCpu);
   CHECK(r.clipped_steps == r.optimizer_steps);
   CHECK(r.grad_norm.count == static_cast<size_t>(r.optimizer_steps));
 }
@@ -212,7 +212,7 @@ TEST_CASE("learning: gpt tiny solves the copy task on held-out sequences", "[tra
   TrainSettings s = learning_settings();
   s.steps = 200;
   std::shared_ptr<torch::nn::Module> trained;
-  const auto r = run_training(*w, s, kCpu, &trained);
+  const auto r = measure_training(*w, s, kCpu, &trained);
   // ln(256) = 5.55 at the start; a real run on the CPU of docs/results reached 0.07 by step 180.
   CHECK(r.first_loss > 5.0);
   CHECK(r.final_loss < 0.5);
@@ -259,9 +259,9 @@ TEST_CASE("phases: data, forward, backward and optimizer add up to the step time
   // At least one step undisturbed by the scheduler: the phases account for 95% of its wall time or more.
   CHECK(smallest_gap < 0.05);
 
-  // run_training reports the four phases (communication only with data parallelism), and each step's time
+  // measure_training reports the four phases (communication only with data parallelism), and each step's time
   // is the sum of its phases.
-  const auto r = run_training(*w, s, kCpu);
+  const auto r = measure_training(*w, s, kCpu);
   REQUIRE(r.phases.size() == 4);
   CHECK(r.phases[0].name == "data");
   CHECK(r.phases[1].name == "forward");
@@ -318,7 +318,7 @@ TEST_CASE("gradient accumulation works with every CPU precision", "[training]") 
   }
 }
 
-// The pure pieces of run_training (tvie::training), tested like stats.
+// The pure pieces of measure_training (tvie::training), tested like stats.
 TEST_CASE("training::summarize_phases: step totals, per-phase medians and shares", "[training][pure]") {
   // Three steps of {data, forward, backward, optimizer, communication} in ms.
   const std::vector<std::vector<double>> steps = {
@@ -334,6 +334,7 @@ TEST_CASE("training::summarize_phases: step totals, per-phase medians and shares
   const auto with = training::summarize_phases(steps, true);
   REQUIRE(with.phases.size() == 5);
   CHECK(with.phases[4].name == "communication");
+  CHECK(with.phases[4].phase == kPhaseCommunication);
   CHECK(with.phases[4].share == Approx(2.0 / 32));
   double shares = 0;
   for (const auto& p : with.phases) shares += p.share;

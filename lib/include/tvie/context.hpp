@@ -17,7 +17,8 @@ struct RunContext {
   std::string tvie_version;
   std::string torch_version;
   bool cuda_available = false;
-  std::string device;  // resolved, with its name: "cpu", "cuda:0 (NVIDIA H200)"
+  std::string device;                                  // resolved, with its name: "cpu", "cuda:0 (NVIDIA H200)"
+  c10::DeviceType device_type = c10::DeviceType::CPU;  // what `device` is, for reporters that branch on it
   std::vector<std::string> argv;
   HostInfo host;               // CPU model, ISA features, intra-op threads
   std::optional<GpuInfo> gpu;  // on CUDA: GPU, driver, CUDA runtime, cuDNN, NCCL

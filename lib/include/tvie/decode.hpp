@@ -39,6 +39,6 @@ struct DecodeResult {
 };
 
 // Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once).
-DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
+DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
 
 }  // namespace tvie

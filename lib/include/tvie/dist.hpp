@@ -205,7 +205,7 @@ struct AllreduceSweepResult {
   int64_t total_wrong = 0;
 };
 
-AllreduceSweepResult run_allreduce_sweep(Communicator& comm, const AllreduceSweepSettings& settings,
-                                         const c10::Device& device);
+AllreduceSweepResult measure_allreduce_sweep(Communicator& comm, const AllreduceSweepSettings& settings,
+                                             const c10::Device& device);
 
 }  // namespace tvie

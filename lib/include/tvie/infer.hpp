@@ -79,8 +79,8 @@ struct InferenceResult {
 
 // Settings validated first (validate(settings, device); tvie/run.hpp's runners do it once).
 // `output`, when given, receives the last timed batch's output (on the CPU, fp32) for accuracy checks.
-InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
-                              const torch::nn::Module* weights = nullptr, torch::Tensor* output = nullptr);
+InferenceResult measure_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
+                                  const torch::nn::Module* weights = nullptr, torch::Tensor* output = nullptr);
 
 // How far a reduced-precision output is from the fp32 output on the same inputs (both read as fp32).
 struct OutputAgreement {
@@ -92,7 +92,7 @@ struct OutputAgreement {
 };
 OutputAgreement compare_outputs(const torch::Tensor& reference, const torch::Tensor& output);
 
-// `tvie infer`: every batch size x every dtype, each measured as run_inference does.
+// `tvie infer`: every batch size x every dtype, each measured as measure_inference does.
 struct InferSweepSettings {
   std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   std::vector<InferenceDtype> dtypes = {InferenceDtype::fp32};
@@ -122,7 +122,7 @@ struct InferSweepResult {
   int64_t cpu_memory_limit_bytes = 0;
 };
 
-InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepSettings& settings,
-                                     const c10::Device& device);
+InferSweepResult measure_inference_sweep(const Workload& workload, const InferSweepSettings& settings,
+                                         const c10::Device& device);
 
 }  // namespace tvie

@@ -7,9 +7,10 @@
 // numbers with the run's RunContext, ready for any Reporter (tvie/report.hpp). In the manner of MLPerf
 // LoadGen's StartTest(sut, qsl, settings): the workload is the system under test, the settings say how.
 //
-// Underneath, the scenario functions (run_training, run_inference, run_inference_sweep, run_serving,
-// find_max_qps, run_decoding, run_allreduce_sweep) are building blocks: they take validated settings and a
-// resolved device and return results without a context. docs/library.md shows both levels.
+// Underneath, the scenario functions (measure_training, measure_inference, measure_inference_sweep, measure_serving,
+// find_max_qps, measure_decoding, measure_allreduce_sweep) are building blocks: they take validated settings and a
+// resolved device and return results without a context. The names say which is which: run_X returns a
+// report (the front door), measure_X a result (a building block). docs/library.md shows both levels.
 #pragma once
 
 #include <cstdint>
@@ -118,7 +119,7 @@ TrainReport run_train(const Workload& workload, const TrainSettings& settings, c
 TrainReport run_train_data_parallel(const Workload& workload, const TrainSettings& settings, const DistSettings& dist,
                                     const RunOptions& options = {});
 
-// Every batch size x every dtype, each row measured as run_inference does; rows that do not fit say so.
+// Every batch size x every dtype, each row measured as measure_inference does; rows that do not fit say so.
 InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& settings,
                             const RunOptions& options = {});
 

@@ -123,7 +123,7 @@ ServeResult summarize_serving(const std::vector<RequestRecord>& records, const S
 
 // Serves a freshly initialised (seeded) copy of the model on `device` under InferenceMode (settings
 // validated first: validate(settings); run_serve in tvie/run.hpp does).
-ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device);
+ServeResult measure_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device);
 
 struct QpsProbe {
   double target_qps = 0, achieved_qps = 0, p99_ms = 0;

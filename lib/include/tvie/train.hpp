@@ -51,7 +51,7 @@ class GradientHook {
   virtual void timing_starts() {}
 };
 
-// What run_training lets a wrapper plug in (all optional).
+// What measure_training lets a wrapper plug in (all optional).
 struct TrainingHooks {
   // Called once the Trainer has built the module, before the ledger steps; returns the hook to call
   // around every backward (owned by the caller). What it leaves allocated on the device is the ledger's
@@ -135,7 +135,8 @@ class Trainer {
 };
 
 struct PhaseTime {
-  std::string name;  // data, forward, backward, optimizer
+  TrainPhase phase = kPhaseData;
+  std::string name;  // phase_name(phase): data, forward, backward, optimizer, communication
   double p50_ms = 0;
   double share = 0;  // of the total time of the timed steps
 };
@@ -184,10 +185,10 @@ void validate_checkpointing(const Workload& workload, const TrainSettings& setti
 // Runs the ledger steps, the warm-up steps and the timed steps (settings already validated: see
 // run_train in tvie/run.hpp for the checked entry). `trained` (optional) receives the module with its
 // trained weights, for the inference copy. `hooks`: what a wrapper plugs in (data parallelism).
-TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                            std::shared_ptr<torch::nn::Module>* trained = nullptr, const TrainingHooks& hooks = {});
+TrainingResult measure_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
+                                std::shared_ptr<torch::nn::Module>* trained = nullptr, const TrainingHooks& hooks = {});
 
-// The pure pieces of run_training, each tested on its own (tests/test_training.cpp).
+// The pure pieces of measure_training, each tested on its own (tests/test_training.cpp).
 namespace training {
 
 // Phase times of the timed steps (`per_step[i][p]`: step i, phase p, ms) -> each step's total and, per

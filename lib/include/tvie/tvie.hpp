@@ -5,8 +5,8 @@
 //   workload.hpp  the Workload interface you implement to bring your own model
 //   models.hpp    the zoo: mlp, cnn, gpt, with presets and analytic counts
 //   settings.hpp  TrainSettings, InferSettings, CompareSettings (+ validate)
-//   building blocks: train.hpp (Trainer, run_training), infer.hpp (InferenceSession, run_inference, sweep),
-//   serve.hpp (DynamicBatcher, run_serving, find_max_qps), decode.hpp (run_decoding), dist.hpp
+//   building blocks: train.hpp (Trainer, measure_training), infer.hpp (InferenceSession, measure_inference, sweep),
+//   serve.hpp (DynamicBatcher, measure_serving, find_max_qps), decode.hpp (measure_decoding), dist.hpp
 //   (Communicator, DataParallel), precision.hpp (AutocastGuard, LossScaler), checkpoint.hpp, memory.hpp
 //   (probes, ledgers), timing.hpp (StepTimer), stats.hpp, device.hpp, errors.hpp, log.hpp
 #pragma once

@@ -145,6 +145,7 @@ RunContext make_run_context(const c10::Device& device, std::vector<std::string> 
   c.torch_version = compat::torch_version();
   c.cuda_available = cuda_available();
   c.device = describe_device(device);
+  c.device_type = device.type();
   c.argv = std::move(argv);
   c.host = describe_host();
   c.gpu = describe_gpu(device);

@@ -220,7 +220,7 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
     s.warmup = 1;
     s.check = false;
     s.dtype = buckets_.front()->flat.scalar_type() == torch::kFloat64 ? "fp64" : "fp32";
-    const auto sweep = run_allreduce_sweep(comm_, s, device_);
+    const auto sweep = measure_allreduce_sweep(comm_, s, device_);
     if (!sweep.rows.empty()) r.sweep_busbw_gbs = sweep.rows.front().in_place_busbw_gbs;
   }
   return r;

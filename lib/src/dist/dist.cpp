@@ -391,10 +391,10 @@ void validate(const AllreduceSweepSettings& s) {
     throw InvalidArgument("allreduce.dtype", s.dtype, "fp32, fp64, int32");
 }
 
-AllreduceSweepResult run_allreduce_sweep(Communicator& comm, const AllreduceSweepSettings& s,
-                                         const c10::Device& device) {
+AllreduceSweepResult measure_allreduce_sweep(Communicator& comm, const AllreduceSweepSettings& s,
+                                             const c10::Device& device) {
   detail::require(s.min_bytes >= 1 && s.max_bytes >= s.min_bytes && s.factor > 1 && s.iters >= 1,
-                  "run_allreduce_sweep: validated settings (validate(AllreduceSweepSettings) first)");
+                  "measure_allreduce_sweep: validated settings (validate(AllreduceSweepSettings) first)");
   const auto dtype = s.dtype == "fp64" ? torch::kFloat64 : s.dtype == "int32" ? torch::kInt32 : torch::kFloat32;
   const int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
   const int64_t n = comm.world_size();

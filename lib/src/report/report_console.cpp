@@ -143,7 +143,7 @@ void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inferenc
 void training_details(std::ostream& out, const TrainingResult& t, const DistributedResult* distributed) {
   out << "phases of the timed training steps (p50, share of the step time):";
   for (const auto& p : t.phases) {
-    const std::string name = t.cuda_graph && p.name == "forward" ? "graph replay" : p.name;
+    const std::string name = t.cuda_graph && p.phase == kPhaseForward ? "graph replay" : p.name;
     out << "  " << name << " " << ms(p.p50_ms) << " (" << fmt("%.1f%%", 100.0 * p.share) << ")";
   }
   out << "\nloss:";
@@ -257,7 +257,7 @@ void ConsoleReporter::report(const ServeReport& r) {
       << " s: " << fmt("%.1f", x.achieved_qps) << " QPS achieved";
   if (s.scenario == Scenario::server) out << " (target " << fmt("%g", s.target_qps) << ")";
   out << "\nvalidity: " << x.validity << "\n";
-  if (r.context.device.rfind("cpu", 0) == 0)
+  if (r.context.device_type == c10::DeviceType::CPU)
     out << "cpu threads: " << x.intra_op_threads << " intra-op; OMP_WAIT_POLICY="
         << (x.omp_wait_policy.empty() ? "unset (idle threads spin briefly, then sleep)" : x.omp_wait_policy) << '\n';
   out << '\n';

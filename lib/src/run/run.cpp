@@ -102,11 +102,11 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   log_training(workload, s.train, report.context.device);
   if (s.infer_dtype_auto) log::info(cat("inference dtype ", report.inference_dtype_choice));
   std::shared_ptr<torch::nn::Module> trained;
-  report.training = run_training(workload, s.train, run.device, &trained);
+  report.training = measure_training(workload, s.train, run.device, &trained);
   log::info(cat("inference ", workload.name(), " (", to_string(s.infer.dtype), " copy of the trained weights): batch ",
                 s.infer.batch_size, ", 1 ledger + ", s.infer.warmup_steps, " warm-up + ", s.infer.steps,
                 " timed batches"));
-  report.inference = run_inference(workload, s.infer, run.device, trained.get());
+  report.inference = measure_inference(workload, s.infer, run.device, trained.get());
 
   const auto& t = report.training;
   const auto& i = report.inference;
@@ -123,7 +123,7 @@ TrainReport run_train(const Workload& workload, const TrainSettings& settings, c
   fill_head(report, workload, run.device, options);
   report.settings = run.settings;
   log_training(workload, run.settings, report.context.device);
-  report.training = run_training(workload, run.settings, run.device);
+  report.training = measure_training(workload, run.settings, run.device);
   return report;
 }
 
@@ -163,7 +163,7 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
     const auto mean = tensors[0].to(torch::kCPU, torch::kFloat64) / static_cast<double>(comm.world_size());
     for (size_t i = 0; i < losses.size(); ++i) losses[i] = mean[static_cast<int64_t>(i)].item<double>();
   };
-  report.training = run_training(workload, run.settings, run.device, nullptr, hooks);
+  report.training = measure_training(workload, run.settings, run.device, nullptr, hooks);
   // Collectives: every rank takes part, in the same order.
   auto distributed = dp->summarize(run.settings.steps);
   distributed.parameters_identical = dp->parameters_identical();
@@ -180,7 +180,7 @@ InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& 
   log::info(cat("inference sweep of ", workload.name(), " on ", report.context.device, ": ",
                 settings.batch_sizes.size(), " batch sizes x ", settings.dtypes.size(), " precisions, 1 ledger + ",
                 settings.warmup_steps, " warm-up + ", settings.steps, " timed batches each"));
-  report.sweep = run_inference_sweep(workload, run.settings, run.device);
+  report.sweep = measure_inference_sweep(workload, run.settings, run.device);
   return report;
 }
 
@@ -199,7 +199,7 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
     report.result = report.search->at_max;
     if (report.search->max_qps > 0) report.settings.target_qps = report.search->max_qps;
   } else {
-    report.result = run_serving(workload, run.settings, run.device);
+    report.result = measure_serving(workload, run.settings, run.device);
   }
   return report;
 }
@@ -215,7 +215,7 @@ DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings
   report.settings = settings;
   log::info(cat("decoding ", workload.name(), " on ", report.context.device, ": batch ", settings.batch_size,
                 ", prompt ", settings.prompt_tokens, ", ", settings.new_tokens, " new tokens"));
-  report.result = run_decoding(*config, run.settings, run.device);
+  report.result = measure_decoding(*config, run.settings, run.device);
   return report;
 }
 
@@ -237,7 +237,7 @@ AllreduceReport run_allreduce(const AllreduceSweepSettings& settings, const Dist
   report.context = make_run_context(device, options.argv);
   report.settings = settings;
   report.rank = comm.rank();
-  report.result = run_allreduce_sweep(comm, settings, device);
+  report.result = measure_allreduce_sweep(comm, settings, device);
   return report;
 }
 

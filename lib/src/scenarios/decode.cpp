@@ -22,12 +22,12 @@ void validate(const DecodeSettings& s, const GptConfig& c) {
                               c.context_length, " positions plus the last prediction)"));
 }
 
-DecodeResult run_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
+DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
   // Preconditions (validate(DecodeSettings, config) and the dtype's device check run once, in run_decode).
   detail::require(settings.batch_size >= 1 && settings.prompt_tokens >= 1 && settings.new_tokens >= 1 &&
                       settings.repetitions >= 1 &&
                       settings.prompt_tokens + settings.new_tokens <= config.context_length + 1,
-                  "run_decoding: validated DecodeSettings (validate(settings, config) first)");
+                  "measure_decoding: validated DecodeSettings (validate(settings, config) first)");
   const auto dtype = detail::inference_base_dtype(settings.dtype);  // of the activations and the KV cache
   auto probe = make_memory_probe(device);
   auto workload = make_gpt_workload(config);

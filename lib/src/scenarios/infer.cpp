@@ -76,8 +76,8 @@ InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
   return m;
 }
 
-InferenceResult run_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
-                              const torch::nn::Module* weights, torch::Tensor* output) {
+InferenceResult measure_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
+                                  const torch::nn::Module* weights, torch::Tensor* output) {
   auto probe = make_memory_probe(device);
   InferenceResult r;
   try {

@@ -23,7 +23,7 @@ void release_cached_memory(const c10::Device& device) {
 #endif
 }
 
-// One row of the sweep as run_inference's settings.
+// One row of the sweep as measure_inference's settings.
 InferSettings row_settings(const InferSweepSettings& s, int64_t batch, InferenceDtype dtype) {
   InferSettings one;
   one.batch_size = batch;
@@ -84,9 +84,10 @@ void validate(const InferSweepSettings& s, const c10::Device& device) {
   }
 }
 
-InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepSettings& s, const c10::Device& device) {
+InferSweepResult measure_inference_sweep(const Workload& workload, const InferSweepSettings& s,
+                                         const c10::Device& device) {
   detail::require(!s.batch_sizes.empty() && !s.dtypes.empty(),
-                  "run_inference_sweep: validated settings (validate(InferSweepSettings, device) first)");
+                  "measure_inference_sweep: validated settings (validate(InferSweepSettings, device) first)");
   InferSweepResult result;
   result.cpu_memory_limit_bytes = s.cpu_memory_limit_mb * 1024 * 1024;
   const bool needs_reference =
@@ -101,7 +102,7 @@ InferSweepResult run_inference_sweep(const Workload& workload, const InferSweepS
     std::optional<ScopedCpuMemoryLimit> limit;
     if (result.cpu_memory_limit_bytes > 0) limit.emplace(result.cpu_memory_limit_bytes);
     try {
-      row.result = run_inference(workload, one, device, nullptr, output);
+      row.result = measure_inference(workload, one, device, nullptr, output);
       if (result.memory_counter.empty()) result.memory_counter = row.result.memory_counter;
       if (result.timer.empty()) result.timer = row.result.timer;
     } catch (const OutOfMemory& e) {

@@ -222,8 +222,8 @@ ServeResult serve_with(InferenceSession& session, const ServeSettings& settings,
 
 }  // namespace
 
-ServeResult run_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device) {
-  detail::require(settings.query_count >= 1 && settings.max_batch >= 1, "run_serving: validated ServeSettings");
+ServeResult measure_serving(const Workload& workload, const ServeSettings& settings, const c10::Device& device) {
+  detail::require(settings.query_count >= 1 && settings.max_batch >= 1, "measure_serving: validated ServeSettings");
   auto session = make_serving_session(workload, settings, device);
   return serve_with(session, settings, device);
 }

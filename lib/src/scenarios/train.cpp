@@ -240,7 +240,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   synchronize(device_);
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
-  m.comm_buffers = hook_held_bytes_;  // measured around building the hook (run_training)
+  m.comm_buffers = hook_held_bytes_;  // measured around building the hook (measure_training)
   m.other = m.peak - (m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.loss_scaler + m.activations +
                       m.comm_buffers);
   return m;
@@ -266,7 +266,8 @@ PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, 
   for (int p = 0; p < kPhaseCount; ++p) {
     const auto i = static_cast<size_t>(p);
     if (p == kPhaseCommunication && !with_communication) continue;
-    out.phases.push_back({phase_name(p), per_phase[i].empty() ? 0.0 : summarize(per_phase[i]).p50,
+    out.phases.push_back({static_cast<TrainPhase>(p), phase_name(p),
+                          per_phase[i].empty() ? 0.0 : summarize(per_phase[i]).p50,
                           total > 0 ? per_phase_total[i] / total : 0.0});
   }
   return out;
@@ -307,8 +308,8 @@ Throughput throughput(const ModelFacts& facts, int64_t batch_size, double mean_s
 
 }  // namespace training
 
-TrainingResult run_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
-                            std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
+TrainingResult measure_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
+                                std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
   auto probe = make_memory_probe(device);
   TrainingResult r;
   std::vector<torch::Tensor> losses;  // one per step, read after the loop

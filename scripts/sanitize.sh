@@ -4,9 +4,12 @@
 # stops the test that made it (halt_on_error, -fno-sanitize-recover) and the script fails.
 # LibTorch itself is not instrumented: ASan sees our code's accesses and every heap block (malloc is
 # intercepted); UBSan checks our code only. Suppressions, each with its reason: scripts/sanitize.supp.
-# Extra arguments go to ctest (e.g. -R training).
+# Extra arguments go to ctest (e.g. -R training); --record (first) also writes the outcome, with the commit and
+# the machine, to docs/results/cpu-sanitize.txt (README cites it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+record=0
+if [ "${1:-}" = "--record" ]; then record=1; shift; fi
 py="$("$TVIE_ROOT/scripts/setup.sh")"
 dir="${TVIE_SANITIZE_DIR:-$TVIE_ROOT/build-sanitize}"
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1"
@@ -31,11 +34,27 @@ export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 cd "$dir"
 rc=0
-ctest --output-on-failure -j "$TVIE_JOBS" "$@" || rc=$?
+ctest --output-on-failure -j "$TVIE_JOBS" "$@" 2>&1 | tee "$dir/ctest-summary.log" || rc=$?
 grep -h '^SKIPPED' Testing/Temporary/LastTest.log 2>/dev/null | sort -u || true
 if grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" Testing/Temporary/LastTest.log >/dev/null 2>&1; then
   grep -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" Testing/Temporary/LastTest.log | sort -u | head -20 >&2
   rc=1
 fi
 [ "$rc" -eq 0 ] && say "sanitize: clean (ASan + UBSan)" || say "sanitize: FAILED"
+if [ "$record" -eq 1 ]; then
+  out="$TVIE_ROOT/docs/results/cpu-sanitize.txt"
+  commit="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
+  [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- lib tests examples bench cmake CMakeLists.txt)" ] && commit="$commit+uncommitted"
+  {
+    echo "# scripts/sanitize.sh (ASan + UBSan, every CPU test through ctest)"
+    echo "# commit: $commit; $(date -u +%Y-%m-%d)"
+    echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+    echo "# ASAN_OPTIONS=$ASAN_OPTIONS"
+    tail -n 200 "$dir/ctest-summary.log" 2>/dev/null | grep -E '^[0-9]+% tests passed|Total Test time' || true
+    echo "skipped with their reason: $(grep -h '^SKIPPED' Testing/Temporary/LastTest.log 2>/dev/null | sort -u | wc -l)"
+    echo "sanitizer findings: $(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' Testing/Temporary/LastTest.log || true)"
+    echo "result: $([ "$rc" -eq 0 ] && echo clean || echo FAILED)"
+  } >"$out"
+  say "wrote $out"
+fi
 exit "$rc"

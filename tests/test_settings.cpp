@@ -25,7 +25,7 @@ TEST_CASE("validate names the field of every bad setting", "[settings]") {
     return field_of([&] { validate(c, cpu); });
   };
   // The model and the device are not settings: the zoo and resolve_device name them.
-  CHECK(field_of([] { make_zoo_workload("resnet", "tiny"); }) == "model");
+  CHECK(field_of([] { make_zoo_workload("vgg", "tiny"); }) == "model");
   CHECK(field_of([] { make_zoo_workload("gpt", "huge"); }) == "preset");
   CHECK(field_of([] { resolve_device("tpu", "device"); }) == "device");
   CHECK(field_of([&] { run_compare(*make_zoo_workload("mlp", "tiny"), s, {"tpu"}); }) == "device");

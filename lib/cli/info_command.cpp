@@ -27,13 +27,14 @@ Runner add_info_command(CLI::App& app) {
 }
 
 Runner add_list_command(CLI::App& app) {
-  app.add_subcommand("list", "List the zoo's models and their presets with analytic sizes");
+  app.add_subcommand("list", "List the zoo's models and their presets with analytic sizes and their source");
   return [] {
     for (const auto& model : model_names()) {
       for (const auto& preset : preset_names(model)) {
-        const auto facts = make_zoo_workload(model, preset)->facts();
+        const auto facts = make_zoo_workload(model, preset)->facts();  // analytic: builds no module
         std::cout << model << " --preset " << preset << ": " << facts.parameter_count << " parameters, "
-                  << facts.forward_flops_per_sample << " forward FLOPs per sample\n";
+                  << facts.forward_flops_per_sample << " forward FLOPs per sample (analytic); "
+                  << preset_source(model, preset) << "\n";
       }
     }
     return 0;

@@ -39,7 +39,9 @@ CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value
 
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help, const std::string& fixed_model) {
   if (fixed_model.empty())
-    add_field_option(cmd, "--model", o.model, "Zoo model: mlp, cnn, gpt", "model")->capture_default_str();
+    add_field_option(cmd, "--model", o.model,
+                     "Zoo model: mlp, cnn, gpt, resnet, bert, llama (tvie list shows the presets)", "model")
+        ->capture_default_str();
   else
     o.model = fixed_model;
   add_field_option(cmd, "--preset", o.preset, preset_help, "preset")->capture_default_str();

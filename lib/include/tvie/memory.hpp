@@ -52,6 +52,11 @@ class ScopedCpuMemoryLimit {
 // A probe for `device`; installs the CPU counter if needed. Throws DeviceUnavailable for CUDA without CUDA.
 std::unique_ptr<MemoryProbe> make_memory_probe(const c10::Device& device);
 
+// Whether glibc's heap statistics (mallinfo2) can be read: how bytes allocated outside LibTorch's allocator
+// (CPU int8: fbgemm's packed weights) are measured. False without glibc 2.33+ and under AddressSanitizer;
+// those bytes then read 0 ("not measured").
+bool heap_statistics_available();
+
 // Training ledger, bytes above the baseline taken before the model was built.
 struct TrainingMemory {
   int64_t parameters = 0;       // weights and buffers: needed by both modes

@@ -1,6 +1,7 @@
-// The model zoo: mlp, cnn (small ResNet with BatchNorm), gpt (decoder-only transformer).
-// Each has size presets, an analytic parameter count and forward FLOPs per sample, and is a Workload
-// on synthetic data of a fixed seed.
+// The model zoo: mlp, cnn (small ResNet with BatchNorm), gpt (decoder-only transformer), and real
+// architectures at their published sizes: resnet (ResNet-18/50), bert (BERT base/large with the MLM head),
+// llama (Llama 3.2 1B, Llama 3 8B/70B). Each has size presets (a "tiny" one that trains in CPU seconds), an
+// analytic parameter count and forward FLOPs per sample, and is a Workload on synthetic data of a fixed seed.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,61 @@ int64_t parameter_count(const GptConfig& config);
 // Per sequence of S tokens: L*(24*S*h^2 + 4*S^2*h) + 2*S*h*V (attention counted as dense, not causal-halved).
 double forward_flops_per_sample(const GptConfig& config);
 
+// --- resnet: torchvision's ResNet (v1.5). conv 7x7/2 -> BN -> ReLU -> max pool 3x3/2, four stages of
+// basic (3x3, 3x3) or bottleneck (1x1, 3x3 strided, 1x1 x4) blocks with BatchNorm, the first block of
+// stages 2-4 strided with a 1x1 projection shortcut; global average pool; Linear(classes).
+struct ResnetConfig {
+  int64_t image_size = 224;  // H = W
+  int64_t in_channels = 3;
+  int64_t width = 64;                          // stem channels; stage i has width * 2^i planes
+  std::vector<int64_t> blocks = {3, 4, 6, 3};  // blocks per stage
+  bool bottleneck = true;                      // bottleneck blocks (expansion 4) or basic ones (expansion 1)
+  int64_t classes = 1000;
+};
+// Sum over convolutions of cin * cout * k^2 (no biases) + 2 per BatchNorm channel + the classifier.
+int64_t parameter_count(const ResnetConfig& config);
+int64_t buffer_bytes(const ResnetConfig& config);  // BatchNorm running mean/var (fp32) + num_batches_tracked
+// Sum over convolutions of 2 * cin * k^2 * cout * H_out * W_out + 2 * C * classes.
+double forward_flops_per_sample(const ResnetConfig& config);
+
+// --- bert: BERT (Hugging Face's BertForMaskedLM): word + position + token-type embeddings and LayerNorm,
+// n_layer post-LayerNorm encoder layers (bidirectional attention, erf GELU FFN), MLM head (dense, GELU,
+// LayerNorm, decoder tied to the word embedding with its own bias). No pooler: the MLM loss does not use it.
+struct BertConfig {
+  int64_t vocab_size = 30522;
+  int64_t max_positions = 512;
+  int64_t type_vocab_size = 2;
+  int64_t seq_len = 128;  // tokens of every sample (<= max_positions)
+  int64_t n_layer = 12;
+  int64_t d_model = 768;
+  int64_t n_head = 12;
+  int64_t d_ff = 3072;
+};
+// (V + P + T)h + 2h + L(4h^2 + 2hf + f + 9h) + h^2 + 3h + V.
+int64_t parameter_count(const BertConfig& config);
+// Per sequence of S tokens: L(8Sh^2 + 4Shf + 4S^2h) + 2Sh^2 + 2ShV (the head over every position).
+double forward_flops_per_sample(const BertConfig& config);
+
+// --- llama: Llama 3. Token embedding, n_layer pre-norm decoder layers (RMSNorm; attention with rotary
+// positions and n_kv_head key/value heads shared by n_head query heads; SwiGLU MLP), final RMSNorm, output
+// head (untied in 8B/70B, tied in 3.2 1B). No biases.
+struct LlamaConfig {
+  int64_t vocab_size = 128256;
+  int64_t context_length = 128;  // tokens of every sample
+  int64_t n_layer = 32;
+  int64_t d_model = 4096;
+  int64_t n_head = 32;
+  int64_t n_kv_head = 8;
+  int64_t d_ff = 14336;
+  bool tied_head = false;
+  double rope_theta = 500000;
+  double norm_eps = 1e-5;
+};
+// Vh + L(2h^2 + 2h*kv + 3hf + 2h) + h (+ Vh untied), kv = n_kv_head * h / n_head.
+int64_t parameter_count(const LlamaConfig& config);
+// Per sequence of S tokens: L(2S(2h^2 + 2h*kv) + 6Shf + 4S^2h) + 2ShV.
+double forward_flops_per_sample(const LlamaConfig& config);
+
 // Bytes a checkpointed gpt block stops keeping for backward, at least: the inputs of its four Linear
 // layers (h, h, h and 4h per token) and of its GELU (4h): 11 * B * S * h elements. (It keeps only its
 // input, which it held anyway as the first LayerNorm's input; attention's and LayerNorm's own saved
@@ -95,10 +151,18 @@ std::vector<std::string> preset_names(const std::string& model);
 MlpConfig mlp_preset(const std::string& preset);
 CnnConfig cnn_preset(const std::string& preset);
 GptConfig gpt_preset(const std::string& preset);
+ResnetConfig resnet_preset(const std::string& preset);
+BertConfig bert_preset(const std::string& preset);
+LlamaConfig llama_preset(const std::string& preset);
+// One line: where a preset's figures come from ("torchvision resnet50: 25,557,032 parameters").
+std::string preset_source(const std::string& model, const std::string& preset);
 
 std::unique_ptr<Workload> make_mlp_workload(const MlpConfig& config, std::string label = "mlp");
 std::unique_ptr<Workload> make_cnn_workload(const CnnConfig& config, std::string label = "cnn");
 std::unique_ptr<Workload> make_gpt_workload(const GptConfig& config, std::string label = "gpt");
+std::unique_ptr<Workload> make_resnet_workload(const ResnetConfig& config, std::string label = "resnet");
+std::unique_ptr<Workload> make_bert_workload(const BertConfig& config, std::string label = "bert");
+std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label = "llama");
 // The configuration of a workload made by make_gpt_workload (decoding needs it); nullopt for any other.
 std::optional<GptConfig> gpt_config_of(const Workload& workload);
 // Throws InvalidArgument("model"/"preset", ...) for unknown names.

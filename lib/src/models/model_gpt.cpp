@@ -143,27 +143,9 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
  public:
   using ZooWorkload::ZooWorkload;
   const GptConfig& config() const { return config_; }
-  // The copy task: S + 1 tokens [r_1 .. r_n, SEP, r_1 .. r_{S-n}] with n = S / 2, r_i uniform in
-  // [1, V) and SEP = 0; input = tokens[:, :S], target = tokens[:, 1:] (next token). Targets that are
-  // random tokens of the first half cannot be predicted and are masked (-100, ignored by the loss);
-  // the rest can be learned exactly (a solved model reaches loss 0; a model that has learned nothing
-  // has about ln(V)).
+  // The copy task (zoo::copy_task_batch): the second half repeats the first after a separator.
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    const auto& c = config_;
-    const int64_t S = c.context_length, n = S / 2;
-    auto gen = zoo::data_generator(seed);
-    auto random = torch::randint(1, c.vocab_size, {batch_size, n}, gen, torch::kInt64);  // [B, n]
-    auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),      // SEP
-                              random.narrow(1, 0, S - n)},
-                             1);  // [B, S + 1]
-    Batch b;
-    b.input = tokens.narrow(1, 0, S).contiguous().to(device);  // [B, S]
-    auto target = tokens.narrow(1, 1, S).clone();              // [B, S]; a copy: masking must not touch the input
-    target.narrow(1, 0, n - 1).fill_(-100);                    // the targets r_2 .. r_n are random: not learnable
-    b.target = target.to(device);
-    b.samples = batch_size;
-    b.tokens = batch_size * S;
-    return b;
+    return zoo::copy_task_batch(batch_size, config_.context_length, config_.vocab_size, device, seed);
   }
   int64_t block_count() const override { return config_.n_layer; }
   void set_checkpointing(torch::nn::Module& module, int64_t every) const override {

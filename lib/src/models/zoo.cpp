@@ -1,4 +1,6 @@
 // The zoo's presets and lookup by name.
+#include <map>
+
 #include "core/text.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -15,12 +17,15 @@ using detail::join;
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"mlp", "cnn", "gpt"}; }
+std::vector<std::string> model_names() { return {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}; }
 
 std::vector<std::string> preset_names(const std::string& model) {
   if (model == "mlp") return {"tiny", "small", "large"};
   if (model == "cnn") return {"tiny", "small", "resnet18-cifar"};
   if (model == "gpt") return {"tiny", "small", "gpt2-small"};
+  if (model == "resnet") return {"tiny", "resnet18", "resnet50"};
+  if (model == "bert") return {"tiny", "bert-base", "bert-large"};
+  if (model == "llama") return {"tiny", "llama-3.2-1b", "llama-3-8b", "llama-3-70b"};
   throw InvalidArgument("model", model, join(model_names()));
 }
 
@@ -45,11 +50,64 @@ GptConfig gpt_preset(const std::string& preset) {
   unknown_preset("gpt", preset);
 }
 
+ResnetConfig resnet_preset(const std::string& preset) {
+  if (preset == "tiny") return {32, 3, 8, {1, 1, 1, 1}, true, 10};           // bottleneck layout on 32x32, 8..64 planes
+  if (preset == "resnet18") return {224, 3, 64, {2, 2, 2, 2}, false, 1000};  // 11,689,512 parameters
+  if (preset == "resnet50") return {224, 3, 64, {3, 4, 6, 3}, true, 1000};   // 25,557,032 parameters
+  unknown_preset("resnet", preset);
+}
+
+BertConfig bert_preset(const std::string& preset) {
+  // {vocab, max positions, token types, sequence, layers, d_model, heads, d_ff}
+  if (preset == "tiny") return {256, 64, 2, 32, 2, 64, 4, 256};
+  if (preset == "bert-base") return {30522, 512, 2, 128, 12, 768, 12, 3072};    // 109,514,298 parameters
+  if (preset == "bert-large") return {30522, 512, 2, 128, 24, 1024, 16, 4096};  // 335,174,458 parameters
+  unknown_preset("bert", preset);
+}
+
+LlamaConfig llama_preset(const std::string& preset) {
+  // {vocab, context, layers, d_model, heads, kv heads, d_ff, tied head, rope theta, norm eps}
+  if (preset == "tiny") return {256, 32, 2, 64, 4, 2, 176, false, 500000, 1e-5};
+  if (preset == "llama-3.2-1b") return {128256, 128, 16, 2048, 32, 8, 8192, true, 500000, 1e-5};
+  if (preset == "llama-3-8b") return {128256, 128, 32, 4096, 32, 8, 14336, false, 500000, 1e-5};
+  if (preset == "llama-3-70b") return {128256, 128, 80, 8192, 64, 8, 28672, false, 500000, 1e-5};
+  unknown_preset("llama", preset);
+}
+
+std::string preset_source(const std::string& model, const std::string& preset) {
+  preset_names(model);  // throws for an unknown model
+  if (preset == "tiny") return "tvie's own size: the same architecture, trains in CPU seconds";
+  static const std::map<std::string, std::string> sources = {
+      {"mlp/small", "tvie's own size"},
+      {"mlp/large", "tvie's own size: a GPU workload"},
+      {"cnn/small", "tvie's own size, CIFAR-shaped"},
+      {"cnn/resnet18-cifar", "ResNet-18 basic-block layout on 32x32 CIFAR images (3x3 stem, no max pool)"},
+      {"gpt/small", "tvie's own size"},
+      {"gpt/gpt2-small", "OpenAI GPT-2 small (tied head): 124,439,808 parameters"},
+      {"resnet/resnet18", "torchvision resnet18 (He et al. 2015, ImageNet 224x224): 11,689,512 parameters"},
+      {"resnet/resnet50", "torchvision resnet50 (v1.5, ImageNet 224x224): 25,557,032 parameters"},
+      {"bert/bert-base",
+       "Hugging Face BertForMaskedLM bert-base-uncased: 109,514,298 parameters "
+       "(109,482,240 with the pooler and without the MLM head)"},
+      {"bert/bert-large",
+       "Hugging Face BertForMaskedLM bert-large-uncased: 335,174,458 parameters "
+       "(335,141,888 with the pooler and without the MLM head)"},
+      {"llama/llama-3.2-1b", "meta-llama/Llama-3.2-1B config (tied head): 1,235,814,400 parameters"},
+      {"llama/llama-3-8b", "meta-llama/Meta-Llama-3-8B config: 8,030,261,248 parameters"},
+      {"llama/llama-3-70b", "meta-llama/Meta-Llama-3-70B config: 70,553,706,496 parameters"}};
+  const auto it = sources.find(model + "/" + preset);
+  if (it == sources.end()) unknown_preset(model, preset);
+  return it->second;
+}
+
 std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset) {
   const std::string label = model + "/" + preset;
   if (model == "mlp") return make_mlp_workload(mlp_preset(preset), label);
   if (model == "cnn") return make_cnn_workload(cnn_preset(preset), label);
   if (model == "gpt") return make_gpt_workload(gpt_preset(preset), label);
+  if (model == "resnet") return make_resnet_workload(resnet_preset(preset), label);
+  if (model == "bert") return make_bert_workload(bert_preset(preset), label);
+  if (model == "llama") return make_llama_workload(llama_preset(preset), label);
   throw InvalidArgument("model", model, join(model_names()));
 }
 

@@ -12,9 +12,13 @@
 namespace tvie::detail {
 namespace {
 
-// Bytes in use in glibc's heap (main arena chunks plus mmapped blocks); -1 where unknown.
+// Bytes in use in glibc's heap (main arena chunks plus mmapped blocks); -1 where unknown: without glibc
+// 2.33's mallinfo2, or under AddressSanitizer, whose allocator replaces glibc's (and keeps freed blocks
+// in quarantine), so that glibc's statistics say nothing about the heap.
 int64_t heap_in_use_bytes() {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if defined(__SANITIZE_ADDRESS__)
+  return -1;
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   const struct mallinfo2 m = mallinfo2();
   return static_cast<int64_t>(m.uordblks + m.hblkhd);
 #else
@@ -79,3 +83,9 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
 }
 
 }  // namespace tvie::detail
+
+namespace tvie {
+
+bool heap_statistics_available() { return detail::heap_in_use_bytes() >= 0; }
+
+}  // namespace tvie

@@ -1,0 +1,166 @@
+// llama: Llama 3's decoder (RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention, no biases),
+// on gpt's copy task (next-token loss).
+//
+// Notation in the shape comments: B batch, S sequence (context_length), h d_model, a n_head, g n_kv_head,
+// d = h / a (head size), f d_ff, V vocab_size.
+#include "core/compat.hpp"
+#include "models/zoo_common.hpp"
+#include <tvie/checkpoint.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+
+namespace tvie {
+
+int64_t parameter_count(const LlamaConfig& c) {
+  const int64_t h = c.d_model, d = c.d_model / c.n_head, kv = c.n_kv_head * d, f = c.d_ff;
+  // Per layer: q h*h, k and v h*kv each, o h*h; gate, up h*f and down f*h; two RMSNorm weights 2h.
+  const int64_t per_layer = 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h;
+  // Token embedding V*h, the final RMSNorm h, and the output head V*h unless tied to the embedding.
+  return c.vocab_size * h + c.n_layer * per_layer + h + (c.tied_head ? 0 : c.vocab_size * h);
+}
+
+double forward_flops_per_sample(const LlamaConfig& c) {
+  const double s = static_cast<double>(c.context_length), h = static_cast<double>(c.d_model);
+  const double kv = static_cast<double>(c.n_kv_head * (c.d_model / c.n_head)), f = static_cast<double>(c.d_ff);
+  // Per layer: projections 2s(2h^2 + 2h*kv), SwiGLU 6shf, attention scores and weighted sum 4s^2h (every
+  // query head over all S keys: counted dense, not causal-halved, as for gpt).
+  const double per_layer = 2.0 * s * (2.0 * h * h + 2.0 * h * kv) + 6.0 * s * h * f + 4.0 * s * s * h;
+  return static_cast<double>(c.n_layer) * per_layer + 2.0 * s * h * static_cast<double>(c.vocab_size);  // + logits
+}
+
+namespace {
+
+// RMSNorm: x / sqrt(mean(x^2) + eps) * weight, the statistic in fp32 whatever x's dtype.
+struct RmsNormImpl : torch::nn::Module {
+  RmsNormImpl(int64_t h, double eps) : eps(eps), weight(register_parameter("weight", torch::ones({h}))) {}
+  torch::Tensor forward(const torch::Tensor& x) {  // [..., h] -> [..., h]
+    const auto x32 = x.to(torch::kFloat32);
+    const auto normed = x32 * torch::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+    return normed.to(x.scalar_type()) * weight;
+  }
+  double eps;
+  torch::Tensor weight;
+};
+TORCH_MODULE(RmsNorm);
+
+// Rotary position embedding (rotate-half form): pairs (i, i + d/2) of each head rotated by position x
+// theta^(-2i/d). x: [B, heads, S, d], positions start at 0.
+torch::Tensor rotate(const torch::Tensor& x, double theta) {
+  const int64_t S = x.size(2), d = x.size(3);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
+  const auto inv_freq = torch::pow(theta, -torch::arange(0, d, 2, f32) / static_cast<double>(d));  // [d/2]
+  const auto angles = torch::outer(torch::arange(S, f32), inv_freq);                               // [S, d/2]
+  const auto cos = torch::cat({angles.cos(), angles.cos()}, -1).to(x.scalar_type());               // [S, d]
+  const auto sin = torch::cat({angles.sin(), angles.sin()}, -1).to(x.scalar_type());               // [S, d]
+  const auto halves = x.chunk(2, -1);
+  const auto rotated = torch::cat({-halves[1], halves[0]}, -1);  // [B, heads, S, d]
+  return x * cos + rotated * sin;
+}
+
+struct AttentionImpl : torch::nn::Module {
+  explicit AttentionImpl(const LlamaConfig& c) : n_head(c.n_head), n_kv_head(c.n_kv_head), theta(c.rope_theta) {
+    const int64_t d = c.d_model / c.n_head;
+    q = register_module("q_proj", tvie::nn::Linear(c.d_model, c.n_head * d, /*with_bias=*/false));
+    k = register_module("k_proj", tvie::nn::Linear(c.d_model, c.n_kv_head * d, /*with_bias=*/false));
+    v = register_module("v_proj", tvie::nn::Linear(c.d_model, c.n_kv_head * d, /*with_bias=*/false));
+    o = register_module("o_proj", tvie::nn::Linear(c.n_head * d, c.d_model, /*with_bias=*/false));
+  }
+  // x: [B, S, h] -> [B, S, h], causal.
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t B = x.size(0), S = x.size(1), d = x.size(2) / n_head;
+    auto qh = rotate(q->forward(x).view({B, S, n_head, d}).transpose(1, 2), theta);     // [B, a, S, d]
+    auto kh = rotate(k->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2), theta);  // [B, g, S, d]
+    auto vh = v->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2);                 // [B, g, S, d]
+    // Grouped-query attention: each of the g key/value heads serves a/g query heads.
+    kh = kh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, S, d]
+    vh = vh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, S, d]
+    auto y = at::scaled_dot_product_attention(qh, kh, vh, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    return o->forward(y.transpose(1, 2).contiguous().view({B, S, n_head * d}));  // [B, S, h]
+  }
+  int64_t n_head, n_kv_head;
+  double theta;
+  tvie::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
+};
+TORCH_MODULE(Attention);
+
+struct DecoderLayerImpl : torch::nn::Module {
+  explicit DecoderLayerImpl(const LlamaConfig& c)
+      : attn_norm(register_module("input_layernorm", RmsNorm(c.d_model, c.norm_eps))),
+        attn(register_module("self_attn", Attention(c))),
+        mlp_norm(register_module("post_attention_layernorm", RmsNorm(c.d_model, c.norm_eps))),
+        gate(register_module("gate_proj", tvie::nn::Linear(c.d_model, c.d_ff, /*with_bias=*/false))),
+        up(register_module("up_proj", tvie::nn::Linear(c.d_model, c.d_ff, /*with_bias=*/false))),
+        down(register_module("down_proj", tvie::nn::Linear(c.d_ff, c.d_model, /*with_bias=*/false))) {}
+  // x: [B, S, h] -> [B, S, h] (pre-norm residual block).
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attn->forward(attn_norm->forward(x));                   // [B, S, h]
+    const auto n = mlp_norm->forward(x);                            // [B, S, h]
+    const auto m = torch::silu(gate->forward(n)) * up->forward(n);  // SwiGLU: [B, S, f]
+    return x + down->forward(m);                                    // [B, S, h]
+  }
+  RmsNorm attn_norm;
+  Attention attn;
+  RmsNorm mlp_norm;
+  tvie::nn::Linear gate, up, down;
+};
+TORCH_MODULE(DecoderLayer);
+
+struct LlamaImpl : torch::nn::Module {
+  explicit LlamaImpl(const LlamaConfig& c) {
+    embed = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.d_model));  // [V, h]
+    for (int64_t i = 0; i < c.n_layer; ++i) layers.push_back(register_module(cat("layers", i), DecoderLayer(c)));
+    norm = register_module("norm", RmsNorm(c.d_model, c.norm_eps));
+    if (!c.tied_head)
+      lm_head = register_module("lm_head", tvie::nn::Linear(c.d_model, c.vocab_size, /*with_bias=*/false));
+    // Llama's initialisation: N(0, 0.02) for the embedding and every projection; RMSNorm weights 1.
+    torch::NoGradGuard no_grad;
+    for (auto& p : named_parameters())
+      if (p.key().find("norm") == std::string::npos) p.value().normal_(0.0, 0.02);
+  }
+  // idx: [B, S] token ids -> logits [B, S, V].
+  torch::Tensor forward(const torch::Tensor& idx) {
+    auto x = embed->forward(idx);  // [B, S, h]
+    for (size_t i = 0; i < layers.size(); ++i) {
+      auto layer = layers[i];
+      if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
+        x = tvie::checkpoint([layer](const torch::Tensor& in) mutable { return layer->forward(in); }, x);
+      else
+        x = layer->forward(x);  // [B, S, h]
+    }
+    x = norm->forward(x);                                                                    // [B, S, h]
+    return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, embed->weight);  // [B, S, V]
+  }
+  int64_t checkpoint_every = 0;
+  torch::nn::Embedding embed{nullptr};
+  std::vector<DecoderLayer> layers;
+  RmsNorm norm{nullptr};
+  tvie::nn::Linear lm_head{nullptr};
+};
+
+class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
+ public:
+  using ZooWorkload::ZooWorkload;
+  // gpt's copy task (zoo::copy_task_batch): the second half repeats the first after a separator.
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    return zoo::copy_task_batch(batch_size, config_.context_length, config_.vocab_size, device, seed);
+  }
+  int64_t block_count() const override { return config_.n_layer; }
+  void set_checkpointing(torch::nn::Module& module, int64_t every) const override {
+    static_cast<LlamaImpl&>(module).checkpoint_every = every;
+  }
+  torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, config_.vocab_size}),
+                                                batch.target.reshape({-1}));
+  }
+  ModelFacts facts() const override {
+    return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label) {
+  return std::make_unique<LlamaWorkload>(config, std::move(label));
+}
+
+}  // namespace tvie

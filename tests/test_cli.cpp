@@ -46,6 +46,7 @@ void expect_usage_error(const std::string& args, const std::vector<std::string>&
 
 TEST_CASE("cli: unknown model or preset", "[cli]") {
   expect_usage_error("--model vgg", {"--model", "'vgg'", "accepted: mlp, cnn, gpt, resnet, bert, llama"});
+  expect_usage_error("--model mlp --seq 16", {"--seq", "'16'", "accepted: 0 for mlp"});
   expect_usage_error("--model gpt --preset huge", {"--preset", "'huge'", "tiny, small, gpt2-small"});
 }
 
@@ -118,9 +119,13 @@ TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[c
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("int8 copy of the trained weights") != std::string::npos);
-  CHECK(r.out.find("packed by fbgemm") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(json));
-  CHECK(j["inference"]["memory"]["packed_weights"].get<int64_t>() > 0);
+  if (tvie::heap_statistics_available()) {  // the packs are measured through glibc's heap statistics
+    CHECK(r.out.find("packed by fbgemm") != std::string::npos);
+    CHECK(j["inference"]["memory"]["packed_weights"].get<int64_t>() > 0);
+  } else {
+    WARN("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
+  }
   // int8 Linear weights: the training copy (fp32) holds about four times the inference weights.
   CHECK(j["gap"]["parameter_memory_ratio"].get<double>() > 3.0);
 }

@@ -45,6 +45,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
   else
     o.model = fixed_model;
   add_field_option(cmd, "--preset", o.preset, preset_help, "preset")->capture_default_str();
+  add_field_option(cmd, "--seq", o.seq, "Tokens per sample of gpt, bert, llama (0: the preset's)", "model.seq")
+      ->capture_default_str();
   add_field_option(cmd, "--device", o.device, "auto (CUDA if available, else CPU), cpu, cuda, cuda:N", "device")
       ->capture_default_str();
 }
@@ -139,7 +141,7 @@ DistSettings dist_settings(const DistOptions& o) {
   return d;
 }
 
-std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) { return make_zoo_workload(o.model, o.preset); }
+std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) { return make_zoo_workload(o.model, o.preset, o.seq); }
 
 void record_rank_fields(const CLI::App* cmd) {
   for (const char* variable : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "MASTER_ADDR"})

@@ -42,6 +42,7 @@ CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value
 // --model --preset --device (the zoo model and where it runs).
 struct ModelOptions {
   std::string model = "gpt", preset = "tiny", device = "auto";
+  int64_t seq = 0;  // tokens per sample of gpt, bert, llama (0: the preset's)
 };
 // `fixed_model`: the command runs only this model (decode: gpt), so there is no --model.
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help = "Size preset",

@@ -165,7 +165,10 @@ std::unique_ptr<Workload> make_bert_workload(const BertConfig& config, std::stri
 std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label = "llama");
 // The configuration of a workload made by make_gpt_workload (decoding needs it); nullopt for any other.
 std::optional<GptConfig> gpt_config_of(const Workload& workload);
-// Throws InvalidArgument("model"/"preset", ...) for unknown names.
-std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset);
+// Throws InvalidArgument("model"/"preset", ...) for unknown names. `seq_tokens` > 0 replaces the preset's
+// tokens per sample of the sequence models (gpt and llama: context_length; bert: seq_len, at most its
+// max_positions); InvalidArgument("model.seq", ...) for a model without token sequences or a length out of range.
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset,
+                                            int64_t seq_tokens = 0);
 
 }  // namespace tvie

@@ -21,7 +21,8 @@ int64_t parameter_count(const LlamaConfig& c) {
 
 double forward_flops_per_sample(const LlamaConfig& c) {
   const double s = static_cast<double>(c.context_length), h = static_cast<double>(c.d_model);
-  const double kv = static_cast<double>(c.n_kv_head * (c.d_model / c.n_head)), f = static_cast<double>(c.d_ff);
+  const int64_t head_size = c.d_model / c.n_head;  // d: an integer by construction
+  const double kv = static_cast<double>(c.n_kv_head * head_size), f = static_cast<double>(c.d_ff);
   // Per layer: projections 2s(2h^2 + 2h*kv), SwiGLU 6shf, attention scores and weighted sum 4s^2h (every
   // query head over all S keys: counted dense, not causal-halved, as for gpt).
   const double per_layer = 2.0 * s * (2.0 * h * h + 2.0 * h * kv) + 6.0 * s * h * f + 4.0 * s * s * h;

@@ -100,8 +100,33 @@ std::string preset_source(const std::string& model, const std::string& preset) {
   return it->second;
 }
 
-std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset) {
-  const std::string label = model + "/" + preset;
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens) {
+  std::string label = model + "/" + preset;
+  if (seq_tokens != 0) {
+    // The copy task needs a first half and its repeat; BERT's runs of 4 need one run.
+    if (model != "gpt" && model != "bert" && model != "llama") {
+      preset_names(model);  // an unknown model is named as such
+      throw InvalidArgument("model.seq", cat(seq_tokens),
+                            cat("0 for ", model, " (no token sequence; gpt, bert, llama have one)"));
+    }
+    const int64_t limit = model == "bert" ? bert_preset(preset).max_positions : 1 << 20;
+    if (seq_tokens < 4 || seq_tokens > limit)
+      throw InvalidArgument("model.seq", cat(seq_tokens), cat("0 (the preset's) or 4 .. ", limit, " for ", model));
+    label += cat(" (seq ", seq_tokens, ")");
+    if (model == "gpt") {
+      auto c = gpt_preset(preset);
+      c.context_length = seq_tokens;  // also the position embedding's size
+      return make_gpt_workload(c, label);
+    }
+    if (model == "bert") {
+      auto c = bert_preset(preset);
+      c.seq_len = seq_tokens;
+      return make_bert_workload(c, label);
+    }
+    auto c = llama_preset(preset);
+    c.context_length = seq_tokens;
+    return make_llama_workload(c, label);
+  }
   if (model == "mlp") return make_mlp_workload(mlp_preset(preset), label);
   if (model == "cnn") return make_cnn_workload(cnn_preset(preset), label);
   if (model == "gpt") return make_gpt_workload(gpt_preset(preset), label);

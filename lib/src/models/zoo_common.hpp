@@ -41,7 +41,7 @@ Batch teacher_batch(torch::IntArrayRef input_shape, int64_t classes, const c10::
 inline Batch copy_task_batch(int64_t batch_size, int64_t S, int64_t V, const c10::Device& device, uint64_t seed) {
   const int64_t n = S / 2;
   auto gen = data_generator(seed);
-  auto random = torch::randint(1, V, {batch_size, n}, gen, torch::kInt64);             // [B, n]
+  auto random = torch::randint(1, V, {batch_size, n}, gen, torch::kInt64);         // [B, n]
   auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),  // SEP
                             random.narrow(1, 0, S - n)},
                            1);  // [B, S + 1]

@@ -358,26 +358,54 @@ TEST_CASE("training::loss_curve: step 1, every N steps, the last, NaNs skipped",
   CHECK(auto_every.back().first == 100);
 }
 
-TEST_CASE("training::predict_memory and training::throughput from the model's facts", "[training][pure]") {
+namespace {
+// A workload known only by its facts (no trace): what a user's own model gives the prediction.
+class FactsOnly final : public Workload {
+ public:
+  explicit FactsOnly(ModelFacts f) : f_(f) {}
+  std::string name() const override { return "facts-only"; }
+  std::shared_ptr<torch::nn::Module> make_module() const override { return nullptr; }
+  torch::Tensor forward(torch::nn::Module&, const torch::Tensor& input) const override { return input; }
+  Batch make_batch(int64_t batch_size, const c10::Device&, uint64_t) const override {
+    return {torch::zeros({batch_size, 4}), torch::zeros({batch_size}, torch::kInt64), batch_size, 0};
+  }
+  torch::Tensor loss(const torch::Tensor& output, const Batch&) const override { return output.sum(); }
+  ModelFacts facts() const override { return f_; }
+
+ private:
+  ModelFacts f_;
+};
+}  // namespace
+
+TEST_CASE("predict_training_memory from the facts alone, and training::throughput", "[training][pure]") {
   ModelFacts f;
   f.parameter_count = 1000;
   f.buffer_bytes = 64;
   f.forward_flops_per_sample = 2e6;
   f.tokens_per_sample = 32;
+  const FactsOnly w(f);
   TrainSettings s;
   s.optimizer = OptimizerKind::adamw;
-  auto p = training::predict_memory(f, s);
+  auto p = predict_training_memory(w, s);
   CHECK(p.parameters == 4000 + 64);
   CHECK(p.gradients == 4000);
-  CHECK(p.optimizer_state == 8000);  // two fp32 moments
+  CHECK(p.optimizer_state == 8000);     // two fp32 moments
+  CHECK(p.batch == 8 * 4 * 4 + 8 * 8);  // fp32 features and int64 labels of 8 samples
+  CHECK(p.activations == -1);           // no trace: not predicted, and so is the peak
+  CHECK(p.peak == -1);
+  CHECK(describe(p).find("not predicted") != std::string::npos);
+  CHECK(predict_training_memory(w, s, /*data_parallel=*/true).comm_buffers == 4000);
   s.precision = TrainPrecision::bf16;
   s.optimizer = OptimizerKind::sgd_momentum;
-  p = training::predict_memory(f, s);
+  p = predict_training_memory(w, s);
   CHECK(p.parameters == 2000 + 64);
   CHECK(p.gradients == 2000);
-  CHECK(p.optimizer_state == 2000);  // one bf16 momentum buffer
+  CHECK(p.optimizer_state == 2000);     // one bf16 momentum buffer
+  CHECK(p.batch == 8 * 4 * 2 + 8 * 8);  // the features in bf16
   s.optimizer = OptimizerKind::sgd;
-  CHECK(training::predict_memory(f, s).optimizer_state == 0);
+  CHECK(predict_training_memory(w, s).optimizer_state == 0);
+  s.precision = TrainPrecision::amp_fp16;
+  CHECK(predict_training_memory(w, s).loss_scaler == 12);
 
   const auto t = training::throughput(f, 8, 4.0);  // 8 samples in 4 ms
   CHECK(t.samples_per_s == Approx(2000));

@@ -85,12 +85,6 @@ struct InferenceMemory {
   int64_t batch = 0;
 };
 
-// Analytic prediction of the training categories that follow from the parameter count alone.
-// b = bytes per weight: 4 (fp32 and amp, whose master weights are fp32) or 2 (pure bf16).
-struct PredictedTrainingMemory {
-  int64_t parameters = 0;       // parameter_count * b + buffer bytes
-  int64_t gradients = 0;        // parameter_count * b
-  int64_t optimizer_state = 0;  // parameter_count * b * optimizer_state_multiplier
-};
+// The predicted ledgers (PredictedTrainingMemory, PredictedInferenceMemory) are in tvie/predict.hpp.
 
 }  // namespace tvie

@@ -15,6 +15,7 @@
 
 #include <tvie/memory.hpp>
 #include <tvie/precision.hpp>
+#include <tvie/predict.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/timing.hpp>
@@ -143,8 +144,8 @@ struct PhaseTime {
 
 struct TrainingResult {
   TrainingMemory memory;
-  PredictedTrainingMemory predicted;
-  std::string memory_counter;  // which counter the figures are
+  PredictedTrainingMemory predicted;  // predict_training_memory, before the run
+  std::string memory_counter;         // which counter the figures are
   TrainPrecision precision = TrainPrecision::fp32;
   int64_t checkpoint_every = 0;  // 0: none, 1: every block, K: every K-th block (checkpoint_to_string)
   int64_t checkpointed_blocks = 0;
@@ -203,9 +204,6 @@ PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, 
 // The loss curve from every recorded step's loss (NaN: not kept): step 1, every `every` steps (0: about
 // ten points) and the last step, skipping the NaNs.
 std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& losses, int64_t every);
-
-// What the parameters, gradients and optimizer state should take, from the parameter count.
-PredictedTrainingMemory predict_memory(const ModelFacts& facts, const TrainSettings& settings);
 
 // Samples/s, tokens/s, model FLOPs per step and achieved TFLOPS from the mean step time.
 struct Throughput {

@@ -25,6 +25,7 @@
 #include <tvie/memory.hpp>
 #include <tvie/models.hpp>
 #include <tvie/precision.hpp>
+#include <tvie/predict.hpp>
 #include <tvie/report.hpp>
 #include <tvie/serve.hpp>
 #include <tvie/settings.hpp>

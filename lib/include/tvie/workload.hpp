@@ -10,6 +10,7 @@
 //  - loss() returns a scalar: the MEAN loss over the batch's samples (gradient accumulation relies on it).
 //  - facts() gives analytic figures (parameter count, FLOPs); zeros mean "not known" and are shown as such.
 //  - prepare_inference() (optional): inference-only rewrites of an inference copy (see TorchScriptWorkload).
+//  - estimate_activations() (optional): the predicted activation bytes (the zoo models trace their forward).
 //  - block_count() and set_checkpointing() (optional): activation checkpointing of the model's repeated
 //    blocks, every k-th block (k = 1: all), 0 = off. Models without blocks keep the defaults.
 #pragma once
@@ -22,6 +23,9 @@
 #include <torch/types.h>
 
 namespace tvie {
+
+struct ActivationQuery;     // tvie/predict.hpp
+struct ActivationEstimate;  // tvie/predict.hpp
 
 struct Batch {
   torch::Tensor input;   // what forward() takes: token ids [B, S], features [B, F], images [B, C, H, W] ...
@@ -73,6 +77,9 @@ class Workload {
     (void)module;
     return -1;
   }
+  // The activation bytes of one forward (and loss, when training), from a symbolic trace of the model's
+  // operators (tvie/predict.hpp). Default: not known (the prediction then has no activation figure).
+  virtual ActivationEstimate estimate_activations(const ActivationQuery& query) const;
 };
 
 // Copies parameters and buffers, matched by name, from `source` into `destination` (dtype and device

@@ -1,6 +1,9 @@
 // Small text helpers for messages.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -15,5 +18,20 @@ inline std::string join(const std::vector<std::string>& items) {
 
 // Up to the first newline: LibTorch's and Gloo's messages carry backtraces and hints after it.
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "463.0 KiB", "2.38 MiB", "14.96 GiB", "512 B" (binary units).
+inline std::string bytes_text(int64_t bytes) {
+  const double b = static_cast<double>(bytes), a = std::fabs(b);
+  char buffer[48];
+  if (a >= 1024.0 * 1024 * 1024)
+    std::snprintf(buffer, sizeof buffer, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (a >= 1024.0 * 1024)
+    std::snprintf(buffer, sizeof buffer, "%.2f MiB", b / (1024.0 * 1024));
+  else if (a >= 1024.0)
+    std::snprintf(buffer, sizeof buffer, "%.1f KiB", b / 1024.0);
+  else
+    return std::to_string(bytes) + " B";
+  return buffer;
+}
 
 }  // namespace tvie::detail

@@ -5,6 +5,7 @@
 #include "core/compat.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
+#include <tvie/predict.hpp>
 
 namespace tvie {
 
@@ -39,6 +40,11 @@ void copy_weights(const torch::nn::Module& source, torch::nn::Module& destinatio
   };
   copy_all(source.named_parameters(), destination.named_parameters(), "parameters");
   copy_all(source.named_buffers(), destination.named_buffers(), "buffers");
+}
+
+ActivationEstimate Workload::estimate_activations(const ActivationQuery& query) const {
+  (void)query;
+  return {};
 }
 
 }  // namespace tvie

@@ -115,6 +115,49 @@ struct BertImpl : torch::nn::Module {
   torch::Tensor decoder_bias;
 };
 
+// BertLayerImpl::forward and BertImpl::forward on shapes (models/forward_trace.hpp), for the activation
+// prediction. Per layer, in tensors of [B, S, h] elements (f = d_ff): qkv's input 1, q/k/v 3, the attention
+// output 1, ln_attn's input 1, ffn_in's input 1, GELU's input f/h, ffn_out's input f/h, ln_ffn's input 1:
+// 8 + 2f/h (16 for BERT's f = 4h, as gpt: the norms moved after the residual additions).
+trace::Sym trace_layer(trace::ForwardTrace& t, const BertConfig& c, const trace::Sym& x) {
+  const int64_t B = t.batch(), S = c.seq_len, h = c.d_model;
+  trace::Sym a;
+  {
+    const trace::ForwardTrace::Hold residual(t, x.bytes());
+    const trace::Sym qkv = t.linear(x, h, 3 * h, true);  // [B, S, 3h]; q, k, v are views of it
+    const trace::Sym part = trace::view(qkv, B * S * h);
+    a = t.layer_norm(t.add(x, t.linear(t.attention(part, part, part, B, c.n_head, S), h, h, true)), h);
+  }
+  const trace::ForwardTrace::Hold residual(t, a.bytes());
+  const trace::Sym m = t.gelu(t.linear(a, h, c.d_ff, true));  // [B, S, f]
+  return t.layer_norm(t.add(a, t.linear(m, c.d_ff, h, true)), h);
+}
+
+trace::Sym trace_bert(trace::ForwardTrace& t, const BertConfig& c) {
+  const int64_t B = t.batch(), S = c.seq_len, h = c.d_model;
+  trace::Sym ids = t.input(B * S, 8);
+  ids.dims = 2;
+  trace::Sym x;
+  {
+    trace::Sym positions = t.index_tensor(S);  // arange(S)
+    positions.dims = 1;
+    trace::Sym types = t.index_tensor(B * S);  // zeros_like(ids)
+    types.dims = 2;
+    // The word embedding is tied to the decoder, whose backward writes its gradient first.
+    x = t.add(t.add(t.embedding(ids, h, c.vocab_size, false), t.embedding(positions, h, c.max_positions)),
+              t.embedding(types, h, c.type_vocab_size));
+  }
+  x = t.layer_norm(x, h);
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
+      x = t.checkpoint(x, [&](const trace::Sym& in) { return trace_layer(t, c, in); });
+    else
+      x = trace_layer(t, c, x);
+  }
+  const trace::Sym head = t.layer_norm(t.gelu(t.linear(x, h, h, true)), h);  // [B, S, h]
+  return t.linear(head, h, c.vocab_size, true, "linear (head)");             // [B, S, V]
+}
+
 constexpr int64_t kMaskToken = 0;  // [MASK]: the data draw real tokens from 1 .. V-1
 
 class BertWorkload final : public zoo::ZooWorkload<BertImpl, BertConfig> {
@@ -156,6 +199,11 @@ class BertWorkload final : public zoo::ZooWorkload<BertImpl, BertConfig> {
   }
   ModelFacts facts() const override {
     return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.seq_len};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_bert(t, config_); }, query.batch_size * config_.seq_len,
+        config_.vocab_size);
   }
 };
 

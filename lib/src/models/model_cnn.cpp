@@ -127,6 +127,36 @@ struct CnnImpl : torch::nn::Module {
   tvie::nn::Linear fc{nullptr};
 };
 
+// BasicBlockImpl::forward and CnnImpl::forward on shapes (models/forward_trace.hpp). `hw`: the input's
+// height (= width); a convolution of stride s (padding k/2) gives (hw - 1) / s + 1.
+trace::Sym trace_basic_block(trace::ForwardTrace& t, const trace::Sym& x, int64_t cin, int64_t cout, int64_t stride,
+                             int64_t hw) {
+  const int64_t out = (hw - 1) / stride + 1;
+  const trace::ForwardTrace::Hold residual(t, t.batch() * cout * out * out * t.compute_bytes());
+  trace::Sym y = t.relu(t.batch_norm(t.conv2d(x, cin, cout, 3, out), cout));
+  y = t.batch_norm(t.conv2d(y, cout, cout, 3, out), cout);
+  const trace::Sym skip =
+      stride != 1 || cin != cout ? t.batch_norm(t.conv2d(x, cin, cout, 1, out), cout) : x;  // [B, cout, out, out]
+  return t.relu(t.add(y, skip));
+}
+
+trace::Sym trace_cnn(trace::ForwardTrace& t, const CnnConfig& c) {
+  int64_t hw = c.image_size, channels = c.width;
+  trace::Sym x = t.input(t.batch() * c.in_channels * hw * hw, t.weight_bytes());
+  x = t.relu(t.batch_norm(t.conv2d(x, c.in_channels, c.width, 3, hw), c.width));  // [B, width, H, W]
+  for (int64_t stage = 0; stage < c.stages; ++stage) {
+    const int64_t out = c.width << stage;
+    for (int64_t block = 0; block < c.blocks_per_stage; ++block) {
+      const int64_t stride = (stage > 0 && block == 0) ? 2 : 1;
+      x = trace_basic_block(t, x, channels, out, stride, hw);
+      hw = (hw - 1) / stride + 1;
+      channels = out;
+    }
+  }
+  x = t.mean_pool(x, t.batch() * channels);  // [B, C]
+  return t.linear(x, channels, c.classes, true);
+}
+
 class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {
  public:
   using ZooWorkload::ZooWorkload;
@@ -144,6 +174,10 @@ class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {
   }
   ModelFacts facts() const override {
     return {parameter_count(config_), buffer_bytes(config_), forward_flops_per_sample(config_), 0};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_cnn(t, config_); }, query.batch_size, config_.classes);
   }
 };
 

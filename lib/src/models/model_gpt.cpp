@@ -139,6 +139,54 @@ struct GptImpl : torch::nn::Module {
   tvie::nn::Linear lm_head{nullptr};
 };
 
+// BlockImpl::forward and GptImpl::forward on shapes (models/forward_trace.hpp): what each op saves for
+// backward, for the activation prediction. Per block, in tensors of [B, S, h] elements: ln_1's input 1
+// (+ 2 row statistics), c_attn's input 1, q/k/v 3 (views of c_attn's output), the attention output 1
+// (+ its log-sum-exp [B, a, S]), ln_2's input 1, c_fc's input 1, GELU's input 4, c_proj's input 4: 16 per
+// block. The cross-check: Korthikanti et al. (2022) count 34sbh + 5as^2b bytes per layer for 2-byte
+// activations; without their two dropout masks (2sbh) and with the flash kernel's log-sum-exp in place of
+// the attention matrix (5as^2b), that is 32sbh bytes = 16 tensors of s*b*h 2-byte elements. amp adds the
+// 2-byte copies of the fp32 LayerNorm outputs the linears take and of the weights (forward_trace.hpp).
+trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::Sym& x_in) {
+  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  trace::Sym x;
+  {
+    const trace::ForwardTrace::Hold residual(t, x_in.bytes());
+    const trace::Sym normed = t.layer_norm(x_in, h);
+    trace::Sym projected;
+    {
+      const trace::Sym qkv = t.linear(normed, h, 3 * h, true);  // [B, S, 3h]; q, k, v are views of it
+      const trace::Sym part = trace::view(qkv, B * S * h);
+      projected = t.linear(t.attention(part, part, part, B, c.n_head, S), h, h, true);
+    }
+    x = t.add(x_in, projected);
+  }
+  const trace::ForwardTrace::Hold residual(t, x.bytes());
+  const trace::Sym m = t.gelu(t.linear(t.layer_norm(x, h), h, 4 * h, true));  // [B, S, 4h]
+  return t.add(x, t.linear(m, 4 * h, h, true));
+}
+
+trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
+  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  trace::Sym idx = t.input(B * S, 8);
+  idx.dims = 2;
+  trace::Sym x;
+  {
+    trace::Sym positions = t.index_tensor(S);
+    positions.dims = 1;
+    // A tied embedding's gradient is first written by the head (backward runs it first).
+    x = t.add(t.embedding(idx, h, c.vocab_size, !c.tied_head), t.embedding(positions, h, S));
+  }
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
+      x = t.checkpoint(x, [&](const trace::Sym& in) { return trace_block(t, c, in); });
+    else
+      x = trace_block(t, c, x);
+  }
+  x = t.layer_norm(x, h);
+  return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
+}
+
 class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
  public:
   using ZooWorkload::ZooWorkload;
@@ -158,6 +206,11 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
   }
   ModelFacts facts() const override {
     return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_gpt(t, config_); }, query.batch_size * config_.context_length,
+        config_.vocab_size);
   }
 };
 

@@ -138,6 +138,56 @@ struct LlamaImpl : torch::nn::Module {
   tvie::nn::Linear lm_head{nullptr};
 };
 
+// DecoderLayerImpl::forward and LlamaImpl::forward on shapes (models/forward_trace.hpp), for the activation
+// prediction. Per layer, in tensors of [B, S, h] elements (kv = g*d, f = d_ff, fp32): attn_norm's fp32 input
+// and normed tensor 2, q/k/v projections' input 1 (shared), rotated q 1, rotated and repeated k and v 2
+// (the repeats are new tensors of a/g times the heads), the attention output 1, mlp_norm's 2, gate/up's input
+// 1 (shared), SiLU's input, its output and up's output 3f/h, down's input f/h: 10 + 4f/h.
+trace::Sym trace_attention(trace::ForwardTrace& t, const LlamaConfig& c, const trace::Sym& x) {
+  const int64_t B = t.batch(), S = c.context_length, h = c.d_model, d = h / c.n_head, kv = c.n_kv_head * d;
+  const int64_t group = c.n_head / c.n_kv_head;
+  trace::Sym q, k, v;
+  q = t.rotary(t.linear(x, h, c.n_head * d, false), S, d);  // [B, a, S, d]
+  k = t.rotary(t.linear(x, h, kv, false), S, d);            // [B, g, S, d]
+  v = t.linear(x, h, kv, false);                            // [B, g, S, d] (a view)
+  if (group > 1) {                                          // repeat_interleave: [B, a, S, d] copies
+    k = t.repeat(k, group);
+    v = t.repeat(v, group);
+  }
+  return t.linear(t.attention(q, k, v, B, c.n_head, S), c.n_head * d, h, false);
+}
+
+trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace::Sym& x_in) {
+  const int64_t h = c.d_model;
+  trace::Sym x;
+  {
+    const trace::ForwardTrace::Hold residual(t, x_in.bytes());
+    x = t.add(x_in, trace_attention(t, c, t.rms_norm(x_in, h)));
+  }
+  const trace::ForwardTrace::Hold residual(t, x.bytes());
+  trace::Sym m;
+  {
+    const trace::Sym n = t.rms_norm(x, h);
+    m = t.mul(t.silu(t.linear(n, h, c.d_ff, false)), t.linear(n, h, c.d_ff, false));  // [B, S, f]
+  }
+  return t.add(x, t.linear(m, c.d_ff, h, false));
+}
+
+trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
+  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  trace::Sym idx = t.input(B * S, 8);
+  idx.dims = 2;
+  trace::Sym x = t.embedding(idx, h, c.vocab_size, !c.tied_head);
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
+      x = t.checkpoint(x, [&](const trace::Sym& in) { return trace_layer(t, c, in); });
+    else
+      x = trace_layer(t, c, x);
+  }
+  x = t.rms_norm(x, h);
+  return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
+}
+
 class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
  public:
   using ZooWorkload::ZooWorkload;
@@ -155,6 +205,11 @@ class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
   }
   ModelFacts facts() const override {
     return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_llama(t, config_); },
+        query.batch_size * config_.context_length, config_.vocab_size);
   }
 };
 

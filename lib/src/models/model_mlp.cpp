@@ -45,6 +45,18 @@ struct MlpImpl : torch::nn::Module {
   tvie::nn::Linear out{nullptr};
 };
 
+// MlpImpl::forward on shapes (models/forward_trace.hpp): each Linear saves its input, each ReLU its output.
+trace::Sym trace_mlp(trace::ForwardTrace& t, const MlpConfig& c) {
+  trace::Sym x = t.input(t.batch() * c.input_features, t.weight_bytes());  // floats in the weights' dtype
+  x.dims = 2;
+  int64_t in = c.input_features;
+  for (int64_t i = 0; i < c.hidden_layers; ++i) {
+    x = t.relu(t.linear(x, in, c.hidden_features, true));  // [B, hidden_features]
+    in = c.hidden_features;
+  }
+  return t.linear(x, in, c.classes, true);  // [B, classes]
+}
+
 class MlpWorkload final : public zoo::ZooWorkload<MlpImpl, MlpConfig> {
  public:
   using ZooWorkload::ZooWorkload;
@@ -57,6 +69,10 @@ class MlpWorkload final : public zoo::ZooWorkload<MlpImpl, MlpConfig> {
     return zoo::classification_loss(output, batch);
   }
   ModelFacts facts() const override { return {parameter_count(config_), 0, forward_flops_per_sample(config_), 0}; }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_mlp(t, config_); }, query.batch_size, config_.classes);
+  }
 };
 
 }  // namespace

@@ -158,6 +158,47 @@ struct ResnetImpl : torch::nn::Module {
   tvie::nn::Linear fc{nullptr};
 };
 
+// ResBlockImpl::forward and ResnetImpl::forward on shapes (models/forward_trace.hpp). `hw`: the input's
+// height (= width); convolutions and the max pool give (hw - 1) / stride + 1.
+trace::Sym trace_block(trace::ForwardTrace& t, const ResnetConfig& c, const trace::Sym& x, int64_t cin, int64_t planes,
+                       int64_t stride, int64_t hw) {
+  const int64_t cout = planes * expansion(c), out = (hw - 1) / stride + 1;
+  const trace::ForwardTrace::Hold residual(t, t.batch() * cout * out * out * t.compute_bytes());
+  trace::Sym y;
+  if (c.bottleneck) {
+    y = t.relu(t.batch_norm(t.conv2d(x, cin, planes, 1, hw), planes));  // [B, planes, H, W]
+    y = t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);      // [B, planes, H', W']
+    y = t.batch_norm(t.conv2d(t.relu(y), planes, cout, 1, out), cout);  // [B, 4 planes, H', W']
+  } else {
+    y = t.relu(t.batch_norm(t.conv2d(x, cin, planes, 3, out), planes));
+    y = t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);
+  }
+  const trace::Sym skip =
+      stride != 1 || cin != cout ? t.batch_norm(t.conv2d(x, cin, cout, 1, out), cout) : x;  // [B, cout, H', W']
+  return t.relu(t.add(y, skip));
+}
+
+trace::Sym trace_resnet(trace::ForwardTrace& t, const ResnetConfig& c) {
+  int64_t hw = c.image_size;
+  trace::Sym x = t.input(t.batch() * c.in_channels * hw * hw, t.weight_bytes());
+  hw = (hw - 1) / 2 + 1;
+  x = t.relu(t.batch_norm(t.conv2d(x, c.in_channels, c.width, 7, hw), c.width));  // [B, width, H/2, W/2]
+  hw = (hw - 1) / 2 + 1;
+  x = t.max_pool2d(x, t.batch() * c.width * hw * hw);  // [B, width, H/4, W/4]
+  int64_t channels = c.width;
+  for (size_t stage = 0; stage < c.blocks.size(); ++stage) {
+    const int64_t planes = c.width << stage;
+    for (int64_t block = 0; block < c.blocks[stage]; ++block) {
+      const int64_t stride = (stage > 0 && block == 0) ? 2 : 1;
+      x = trace_block(t, c, x, channels, planes, stride, hw);
+      hw = (hw - 1) / stride + 1;
+      channels = planes * expansion(c);
+    }
+  }
+  x = t.mean_pool(x, t.batch() * channels);  // [B, C]
+  return t.linear(x, channels, c.classes, true);
+}
+
 class ResnetWorkload final : public zoo::ZooWorkload<ResnetImpl, ResnetConfig> {
  public:
   using ZooWorkload::ZooWorkload;
@@ -175,6 +216,10 @@ class ResnetWorkload final : public zoo::ZooWorkload<ResnetImpl, ResnetConfig> {
   }
   ModelFacts facts() const override {
     return {parameter_count(config_), buffer_bytes(config_), forward_flops_per_sample(config_), 0};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return zoo::estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return trace_resnet(t, config_); }, query.batch_size, config_.classes);
   }
 };
 

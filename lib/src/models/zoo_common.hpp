@@ -3,7 +3,10 @@
 
 #include <torch/torch.h>
 
+#include "models/forward_trace.hpp"
+
 #include <tvie/layers.hpp>
+#include <tvie/predict.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie::zoo {
@@ -58,6 +61,18 @@ inline Batch copy_task_batch(int64_t batch_size, int64_t S, int64_t V, const c10
 // Mean cross-entropy of logits [B, C] against classes [B].
 inline torch::Tensor classification_loss(const torch::Tensor& logits, const Batch& batch) {
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), batch.target);
+}
+
+// A zoo model's activation estimate: its traced forward (returning the logits) and, when training, the
+// cross-entropy of the logits [rows, classes] cast to fp32 (classification_loss and the language models' loss).
+template <typename Forward>
+ActivationEstimate estimate_with_loss(const ActivationQuery& query, Forward forward, int64_t rows, int64_t classes) {
+  trace::ForwardTrace t(query);
+  {
+    const trace::Sym logits = forward(t);
+    if (query.training) t.cross_entropy(logits, rows, classes);
+  }
+  return t.finish();
 }
 
 // The part of a zoo model's Workload that only depends on its module type: name, construction from the

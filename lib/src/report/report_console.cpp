@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "core/text.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -102,25 +103,41 @@ void training_line(std::ostream& out, const TrainSettings& ts, const TrainingRes
   out << '\n';
 }
 
-// The rows of the training ledger; `extra` adds inference cells to some rows (compare).
+// The rows of the training ledger, each with its prediction (tvie/predict.hpp; -1: not predicted).
 struct LedgerRow {
   std::string name;
   int64_t training;
-  std::string predicted;
+  int64_t predicted;
 };
 
 std::vector<LedgerRow> ledger_rows(const TrainingResult& t, const DistributedResult* distributed) {
-  auto m = [](int64_t v) { return format_bytes(v); };
-  std::vector<LedgerRow> rows = {{"parameters", t.memory.parameters, m(t.predicted.parameters)},
-                                 {"gradients", t.memory.gradients, m(t.predicted.gradients)},
-                                 {"optimizer_state", t.memory.optimizer_state, m(t.predicted.optimizer_state)}};
-  if (is_amp(t.precision)) rows.push_back({"weight_copies", t.memory.weight_copies, "-"});
-  if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, "-"});
-  if (distributed) rows.push_back({"comm_buffers", t.memory.comm_buffers, m(distributed->bytes_per_step)});
-  rows.push_back({"activations", t.memory.activations, "-"});
-  rows.push_back({"other", t.memory.other, "-"});
-  rows.push_back({"peak", t.memory.peak, "-"});
+  const auto& p = t.predicted;
+  std::vector<LedgerRow> rows = {{"parameters", t.memory.parameters, p.parameters},
+                                 {"gradients", t.memory.gradients, p.gradients},
+                                 {"optimizer_state", t.memory.optimizer_state, p.optimizer_state}};
+  if (is_amp(t.precision)) rows.push_back({"weight_copies", t.memory.weight_copies, p.weight_copies});
+  if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, p.loss_scaler});
+  if (distributed) rows.push_back({"comm_buffers", t.memory.comm_buffers, p.comm_buffers});
+  rows.push_back({"activations", t.memory.activations, p.activations});
+  // other, predicted: the predicted peak less the predicted categories (the batch and the transients).
+  int64_t other = -1;
+  if (p.peak >= 0)
+    other = p.peak - (p.parameters + p.gradients + p.optimizer_state + std::max<int64_t>(0, p.weight_copies) +
+                      p.loss_scaler + p.comm_buffers + p.activations);
+  rows.push_back({"other", t.memory.other, other});
+  rows.push_back({"peak", t.memory.peak, p.peak});
   return rows;
+}
+
+std::string predicted_cell(int64_t predicted) { return predicted < 0 ? "-" : format_bytes(predicted); }
+
+// Measured minus predicted, and that as a share of the measured figure.
+std::string remainder_cell(int64_t measured, int64_t predicted) {
+  if (predicted < 0) return "-";
+  const int64_t d = measured - predicted;
+  if (d == 0) return "0";
+  if (measured == 0) return format_bytes(d);
+  return cat(format_bytes(d), fmt(" (%+.1f%%)", 100.0 * static_cast<double>(d) / static_cast<double>(measured)));
 }
 
 void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inference) {
@@ -178,13 +195,7 @@ void training_details(std::ostream& out, const TrainingResult& t, const Distribu
 
 }  // namespace
 
-std::string format_bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes), a = std::fabs(b);
-  if (a >= 1024.0 * 1024 * 1024) return fmt("%.2f GiB", b / (1024.0 * 1024 * 1024));
-  if (a >= 1024.0 * 1024) return fmt("%.2f MiB", b / (1024.0 * 1024));
-  if (a >= 1024.0) return fmt("%.1f KiB", b / 1024.0);
-  return cat(bytes, " B");
-}
+std::string format_bytes(int64_t bytes) { return detail::bytes_text(bytes); }
 
 void ConsoleReporter::report(const TrainReport& r) {
   const auto& t = r.training;
@@ -193,11 +204,14 @@ void ConsoleReporter::report(const TrainReport& r) {
   training_line(out, r.settings, t);
   out << '\n';
   const DistributedResult* distributed = r.distributed ? &*r.distributed : nullptr;
-  const std::vector<size_t> w = {18, 14, 14};
-  row(out, {"memory", "training", "predicted"}, w);
+  const std::vector<size_t> w = {18, 14, 14, 22};
+  row(out, {"memory", "training", "predicted", "measured - predicted"}, w);
   for (const auto& lr : ledger_rows(t, distributed))
-    row(out, {"  " + lr.name, format_bytes(lr.training), lr.predicted}, w);
-  if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-"}, w);
+    row(out,
+        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted),
+         remainder_cell(lr.training, lr.predicted)},
+        w);
+  if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", ""}, w);
   ledger_notes(out, t, false);
   out << '\n';
   const std::vector<size_t> w2 = {18, 24};
@@ -301,7 +315,7 @@ void ConsoleReporter::report(const CompareReport& r) {
     const bool has = it != inference.end();
     const bool comparable = has && lr.name != "other";
     row(out,
-        {"  " + lr.name, format_bytes(lr.training), lr.predicted, has ? format_bytes(it->second) : "-",
+        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted), has ? format_bytes(it->second) : "-",
          comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second)) : ""},
         w);
   }

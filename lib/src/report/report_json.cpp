@@ -20,6 +20,22 @@
 namespace tvie {
 namespace {
 
+// Every predicted category (-1: not predicted), and the saved activations by layer type.
+nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
+  nlohmann::json by_layer = nlohmann::json::array();
+  for (const auto& [layer, bytes] : p.activations_by_layer) by_layer.push_back({{"layer", layer}, {"bytes", bytes}});
+  return {{"parameters", p.parameters},
+          {"gradients", p.gradients},
+          {"optimizer_state", p.optimizer_state},
+          {"activations", p.activations},
+          {"weight_copies", p.weight_copies},
+          {"loss_scaler", p.loss_scaler},
+          {"comm_buffers", p.comm_buffers},
+          {"batch", p.batch},
+          {"peak", p.peak},
+          {"activations_by_layer", by_layer}};
+}
+
 using nlohmann::json;
 
 json summary_json(const Summary& s) {
@@ -94,10 +110,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"peak", t.memory.peak},
               {"peak_reserved", t.memory.peak_reserved},
               {"batch", t.memory.batch}}},
-            {"memory_predicted",
-             {{"parameters", t.predicted.parameters},
-              {"gradients", t.predicted.gradients},
-              {"optimizer_state", t.predicted.optimizer_state}}},
+            {"memory_predicted", predicted_json(t.predicted)},
             {"data_pool_bytes", t.data_pool_bytes},
             {"checkpointed_blocks", t.checkpointed_blocks},
             {"timer", t.timer},

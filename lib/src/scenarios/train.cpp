@@ -284,16 +284,6 @@ std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& lo
   return curve;
 }
 
-PredictedTrainingMemory predict_memory(const ModelFacts& facts, const TrainSettings& settings) {
-  // Weights in the training dtype: fp32 (amp keeps fp32 masters) or bf16 (pure bf16 training).
-  const int64_t weight_bytes = facts.parameter_count * (settings.precision == TrainPrecision::bf16 ? 2 : 4);
-  PredictedTrainingMemory p;
-  p.parameters = weight_bytes + facts.buffer_bytes;
-  p.gradients = weight_bytes;  // one gradient per weight, in the weights' dtype
-  p.optimizer_state = weight_bytes * optimizer_state_multiplier(settings.optimizer);
-  return p;
-}
-
 Throughput throughput(const ModelFacts& facts, int64_t batch_size, double mean_step_ms) {
   Throughput t;
   const double seconds = mean_step_ms / 1e3;
@@ -312,6 +302,8 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
                                 std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
   auto probe = make_memory_probe(device);
   TrainingResult r;
+  r.predicted = predict_training_memory(workload, settings, static_cast<bool>(hooks.make_gradient_hook));
+  log::info("memory plan (predicted before the run): " + describe(r.predicted));
   std::vector<torch::Tensor> losses;  // one per step, read after the loop
   bool with_hook = false;
   try {
@@ -388,7 +380,6 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
   r.step = summarize(r.step_ms);
 
   const ModelFacts facts = workload.facts();
-  r.predicted = training::predict_memory(facts, settings);
   const auto t = training::throughput(facts, settings.batch_size, r.step.mean);
   r.samples_per_s = t.samples_per_s;
   r.tokens_per_s = t.tokens_per_s;

@@ -1,0 +1,94 @@
+// Memory prediction: the whole ledger from the architecture and the settings, before anything runs.
+//
+// The activations come from a symbolic forward (a "trace") that each zoo model writes beside its module
+// code: the same operators in the same order, on shapes instead of tensors, each operator recording the
+// tensors LibTorch's autograd saves for its backward (under the dtype the precision gives it) and the
+// bytes alive at each moment. The rules per operator are in lib/src/models/forward_trace.hpp; the
+// formulas they add up to are in docs/metrics.md ("Predicted memory").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tvie/settings.hpp>
+
+namespace tvie {
+
+class Workload;
+
+// What an activation estimate is asked for.
+struct ActivationQuery {
+  int64_t batch_size = 1;        // samples of one forward (training: a micro-batch)
+  bool training = true;          // grad mode on (tensors saved for backward) or inference (no grad)
+  int64_t weight_bytes = 4;      // bytes per weight element: 4 (fp32; amp keeps fp32 weights) or 2 (bf16/fp16)
+  bool autocast = false;         // amp: matmuls and convolutions run in 2-byte floats, other ops in their inputs'
+  int64_t checkpoint_every = 0;  // activation checkpointing of every k-th block (0: none)
+};
+
+// A model's own activation accounting, from its trace (known == false: the workload has none).
+struct ActivationEstimate {
+  bool known = false;
+  // Training: bytes of the tensors autograd saves for backward (counted once when several ops save one);
+  // what the ledger's `activations` measures (forward with grad minus the same forward without).
+  int64_t saved_bytes = 0;
+  // Peak bytes alive during the forward above its start, the output included (inference: the working set;
+  // training: saved tensors plus the transients of the moment).
+  int64_t forward_peak_bytes = 0;
+  // Peak bytes alive during backward above the parameters, optimizer state and batch: saved tensors not yet
+  // released + gradients accumulated so far + the op's incoming and outgoing gradients (+ a checkpointed
+  // block's recomputed tensors). 0 for inference.
+  int64_t backward_peak_bytes = 0;
+  // The same with every parameter's gradient alive from the start (the later micro-batches of gradient
+  // accumulation, whose gradients add into those of the first).
+  int64_t backward_peak_accumulating_bytes = 0;
+  // The largest parameter's bytes: the optimizer's step makes temporaries of its size.
+  int64_t largest_parameter_bytes = 0;
+  // amp: low-precision weight copies autocast's cast cache keeps (convolution weights, biases of 2-D linears).
+  int64_t cast_cache_bytes = 0;
+  // Buffers the trace met: BatchNorm's running mean and variance (in the weights' dtype) and its int64 counter.
+  int64_t buffer_bytes = 0;
+  // Saved bytes by layer type ("linear", "layer_norm", "attention", ...), in first-seen order.
+  std::vector<std::pair<std::string, int64_t>> by_layer;
+};
+
+// The training ledger, predicted (fields as in TrainingMemory; -1: not predicted, e.g. a workload without
+// a trace has no activation figure).
+struct PredictedTrainingMemory {
+  int64_t parameters = 0;       // parameter_count * b + buffer bytes (b = 4, or 2 for pure bf16)
+  int64_t gradients = 0;        // parameter_count * b
+  int64_t optimizer_state = 0;  // parameter_count * b * optimizer_state_multiplier
+  int64_t activations = -1;     // the trace's saved bytes at the micro-batch size
+  int64_t weight_copies = -1;   // amp: the cast cache's copies (trace)
+  int64_t loss_scaler = 0;      // amp-fp16: scale, growth tracker, found_inf (3 x 4 bytes)
+  int64_t comm_buffers = 0;     // data parallelism: one flat copy of the gradients (the buckets)
+  int64_t batch = 0;            // bytes of one step's input batch
+  int64_t peak = -1;            // static (parameters, optimizer state, copies, scaler, buckets, batch)
+                                // + max(forward peak, backward peak) of the trace
+  std::vector<std::pair<std::string, int64_t>> activations_by_layer;
+};
+
+// The inference ledger, predicted (fields as in InferenceMemory).
+struct PredictedInferenceMemory {
+  int64_t parameters = -1;   // fp32/fp16/bf16: parameter_count * bytes + buffers; int8/fp8: -1 (not predicted)
+  int64_t activations = -1;  // the trace's forward working set (output included)
+  int64_t batch = 0;
+  int64_t peak = -1;  // parameters + activations + batch
+};
+
+// Pure functions of the workload's analytic facts and trace (nothing runs on a device; the batch's bytes
+// come from one CPU batch of the asked size). `data_parallel`: the ranks keep flat gradient buckets.
+PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
+                                                bool data_parallel = false);
+PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings);
+
+// One line for the log before a run: "parameters 463.0 KiB, gradients ..., peak 4.25 MiB" (llm.c prints its
+// memory plan the same way); categories not predicted are left out.
+std::string describe(const PredictedTrainingMemory& predicted);
+
+// The query a training or inference setting asks of a workload's trace.
+ActivationQuery activation_query(const TrainSettings& settings);
+ActivationQuery activation_query(const InferSettings& settings);
+
+}  // namespace tvie

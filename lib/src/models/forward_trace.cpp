@@ -1,0 +1,324 @@
+// The symbolic forward: see forward_trace.hpp for the rules and their source.
+#include "models/forward_trace.hpp"
+
+#include <algorithm>
+
+namespace tvie::trace {
+
+struct Counters {
+  int64_t live = 0;
+  int64_t peak = 0;
+};
+
+Storage::Storage(int64_t bytes_, std::shared_ptr<Counters> counters_) : bytes(bytes_), counters(std::move(counters_)) {
+  if (counters) {
+    counters->live += bytes;
+    counters->peak = std::max(counters->peak, counters->live);
+  }
+}
+
+Storage::~Storage() {
+  if (counters) counters->live -= bytes;
+}
+
+namespace {
+// tvie::checkpoint keeps the CPU generator's state (at::CPUGeneratorImpl::get_state: a byte tensor of
+// sizeof(CPUGeneratorImplState), the mt19937 state and the cached normal samples).
+constexpr int64_t kCpuRngStateBytes = 5056;
+}  // namespace
+
+ForwardTrace::ForwardTrace(const ActivationQuery& query) : query_(query), counters_(std::make_shared<Counters>()) {}
+
+ForwardTrace::~ForwardTrace() = default;
+
+Sym ForwardTrace::input(int64_t elements, int64_t element_bytes) {
+  // Alive before the forward (the batch): neither counted as alive nor as saved.
+  return {std::make_shared<Storage>(0, nullptr), elements, element_bytes, false};
+}
+
+Sym ForwardTrace::make(int64_t elements, int64_t element_bytes, bool requires_grad) {
+  // While a checkpointed segment is traced again (its recomputation), nothing counts as alive in the forward.
+  auto counters = recording_recompute_ >= 0 ? nullptr : counters_;
+  return {std::make_shared<Storage>(elements * element_bytes, counters), elements, element_bytes,
+          requires_grad && training()};
+}
+
+void ForwardTrace::save(const Sym& t, const char* layer) {
+  if (!training()) return;
+  if (recording_recompute_ >= 0) {
+    // The segment's input is the checkpoint's saved tensor: recomputation reads it, it adds no bytes.
+    if (std::find(saved_.begin(), saved_.end(), t.storage) == saved_.end() &&
+        std::find(recompute_saved_.begin(), recompute_saved_.end(), t.storage) == recompute_saved_.end()) {
+      recompute_saved_.push_back(t.storage);
+      recording_recompute_ += t.storage->bytes;
+      current_.released += t.storage->bytes;
+    }
+    return;
+  }
+  if (std::find(saved_.begin(), saved_.end(), t.storage) != saved_.end()) return;  // saved by an earlier op
+  saved_.push_back(t.storage);
+  current_.released += t.storage->bytes;
+  auto it = std::find_if(by_layer_.begin(), by_layer_.end(), [&](const auto& p) { return p.first == layer; });
+  if (it == by_layer_.end())
+    by_layer_.emplace_back(layer, t.storage->bytes);
+  else
+    it->second += t.storage->bytes;
+}
+
+void ForwardTrace::parameter_gradients(int64_t elements) {
+  largest_parameter_bytes_ = std::max(largest_parameter_bytes_, elements * weight_bytes());
+  if (training()) current_.parameter_grads += elements * weight_bytes();
+}
+
+void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes) {
+  if (training()) {
+    current_.transient = grad_in_bytes + grad_out_bytes + held_;
+    (recording_recompute_ >= 0 ? recompute_ops_ : ops_).push_back(current_);
+  }
+  current_ = {};
+}
+
+Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool new_weight_grad) {
+  const int64_t rows = x.elements / in;
+  // autocast: the input in the 2-byte dtype (a copy unless it already is).
+  const Sym xin = query_.autocast && x.element_bytes != 2 ? make(x.elements, 2, x.requires_grad) : x;
+  save(xin, layer);  // for the weight's gradient: dW = dy^T x
+  if (x.requires_grad && query_.autocast)
+    save(make(in * out, 2, false), "linear weight casts (amp)");  // W^T cast for dx = dy W: not cached (a view)
+  if (query_.autocast && bias && x.dims == 2 && training())
+    cast_cache_bytes_ += out * 2;  // addmm's bias cast: a leaf, cached
+  Sym y = make(rows * out, compute_bytes(), true);
+  y.dims = x.dims;
+  if (new_weight_grad) parameter_gradients(in * out);
+  if (bias) parameter_gradients(out);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int64_t out_hw, const char* layer) {
+  const Sym xin = query_.autocast && x.element_bytes != 2 ? make(x.elements, 2, x.requires_grad) : x;
+  save(xin, layer);  // the weight (or its cached cast) is saved too: not new bytes
+  if (query_.autocast && training()) cast_cache_bytes_ += cin * cout * k * k * 2;
+  Sym y = make(batch() * cout * out_hw * out_hw, compute_bytes(), true);
+  parameter_gradients(cin * cout * k * k);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::batch_norm(const Sym& x, int64_t channels) {
+  if (recording_recompute_ < 0) buffer_bytes_ += 2 * channels * weight_bytes() + 8;
+  save(x, "batch_norm");
+  if (training()) {  // the batch's mean and inverse standard deviation per channel (bf16 when all is bf16)
+    const int64_t stat_bytes = x.element_bytes == 2 && weight_bytes() == 2 ? 2 : 4;
+    save(make(channels, stat_bytes, false), "batch_norm");
+    save(make(channels, stat_bytes, false), "batch_norm");
+  }
+  Sym y = make(x.elements, x.element_bytes, true);
+  parameter_gradients(2 * channels);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::layer_norm(const Sym& x, int64_t h) {
+  const int64_t rows = x.elements / h;
+  const int64_t stat_bytes = x.element_bytes == 2 && weight_bytes() == 2 ? 2 : 4;
+  const Sym mean = make(rows, stat_bytes, false), rstd = make(rows, stat_bytes, false);
+  Sym y = make(x.elements, x.element_bytes, true);
+  save(x, "layer_norm");
+  save(mean, "layer_norm");
+  save(rstd, "layer_norm");
+  parameter_gradients(2 * h);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::rms_norm(const Sym& x, int64_t h) {
+  // x32 = x.to(fp32); r = rsqrt(mean(x32^2) + eps); normed = x32 * r; out = normed.to(x's dtype) * weight
+  const int64_t rows = x.elements / h;
+  const Sym x32 = x.element_bytes == 4 ? x : make(x.elements, 4, x.requires_grad);
+  Sym r;
+  {
+    const Sym squared = make(x.elements, 4, true);  // pow(2): saves x32
+    save(x32, "rms_norm");
+    const Sym mean = make(rows, 4, true);
+    const Sym shifted = make(rows, 4, true);
+    r = make(rows, 4, true);  // rsqrt: saves its result
+  }
+  save(r, "rms_norm");
+  const Sym normed = make(x.elements, 4, true);  // x32 * r: saves both
+  const Sym cast = x.element_bytes == 4 ? normed : make(x.elements, x.element_bytes, true);
+  save(cast, "rms_norm");  // * weight: saves the factor the weight's gradient needs
+  Sym y = make(x.elements, std::max(x.element_bytes, weight_bytes()), true);
+  parameter_gradients(h);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::gelu(const Sym& x) {
+  save(x, "gelu");
+  Sym y = make(x.elements, x.element_bytes, x.requires_grad);
+  y.dims = x.dims;
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::silu(const Sym& x) {
+  save(x, "silu");
+  Sym y = make(x.elements, x.element_bytes, x.requires_grad);
+  y.dims = x.dims;
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::relu(const Sym& x) {
+  Sym y = make(x.elements, x.element_bytes, x.requires_grad);
+  y.dims = x.dims;
+  save(y, "relu");  // relu saves its output
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::mul(const Sym& a, const Sym& b) {
+  if (b.requires_grad) save(a, "mul");
+  if (a.requires_grad) save(b, "mul");
+  Sym y = make(std::max(a.elements, b.elements), std::max(a.element_bytes, b.element_bytes),
+               a.requires_grad || b.requires_grad);
+  y.dims = a.dims;
+  end_op(a.bytes() + b.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::add(const Sym& a, const Sym& b) {
+  Sym y = make(a.elements, std::max(a.element_bytes, b.element_bytes), a.requires_grad || b.requires_grad);
+  y.dims = a.dims;
+  return y;  // saves nothing: no backward op worth recording
+}
+
+Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad) {
+  save(indices, "embedding");
+  Sym y = make(indices.elements * h, weight_bytes(), true);
+  y.dims = indices.dims + 1;
+  if (new_weight_grad) parameter_gradients(vocab * h);  // a dense [V, h] gradient
+  end_op(0, y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S) {
+  auto cast = [&](const Sym& t) { return query_.autocast && t.element_bytes != 2 ? make(t.elements, 2, true) : t; };
+  const Sym q2 = cast(q), k2 = cast(k), v2 = cast(v);
+  Sym y = make(q.elements, q2.element_bytes, true);  // [B, a, S, d] in [B, S, a, d] memory order
+  const Sym logsumexp = make(B * a * S, 4, false);   // [B, a, S] fp32
+  save(q2, "attention");
+  save(k2, "attention");
+  save(v2, "attention");
+  save(y, "attention");
+  save(logsumexp, "attention");
+  end_op(q.bytes() + k.bytes() + v.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::rotary(const Sym& x, int64_t S, int64_t d) {
+  const Sym cos = make(S * d, x.element_bytes, false), sin = make(S * d, x.element_bytes, false);  // [S, d]
+  Sym rotated;
+  {
+    const Sym negated = make(x.elements / 2, x.element_bytes, x.requires_grad);  // -x[..., d/2:]
+    rotated = make(x.elements, x.element_bytes, x.requires_grad);                // cat(-x2, x1)
+  }
+  const Sym with_cos = make(x.elements, x.element_bytes, x.requires_grad);  // x * cos: saves cos
+  save(cos, "rotary");
+  const Sym with_sin = make(x.elements, x.element_bytes, x.requires_grad);  // rotated * sin: saves sin
+  save(sin, "rotary");
+  Sym y = make(x.elements, x.element_bytes, x.requires_grad);
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::repeat(const Sym& x, int64_t times) {
+  return make(x.elements * times, x.element_bytes, x.requires_grad);  // expand + copy: saves nothing
+}
+
+Sym ForwardTrace::max_pool2d(const Sym& x, int64_t out_elements) {
+  Sym y = make(out_elements, x.element_bytes, x.requires_grad);
+  save(x, "max_pool");
+  if (training()) save(make(out_elements, 8, false), "max_pool");  // int64 argmax indices
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+Sym ForwardTrace::mean_pool(const Sym& x, int64_t out_elements) {
+  Sym y = make(out_elements, x.element_bytes, x.requires_grad);
+  y.dims = 2;
+  return y;
+}
+
+Sym ForwardTrace::index_tensor(int64_t elements) { return make(elements, 8, false); }
+
+Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes) {
+  const Sym l32 = logits.element_bytes == 4 ? logits : make(logits.elements, 4, logits.requires_grad);
+  const Sym log_probs = make(rows * classes, 4, true);
+  save(log_probs, "loss");          // log_softmax saves its output
+  save(make(1, 4, false), "loss");  // nll_loss: the total weight
+  Sym loss = make(1, 4, true);
+  // Backward starts here: the gradient of the log-probabilities and of the logits, fp32 (+ its cast back).
+  end_op(2 * rows * classes * 4 + (logits.element_bytes == 4 ? 0 : logits.bytes()), 0);
+  return loss;
+}
+
+Sym ForwardTrace::checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment) {
+  if (!training()) return segment(x);
+  save(x, "checkpoint");
+  save(make(kCpuRngStateBytes, 1, false), "checkpoint");
+  // What recomputing the segment in backward holds: the segment traced again with grad, and its own
+  // backward swept (its saved tensors released op by op, its gradients written).
+  const Op checkpoint_op = current_;
+  current_ = {};
+  recording_recompute_ = 0;
+  { const Sym ignored = segment(x); }
+  const Sweep inner = sweep(recompute_ops_, recording_recompute_);
+  recompute_ops_.clear();
+  recompute_saved_.clear();
+  recording_recompute_ = -1;
+  // The forward itself: without grad, so nothing inside is saved.
+  grad_enabled_ = false;
+  Sym y = segment(x);
+  grad_enabled_ = true;
+  current_ = checkpoint_op;
+  y.requires_grad = true;
+  current_.recompute = inner.peak;
+  current_.parameter_grads += inner.grads;
+  end_op(x.bytes(), y.bytes());
+  return y;
+}
+
+ForwardTrace::Sweep ForwardTrace::sweep(const std::vector<Op>& ops, int64_t saved_bytes) {
+  // Backward, op by op in reverse: during an op, what it and the earlier ops saved, the gradients written
+  // so far and its own, its incoming and outgoing gradients (and a checkpointed segment's recomputation).
+  Sweep out;
+  for (const auto& op : ops) out.grads += op.parameter_grads;
+  int64_t remaining = saved_bytes, grads = 0;
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const int64_t op_bytes = it->transient + it->recompute;
+    out.peak = std::max(out.peak, remaining + grads + it->parameter_grads + op_bytes);
+    out.peak_accumulating = std::max(out.peak_accumulating, remaining + out.grads + op_bytes);
+    remaining -= it->released;
+    grads += it->parameter_grads;
+  }
+  return out;
+}
+
+ActivationEstimate ForwardTrace::finish() {
+  ActivationEstimate e;
+  e.known = true;
+  for (const auto& s : saved_) e.saved_bytes += s->bytes;
+  e.forward_peak_bytes = counters_->peak;
+  e.cast_cache_bytes = cast_cache_bytes_;
+  e.buffer_bytes = buffer_bytes_;
+  e.by_layer = by_layer_;
+  const Sweep outer = sweep(ops_, e.saved_bytes);
+  e.backward_peak_bytes = outer.peak;
+  e.backward_peak_accumulating_bytes = outer.peak_accumulating;
+  e.largest_parameter_bytes = largest_parameter_bytes_;
+  return e;
+}
+
+}  // namespace tvie::trace

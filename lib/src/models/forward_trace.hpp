@@ -1,0 +1,165 @@
+// A symbolic forward: the zoo models' operators on shapes, recording what autograd saves for backward and
+// what is alive when. Each zoo model writes a trace function beside its module (same operators, same
+// order, same variable lifetimes), and estimate_activations() runs it.
+//
+// The rules below are those of LibTorch's CPU kernels as the C++ frontend calls them (checked against the
+// measured ledger for every zoo model, see tests/test_predict.cpp):
+//  - linear (tvie::nn::Linear -> torch::nn::functional::linear): 2-D input with bias -> addmm(b, x, W^T),
+//    else matmul(x, W^T) then `out += b` in place. Saves x (for dW) and, when x requires grad, W^T (for dx).
+//    Under autocast x is cast to the 2-byte dtype first (a new copy unless x already is), and so is W^T: a
+//    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
+//    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies).
+//  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached).
+//  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
+//  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32).
+//  - gelu, silu: save their input; relu: saves its output; mul: each factor saves the other.
+//  - scaled_dot_product_attention (CPU flash kernel): saves q, k, v, the output ([B, S, a, d] memory
+//    layout, so transpose(1, 2).contiguous() after it copies nothing) and the log-sum-exp [B, a, S] fp32.
+//  - embedding: saves the indices; max_pool2d: input and int64 indices; add, mean, cat, neg, views: nothing.
+//  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight.
+//  - checkpoint (tvie::checkpoint): saves the segment's input and the CPU generator's state (5056 bytes);
+//    the segment runs without grad, and is recomputed with grad in backward.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tvie/predict.hpp>
+
+namespace tvie::trace {
+
+struct Counters;
+
+// A tensor's storage: bytes, and whether something already saved it.
+struct Storage {
+  Storage(int64_t bytes_, std::shared_ptr<Counters> counters_);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  int64_t bytes;
+  std::shared_ptr<Counters> counters;
+};
+
+// A symbolic tensor: elements, element size, whether it requires grad; copies of a Sym are views (the
+// same storage).
+struct Sym {
+  std::shared_ptr<Storage> storage;
+  int64_t elements = 0;
+  int64_t element_bytes = 4;
+  bool requires_grad = false;
+  int64_t dims = 3;  // 2: a matrix [rows, features] (linear takes addmm's path)
+  int64_t bytes() const { return elements * element_bytes; }
+};
+
+// A view of `t` with `elements` elements (split, view, transpose, chunk): the same storage.
+inline Sym view(const Sym& t, int64_t elements) {
+  Sym v = t;
+  v.elements = elements;
+  return v;
+}
+
+class ForwardTrace {
+ public:
+  explicit ForwardTrace(const ActivationQuery& query);
+  ~ForwardTrace();
+  ForwardTrace(const ForwardTrace&) = delete;
+  ForwardTrace& operator=(const ForwardTrace&) = delete;
+
+  const ActivationQuery& query() const { return query_; }
+  int64_t batch() const { return query_.batch_size; }
+  bool training() const { return query_.training && grad_enabled_; }
+  // Element size of the weights, and of a matmul/convolution's output.
+  int64_t weight_bytes() const { return query_.weight_bytes; }
+  int64_t compute_bytes() const { return query_.autocast ? 2 : query_.weight_bytes; }
+
+  // The batch's input (already alive: not counted) and a new tensor (counted while a Sym refers to it).
+  Sym input(int64_t elements, int64_t element_bytes);
+  Sym make(int64_t elements, int64_t element_bytes, bool requires_grad);
+
+  // Operators (x: [rows, in] or [..., in], elements / in = rows).
+  // new_weight_grad = false: a weight used a second time (a tied head) accumulates into its gradient.
+  Sym linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer = "linear",
+             bool new_weight_grad = true);
+  Sym conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int64_t out_hw, const char* layer = "conv");
+  Sym batch_norm(const Sym& x, int64_t channels);
+  Sym layer_norm(const Sym& x, int64_t h);
+  Sym rms_norm(const Sym& x, int64_t h);  // the llama RmsNorm module's ops (fp32 statistic)
+  Sym gelu(const Sym& x);
+  Sym silu(const Sym& x);
+  Sym relu(const Sym& x);
+  Sym mul(const Sym& a, const Sym& b);
+  Sym add(const Sym& a, const Sym& b);  // a and b of a's shape (or broadcast into it)
+  Sym embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad = true);
+  // [B, S, a, d] attention from q, k, v views or tensors of [B, a, S, d].
+  Sym attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S);
+  Sym rotary(const Sym& x, int64_t S, int64_t d);      // x * cos + rotate_half(x) * sin
+  Sym repeat(const Sym& x, int64_t times);             // repeat_interleave: a new tensor
+  Sym max_pool2d(const Sym& x, int64_t out_elements);  // saves input and int64 indices
+  Sym mean_pool(const Sym& x, int64_t out_elements);   // global average pool
+  Sym index_tensor(int64_t elements);                  // arange / zeros_like index tensors (int64)
+  // The loss of the zoo models: cross-entropy of logits [rows, classes] cast to fp32.
+  Sym cross_entropy(const Sym& logits, int64_t rows, int64_t classes);
+  // tvie::checkpoint around a segment: saves its input and the RNG state, runs it without grad; the bytes
+  // the segment saves when recomputed in backward are recorded.
+  Sym checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment);
+
+  // A residual connection y = x + branch(x): in backward, the gradient of the sum flows to x unchanged and is
+  // held until the skip path uses it, while the branch's ops run their backward. Trace the branch inside a
+  // Hold of the sum's bytes (in its dtype).
+  class Hold {
+   public:
+    Hold(ForwardTrace& trace, int64_t bytes) : trace_(trace), bytes_(bytes) { trace_.held_ += bytes_; }
+    ~Hold() { trace_.held_ -= bytes_; }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    ForwardTrace& trace_;
+    int64_t bytes_;
+  };
+
+  // Backward bookkeeping (training): parameters' gradient bytes written by the op just traced.
+  void parameter_gradients(int64_t elements);
+
+  ActivationEstimate finish();
+
+ private:
+  void save(const Sym& t, const char* layer);
+  void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes);
+
+  // One op of the forward, for the reverse sweep that estimates the backward peak.
+  struct Op {
+    int64_t released = 0;         // saved bytes first saved by this op: released once its backward ran
+    int64_t parameter_grads = 0;  // gradient bytes its backward writes
+    int64_t transient = 0;        // its incoming and outgoing gradients
+    int64_t recompute = 0;        // checkpoint: what recomputing the segment holds
+  };
+
+  ActivationQuery query_;
+  std::shared_ptr<Counters> counters_;
+  std::vector<std::shared_ptr<Storage>> saved_;  // kept alive until the trace ends, as the graph keeps them
+  std::vector<std::pair<std::string, int64_t>> by_layer_;
+  std::vector<Op> ops_;
+  Op current_;
+  bool grad_enabled_ = true;
+  int64_t cast_cache_bytes_ = 0;
+  int64_t buffer_bytes_ = 0;
+  int64_t held_ = 0;  // residual gradients held while the current ops' backward runs (Hold)
+  int64_t largest_parameter_bytes_ = 0;
+  // While a checkpointed segment is traced again with grad (its recomputation in backward): the bytes it
+  // saves (>= 0; -1 otherwise), what it saved, and its ops.
+  int64_t recording_recompute_ = -1;
+  std::vector<std::shared_ptr<Storage>> recompute_saved_;
+  std::vector<Op> recompute_ops_;
+
+  struct Sweep {
+    int64_t peak = 0, peak_accumulating = 0, grads = 0;
+  };
+  static Sweep sweep(const std::vector<Op>& ops, int64_t saved_bytes);
+};
+
+}  // namespace tvie::trace

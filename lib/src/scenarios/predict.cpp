@@ -1,0 +1,117 @@
+// The whole ledger predicted from the architecture and the settings (tvie/predict.hpp).
+#include <tvie/predict.hpp>
+
+#include <algorithm>
+
+#include <tvie/workload.hpp>
+
+#include "core/text.hpp"
+#include <tvie/log.hpp>
+
+namespace tvie {
+
+ActivationQuery activation_query(const TrainSettings& settings) {
+  ActivationQuery q;
+  q.batch_size = settings.batch_size / std::max<int64_t>(1, settings.accumulate);  // one micro-batch
+  q.training = true;
+  q.weight_bytes = settings.precision == TrainPrecision::bf16 ? 2 : 4;  // amp keeps fp32 master weights
+  q.autocast = settings.precision == TrainPrecision::amp_bf16 || settings.precision == TrainPrecision::amp_fp16;
+  q.checkpoint_every = settings.checkpoint_every;
+  return q;
+}
+
+ActivationQuery activation_query(const InferSettings& settings) {
+  ActivationQuery q;
+  q.batch_size = settings.batch_size;
+  q.training = false;
+  // fp16/bf16 convert the whole copy; fp8 keeps the layers other than Linear in bf16; int8 keeps them fp32.
+  q.weight_bytes = settings.dtype == InferenceDtype::fp16 || settings.dtype == InferenceDtype::bf16 ||
+                           settings.dtype == InferenceDtype::fp8
+                       ? 2
+                       : 4;
+  return q;
+}
+
+namespace {
+
+// Bytes of a batch of `batch_size` samples as the run holds it (floating inputs in the weights' dtype).
+int64_t batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t seed, int64_t input_float_bytes) {
+  const Batch b = workload.make_batch(batch_size, c10::Device(c10::kCPU), seed);
+  int64_t input = static_cast<int64_t>(b.input.nbytes());
+  if (b.input.is_floating_point()) input = b.input.numel() * input_float_bytes;
+  return input + (b.target.defined() ? static_cast<int64_t>(b.target.nbytes()) : 0);
+}
+
+}  // namespace
+
+PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
+                                                bool data_parallel) {
+  const ModelFacts facts = workload.facts();
+  const ActivationQuery query = activation_query(settings);
+  const ActivationEstimate a = workload.estimate_activations(query);
+  const int64_t weights = facts.parameter_count * query.weight_bytes;  // fp32, or bf16 for pure bf16
+  PredictedTrainingMemory p;
+  // Why training holds each (the ledger's categories, tvie/memory.hpp):
+  p.parameters = weights + (a.known ? a.buffer_bytes : facts.buffer_bytes);  // both modes need the weights
+  p.gradients = weights;  // backward writes one per weight; the optimizer reads them
+  p.optimizer_state = weights * optimizer_state_multiplier(settings.optimizer);  // moments kept across steps
+  p.loss_scaler = settings.precision == TrainPrecision::amp_fp16 ? 3 * 4 : 0;    // scale, growth tracker, found_inf
+  p.comm_buffers = data_parallel ? p.gradients : 0;  // the flat buckets: one copy of the gradients
+  p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
+  if (!a.known) return p;
+  p.activations = a.saved_bytes;  // what backward needs of each layer's forward
+  p.weight_copies = a.cast_cache_bytes;
+  p.activations_by_layer = a.by_layer;
+  // The peak: what is always there, plus the highest of (a) the forward, (b) the backward and (c) the
+  // optimizer's step. With accumulation, the micro-batches after the first run with every gradient alive.
+  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers + p.batch;
+  const int64_t amp_copies = p.weight_copies;  // kept from the forward until the autocast region ends
+  int64_t during_steps = std::max(a.forward_peak_bytes, a.backward_peak_bytes);
+  if (settings.accumulate > 1)
+    during_steps = std::max({during_steps, p.gradients + a.forward_peak_bytes, a.backward_peak_accumulating_bytes});
+  // The optimizer (LibTorch's, one parameter at a time): the gradients, plus for Adam/AdamW two temporaries
+  // of the largest parameter's size (the denominator: sqrt of the second moment, then its scaled copy); SGD
+  // updates in place.
+  const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
+  const int64_t step = p.gradients + (adam ? 2 * a.largest_parameter_bytes : 0);
+  p.peak = always + std::max(amp_copies + during_steps, step);
+  log::debug(cat("predicted peak = ", always, " always there + max(", amp_copies, " amp copies + max(forward ",
+                 a.forward_peak_bytes, ", backward ", a.backward_peak_bytes, "), optimizer step ", step, ")"));
+  return p;
+}
+
+std::string describe(const PredictedTrainingMemory& p) {
+  std::string out;
+  auto add = [&](const char* name, int64_t bytes) {
+    if (bytes > 0) out += (out.empty() ? "" : ", ") + std::string(name) + " " + detail::bytes_text(bytes);
+  };
+  add("parameters", p.parameters);
+  add("gradients", p.gradients);
+  add("optimizer state", p.optimizer_state);
+  add("activations", p.activations);
+  add("amp weight copies", p.weight_copies);
+  add("loss scaler", p.loss_scaler);
+  add("gradient buckets", p.comm_buffers);
+  add("batch", p.batch);
+  add("peak", p.peak);
+  if (p.activations < 0) out += " (activations and peak not predicted: the workload has no trace)";
+  return out;
+}
+
+PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings) {
+  const ModelFacts facts = workload.facts();
+  const ActivationQuery query = activation_query(settings);
+  const ActivationEstimate a = workload.estimate_activations(query);
+  PredictedInferenceMemory p;
+  p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
+  const bool dense = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::fp16 ||
+                     settings.dtype == InferenceDtype::bf16;
+  if (dense)
+    p.parameters = facts.parameter_count * query.weight_bytes + (a.known ? a.buffer_bytes : facts.buffer_bytes);
+  if (!a.known) return p;
+  p.activations = a.forward_peak_bytes;  // one forward's working set, its output included
+  if (p.parameters >= 0) p.peak = p.parameters + p.activations + p.batch;
+  return p;
+}
+
+}  // namespace tvie

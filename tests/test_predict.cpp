@@ -1,0 +1,110 @@
+// The whole training ledger predicted (tvie/predict.hpp) against the measured one, on the CPU, for every zoo
+// model at its tiny preset x {fp32, amp-bf16, bf16} x {no checkpointing, blocks} x {sgd, adamw}.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "helpers.hpp"
+
+using namespace tvie;
+
+namespace {
+
+// The ledger steps only (Trainer::ledger_step): the measured categories and the peak of two steps.
+TrainingMemory measure_ledger(const Workload& w, const TrainSettings& s) {
+  const c10::Device cpu(c10::kCPU);
+  auto probe = make_memory_probe(cpu);
+  Trainer trainer(w, s, cpu, probe.get());
+  return trainer.ledger_step(*probe);
+}
+
+double relative(int64_t predicted, int64_t measured) {
+  return std::abs(static_cast<double>(predicted - measured)) / static_cast<double>(measured);
+}
+
+}  // namespace
+
+TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact; activations within 10%; peak",
+          "[predict]") {
+  for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    const bool blocks = w->block_count() > 0;
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::bf16}) {
+      for (int64_t checkpoint : {0, 1}) {
+        if (checkpoint > 0 && !blocks) continue;
+        for (auto optimizer : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+          TrainSettings s = test::small_train(optimizer);
+          s.batch_size = 8;
+          s.precision = precision;
+          s.checkpoint_every = checkpoint;
+          INFO(model << " " << to_string(precision) << " checkpoint " << checkpoint << " " << to_string(optimizer));
+          const auto p = predict_training_memory(*w, s);
+          const auto m = measure_ledger(*w, s);
+          CHECK(p.parameters == m.parameters);
+          CHECK(p.gradients == m.gradients);
+          CHECK(p.optimizer_state == m.optimizer_state);
+          CHECK(p.batch == m.batch);
+          CHECK(p.weight_copies == m.weight_copies);  // amp: the cast cache's copies; else 0
+          REQUIRE(p.activations > 0);
+          CHECK(relative(p.activations, m.activations) <= 0.10);
+          // The by-layer figures add up to the activations.
+          int64_t by_layer = 0;
+          for (const auto& [layer, bytes] : p.activations_by_layer) by_layer += bytes;
+          CHECK(by_layer == p.activations);
+          if (model == "cnn" || model == "resnet") {
+            // Known gap (README, docs/metrics.md): the convolution nets' backward holds buffers the trace does
+            // not model (oneDNN's convolution and batch-norm backward): their peak is off by up to a third at
+            // these sizes (cnn tiny in bf16: 30% under).
+            CHECK(relative(p.peak, m.peak) <= 0.35);
+          } else if (model == "mlp" && precision == TrainPrecision::bf16) {
+            // Known gap: pure-bf16 backward of the mlp holds ~25 KiB the trace does not model, 19% of its
+            // 131 KiB peak (weights and gradients of 51 KiB each dominate this tiny model).
+            CHECK(relative(p.peak, m.peak) <= 0.25);
+          } else {
+            CHECK(relative(p.peak, m.peak) <= 0.15);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("predicted activations follow the micro-batch under accumulation and shrink under checkpointing",
+          "[predict]") {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings s = test::small_train();
+  s.batch_size = 8;
+  const auto whole = predict_training_memory(*w, s);
+  s.accumulate = 2;
+  const auto halves = predict_training_memory(*w, s);
+  const auto measured = measure_ledger(*w, s);
+  CHECK(halves.activations == measured.activations);  // the micro-batch of 4 is what is live at once
+  CHECK(halves.activations < whole.activations);
+  CHECK(halves.gradients == whole.gradients);
+  CHECK(relative(halves.peak, measured.peak) <= 0.15);
+  s.accumulate = 1;
+  s.checkpoint_every = 1;
+  const auto checkpointed = predict_training_memory(*w, s);
+  CHECK(checkpointed.activations < whole.activations / 3);
+  // The layer types a reader looks for.
+  std::vector<std::string> layers;
+  for (const auto& [layer, bytes] : whole.activations_by_layer) layers.push_back(layer);
+  for (const std::string expected : {"layer_norm", "linear", "attention", "gelu", "loss", "embedding"})
+    CHECK(std::find(layers.begin(), layers.end(), expected) != layers.end());
+}
+
+TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace", "[predict]") {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  InferSettings s = test::small_infer();
+  for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
+    s.dtype = dtype;
+    INFO(to_string(dtype));
+    const auto p = predict_inference_memory(*w, s);
+    const auto r = measure_inference(*w, s, c10::Device(c10::kCPU));
+    CHECK(p.parameters == r.memory.parameters);
+    CHECK(p.activations > 0);
+    CHECK(p.peak == p.parameters + p.activations + p.batch);
+  }
+  s.dtype = InferenceDtype::int8;
+  CHECK(predict_inference_memory(*w, s).parameters == -1);  // packed int8 weights: not predicted
+}

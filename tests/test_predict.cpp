@@ -94,17 +94,28 @@ TEST_CASE("predicted activations follow the micro-batch under accumulation and s
 }
 
 TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace", "[predict]") {
-  const auto w = make_zoo_workload("gpt", "tiny");
+  const c10::Device cpu(c10::kCPU);
   InferSettings s = test::small_infer();
-  for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
-    s.dtype = dtype;
-    INFO(to_string(dtype));
-    const auto p = predict_inference_memory(*w, s);
-    const auto r = measure_inference(*w, s, c10::Device(c10::kCPU));
-    CHECK(p.parameters == r.memory.parameters);
-    CHECK(p.activations > 0);
-    CHECK(p.peak == p.parameters + p.activations + p.batch);
+  for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
+      s.dtype = dtype;
+      INFO(model << " " << to_string(dtype));
+      const auto p = predict_inference_memory(*w, s);
+      const auto r = measure_inference(*w, s, cpu);
+      CHECK(p.parameters == r.memory.parameters);
+      CHECK(p.batch == r.memory.batch);
+      CHECK(p.peak == p.parameters + p.activations + p.batch);
+      CHECK(r.predicted.peak == p.peak);  // what the report carries
+      // The working set in fp32, where LibTorch's CPU kernels allocate only their outputs; known gaps
+      // (docs/metrics.md): the convolution nets and bert, and every bf16 copy (oneDNN's bf16 kernels reorder into
+      // buffers of their own), are not checked.
+      if (dtype == InferenceDtype::fp32 && (model == "mlp" || model == "gpt" || model == "llama"))
+        CHECK(relative(p.activations, r.memory.activations) <= 0.10);
+      else
+        CHECK(p.activations > 0);
+    }
   }
   s.dtype = InferenceDtype::int8;
-  CHECK(predict_inference_memory(*w, s).parameters == -1);  // packed int8 weights: not predicted
+  CHECK(predict_inference_memory(*make_zoo_workload("gpt", "tiny"), s).parameters == -1);  // packs: not predicted
 }

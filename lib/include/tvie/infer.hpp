@@ -10,6 +10,7 @@
 #include <torch/nn/module.h>
 
 #include <tvie/memory.hpp>
+#include <tvie/predict.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/workload.hpp>
@@ -60,6 +61,7 @@ class InferenceSession {
 
 struct InferenceResult {
   InferenceMemory memory;
+  PredictedInferenceMemory predicted;  // predict_inference_memory, before the run
   std::string memory_counter;
   InferenceDtype dtype = InferenceDtype::fp32;
   std::vector<double> latency_ms;  // every timed batch

@@ -147,6 +147,8 @@ void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inferenc
   if (with_inference) out << "; inference activations: working set of one forward\n  (output included)";
   out << "; other: peak minus the categories above (transients, logits, the step's batch of "
       << format_bytes(t.memory.batch) << ").\n";
+  out << "  predicted: before the run, from the parameter count and the model's traced forward (docs/metrics.md,\n"
+      << "  \"Predicted memory\"); - where the workload has no trace.\n";
   if (is_amp(t.precision))
     out << "  weight_copies: low-precision copies of the weights in autocast's cast cache; parameters stay fp32.\n";
   if (t.checkpointed_blocks > 0)
@@ -303,24 +305,27 @@ void ConsoleReporter::report(const CompareReport& r) {
   if (r.inference_dtype_choice != "given") out << "\n           (" << r.inference_dtype_choice << ")";
   out << "\n\n";
 
-  const std::vector<size_t> w = {18, 14, 14, 18, 10};
-  row(out, {"memory", "training", "predicted", "inference " + to_string(i.dtype), "train/infer"}, w);
+  const std::vector<size_t> w = {18, 14, 14, 18, 14, 10};
+  row(out, {"memory", "training", "predicted", "inference " + to_string(i.dtype), "predicted", "train/infer"}, w);
   // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
-  const std::map<std::string, int64_t> inference = {{"parameters", i.memory.parameters + i.memory.packed_weights},
-                                                    {"activations", i.memory.activations},
-                                                    {"other", i.memory.other},
-                                                    {"peak", i.memory.peak}};
+  const std::map<std::string, std::pair<int64_t, int64_t>> inference = {
+      {"parameters", {i.memory.parameters + i.memory.packed_weights, i.predicted.parameters}},
+      {"activations", {i.memory.activations, i.predicted.activations}},
+      {"other", {i.memory.other, i.predicted.peak >= 0 ? i.predicted.batch : -1}},
+      {"peak", {i.memory.peak, i.predicted.peak}}};
   for (const auto& lr : ledger_rows(t, nullptr)) {
     const auto it = inference.find(lr.name);
     const bool has = it != inference.end();
     const bool comparable = has && lr.name != "other";
     row(out,
-        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted), has ? format_bytes(it->second) : "-",
-         comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second)) : ""},
+        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted),
+         has ? format_bytes(it->second.first) : "-", has ? predicted_cell(it->second.second) : "-",
+         comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second.first)) : ""},
         w);
   }
   if (t.memory.peak_reserved >= 0)
-    row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), ""},
+    row(out,
+        {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), "-", ""},
         w);
   ledger_notes(out, t, true);
   if (i.memory.packed_weights > 0)
@@ -382,10 +387,10 @@ void ConsoleReporter::report(const InferReport& r) {
         << " free for tensors (--cpu-memory-limit-mb)\n";
   out << '\n';
   const bool tokens = r.facts.tokens_per_sample > 0;
-  const std::vector<size_t> w = {7, 6, 11, 11, 12, 12, 11, 13, 11, 10, 10, 9};
+  const std::vector<size_t> w = {7, 6, 11, 11, 12, 12, 11, 13, 11, 12, 10, 10, 9};
   row(out,
       {"batch", "dtype", "p50 ms", "p99 ms", "samples/s", tokens ? "tokens/s" : "", "weights", "activations", "peak",
-       "max|err|", "mean|err|", "top-1"},
+       "peak pred.", "max|err|", "mean|err|", "top-1"},
       w);
   for (const auto& x : r.sweep.rows) {
     if (!x.fits) {
@@ -398,13 +403,16 @@ void ConsoleReporter::report(const InferReport& r) {
         {cat(x.batch_size), to_string(x.dtype), fmt("%.3f", i.latency.p50), fmt("%.3f", i.latency.p99),
          fmt("%.1f", i.samples_per_s), tokens ? fmt("%.0f", i.tokens_per_s) : "",
          format_bytes(i.memory.parameters + i.memory.packed_weights), format_bytes(i.memory.activations),
-         format_bytes(i.memory.peak), accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2)},
+         format_bytes(i.memory.peak), predicted_cell(i.predicted.peak), accuracy_cell(x, 0), accuracy_cell(x, 1),
+         accuracy_cell(x, 2)},
         w);
   }
   out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
       << "  weights: the inference copy, measured (int8 on CPU: fbgemm's packed weights, measured as glibc heap\n"
       << "  growth, plus the fp32 rest); activations: working set of one forward; peak: " << r.sweep.memory_counter
       << ".\n"
+      << "  peak pred.: predicted before the run (weights + the traced forward's working set + batch; docs/metrics.md\n"
+      << "  \"Predicted memory\"; - for int8/fp8, whose packed weights are not predicted).\n"
       << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
       << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
       << "  weights, the rest bf16.\n"

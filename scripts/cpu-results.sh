@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
-# Usage: scripts/cpu-results.sh [all|inference|dist]   (a group: only those results)
+# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch]   (a group: only those results)
 # Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
 # (docs/results/ and README.md aside, which it rewrites itself).
 set -euo pipefail
@@ -128,6 +128,12 @@ for fusion in ["none", "freeze", "optimize"]:
               f"{r['throughput']['samples_per_s']:.0f} | {(m['parameters'] + m['packed_weights']) / 1024:.1f} | "
               f"{m['activations'] / 1024:.1f} | {m['peak'] / 1024:.1f} |")
 PY
+fi
+
+if [ "$group" = all ] || [ "$group" = max-batch ]; then
+# The largest batch that fits training and inference on an emulated 64 MiB device (README's headline of the gap).
+run "cpu-max-batch-gpt-tiny" "$bin/tvie" compare --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 64 \
+    --optimizer adamw --device cpu --quiet --json "$out/cpu-max-batch-gpt-tiny.json"
 fi
 
 if [ "$group" = all ] || [ "$group" = dist ]; then

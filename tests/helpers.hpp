@@ -99,6 +99,14 @@ inline Run run_command(const std::string& command) {
 // build/bin/tvie with `args`, in a process of its own.
 inline Run run_cli(const std::string& args) { return run_command(std::string(TVIE_CLI_PATH) + " " + args); }
 
+// Whether the int8 packs can be checked: glibc's heap statistics are readable (not under AddressSanitizer).
+// When not, says so in the test output (WARN) and returns false: the check is skipped visibly, not passed.
+inline bool packs_measurable() {
+  if (tvie::heap_statistics_available()) return true;
+  WARN("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
+  return false;
+}
+
 inline TrainSettings small_train(OptimizerKind optimizer = OptimizerKind::adamw) {
   TrainSettings s;
   s.batch_size = 4;

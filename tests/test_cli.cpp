@@ -58,6 +58,14 @@ TEST_CASE("cli: batch and steps must be positive", "[cli]") {
   expect_usage_error("--batch 8 --accumulate 3", {"--accumulate", "'3'", "divisor"});
 }
 
+TEST_CASE("cli: --find-max-batch needs an emulated device on the CPU, and accumulation off", "[cli][max_batch]") {
+  expect_usage_error("--device cpu --find-max-batch", {"--cpu-memory-limit-mb", "'0'", "emulated device"});
+  expect_usage_error("--device cpu --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 0",
+                     {"--max-batch-up-to", "'0'", ">= start_batch"});
+  expect_usage_error("--device cpu --find-max-batch --cpu-memory-limit-mb 8 --batch 8 --accumulate 2",
+                     {"--accumulate", "'2'", "1 with --find-max-batch"});
+}
+
 TEST_CASE("cli: unknown dtype, optimizer or device", "[cli]") {
   expect_usage_error("--infer-dtype int4", {"--infer-dtype", "'int4'", "fp32, fp16, bf16"});
   expect_usage_error("--optimizer lion", {"--optimizer", "'lion'", "adamw"});
@@ -120,11 +128,9 @@ TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[c
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("int8 copy of the trained weights") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(json));
-  if (tvie::heap_statistics_available()) {  // the packs are measured through glibc's heap statistics
+  if (tvie::test::packs_measurable()) {  // the packs are measured through glibc's heap statistics
     CHECK(r.out.find("packed by fbgemm") != std::string::npos);
     CHECK(j["inference"]["memory"]["packed_weights"].get<int64_t>() > 0);
-  } else {
-    WARN("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
   }
   // int8 Linear weights: the training copy (fp32) holds about four times the inference weights.
   CHECK(j["gap"]["parameter_memory_ratio"].get<double>() > 3.0);
@@ -350,7 +356,10 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
        "serve --model mlp --qps 1000 --queries 20 --min-queries 10 --min-duration-ms 0 --device cpu --quiet --json "},
       {"decode",
        "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet --json "},
-      {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "}};
+      {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "},
+      {"max_batch",
+       "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
+       "--json "}};
   for (const auto& [kind, args] : runs) {
     const Run r = run_cli(args + json(kind));
     INFO("tvie " << args << "\n" << r.out);

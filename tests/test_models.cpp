@@ -167,10 +167,8 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   const int64_t dense = parameter_count(config) - linear_weights - linear_biases;
   INFO("int8 decode: " << q.parameter_bytes << " bytes of weights, " << q.packed_weight_bytes
                        << " of them outside torch's allocator");
-  if (heap_statistics_available())  // the packs are measured through glibc's heap statistics
+  if (test::packs_measurable())  // the packs are measured through glibc's heap statistics
     CHECK(q.parameter_bytes >= 4 * dense + linear_weights + 4 * linear_biases);
-  else
-    WARN("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
   // The same int8 copy measured by the inference path: the same tensor bytes, and packs outside torch's
   // allocator within 5% (glibc's heap growth depends on what the process freed before).
   InferSettings at = test::small_infer();

@@ -24,7 +24,7 @@ double relative(int64_t predicted, int64_t measured) {
 
 }  // namespace
 
-TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact; activations within 10%; peak",
+TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact, activations within 10%, peak",
           "[predict]") {
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
     const auto w = make_zoo_workload(model, "tiny");
@@ -118,4 +118,66 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
   }
   s.dtype = InferenceDtype::int8;
   CHECK(predict_inference_memory(*make_zoo_workload("gpt", "tiny"), s).parameters == -1);  // packs: not predicted
+}
+
+TEST_CASE("max-batch search: doubling then bisection over any probe", "[predict][max_batch][pure]") {
+  auto fits_up_to = [](int64_t limit) {
+    return [limit](int64_t b) { return MaxBatchProbe{b, b <= limit, b <= limit ? b * 100 : 0}; };
+  };
+  MaxBatchSettings s;
+  s.max_batch = 1024;
+  auto r = search_max_batch(s, fits_up_to(37));
+  CHECK(r.largest_fitting == 37);
+  CHECK(r.first_failing == 38);
+  std::vector<int64_t> order;
+  for (const auto& p : r.probes) order.push_back(p.batch);
+  CHECK(order == std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 48, 40, 36, 38, 37});
+  r = search_max_batch(s, fits_up_to(1 << 20));  // everything fits: stops at max_batch
+  CHECK(r.largest_fitting == 1024);
+  CHECK(r.first_failing == 0);
+  CHECK(r.probes.size() == 11);
+  r = search_max_batch(s, fits_up_to(0));  // not even the first
+  CHECK(r.largest_fitting == 0);
+  CHECK(r.first_failing == 1);
+  CHECK(r.probes.size() == 1);
+  s.start_batch = 3;
+  s.max_batch = 20;
+  r = search_max_batch(s, fits_up_to(13));
+  CHECK(r.largest_fitting == 13);
+  CHECK(r.first_failing == 14);
+}
+
+TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays usable, the prediction agrees",
+          "[predict][max_batch]") {
+  const c10::Device cpu(c10::kCPU);
+  const auto w = make_zoo_workload("gpt", "tiny");
+  MaxBatchSettings s;
+  REQUIRE_THROWS_AS(validate(s, cpu), InvalidArgument);  // the CPU needs an emulated limit
+  try {
+    validate(s, cpu);
+  } catch (const InvalidArgument& e) {
+    CHECK(e.field() == "max_batch.cpu_memory_limit_mb");
+  }
+  s.cpu_memory_limit_mb = 16;
+  validate(s, cpu);
+  const auto train = find_max_batch_training(*w, test::small_train(), s, cpu);
+  REQUIRE(train.largest_fitting > 0);
+  REQUIRE(train.first_failing == train.largest_fitting + 1);
+  CHECK(train.limit_bytes == 16 * 1024 * 1024);
+  REQUIRE(train.training.has_value());
+  CHECK(train.training->peak <= train.limit_bytes);
+  bool failed = false;
+  for (const auto& p : train.probes) failed = failed || !p.fits;
+  CHECK(failed);
+  // The predicted largest batch is within 15% of the measured one (the peak prediction's tolerance).
+  CHECK(std::abs(static_cast<double>(train.predicted_largest - train.largest_fitting)) <=
+        0.15 * static_cast<double>(train.largest_fitting));
+  const auto infer = find_max_batch_inference(*w, test::small_infer(), s, cpu);
+  CHECK(infer.largest_fitting > train.largest_fitting);  // inference fits a larger batch: the gap
+  REQUIRE(infer.inference.has_value());
+  CHECK(infer.inference->peak <= infer.limit_bytes);
+  // After the out-of-memory probes a normal run works and measures what a fresh one does.
+  const auto normal = measure_training(*w, test::small_train(), cpu);
+  CHECK(normal.memory.parameters == w->facts().parameter_count * 4);
+  CHECK(normal.memory.activations == predict_training_memory(*w, test::small_train()).activations);
 }

@@ -11,6 +11,7 @@ struct CompareOptions {
   ModelOptions model;
   TrainOptions train;
   OutputOptions output;
+  MaxBatchOptions max_batch;
   std::string infer_dtype = "auto";
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
@@ -40,6 +41,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                    "infer.steps");
   add_field_flag(cmd, "--infer-cuda-graph", o->infer_cuda_graph,
                  "Replay the inference forward from a CUDA graph (CUDA)", "infer.cuda_graph");
+  add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_output_options(cmd, o->output);
 
   return [o, cmd, argv]() {
@@ -61,6 +63,15 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.cuda_graph = o->infer_cuda_graph;
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
+    if (o->max_batch.find) {
+      MaxBatchSearchSettings search;
+      search.train = s.train;
+      search.infer = s.infer;
+      search.infer_dtype_auto = s.infer_dtype_auto;
+      search.search = o->max_batch.settings;
+      emit(run_max_batch(*workload, search, {o->model.device, argv}), o->output);
+      return 0;
+    }
     emit(run_compare(*workload, s, {o->model.device, argv}), o->output);
     return 0;
   };

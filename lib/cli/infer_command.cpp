@@ -15,6 +15,7 @@ struct InferOptions {
   std::string batches = "1,2,4,...,256";
   std::string dtypes = "fp32";
   InferSweepSettings settings;
+  MaxBatchOptions max_batch;
   std::string script_path, input_shape, fusion = "none";
   int64_t vocab = 0;
 };
@@ -72,6 +73,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "TorchScript: none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)",
                    "torchscript.fusion")
       ->capture_default_str();
+  add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/false);
   add_output_options(cmd, o->output);
 
   return [o, argv]() {
@@ -93,6 +95,18 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       workload = make_torchscript_workload(ts);
     }
     check_outputs(o->output);
+    if (o->max_batch.find) {
+      if (s.dtypes.size() != 1)
+        throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --find-max-batch");
+      MaxBatchSearchSettings search;
+      search.training = false;
+      search.infer.dtype = s.dtypes.front();
+      search.infer.seed = s.seed;
+      search.search = o->max_batch.settings;
+      search.search.cpu_memory_limit_mb = s.cpu_memory_limit_mb;  // --cpu-memory-limit-mb, shared with the sweep
+      emit(run_max_batch(*workload, search, {o->model.device, argv}), o->output);
+      return 0;
+    }
     emit(run_infer_sweep(*workload, s, {o->model.device, argv}), o->output);
     return 0;
   };

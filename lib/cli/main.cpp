@@ -1,5 +1,6 @@
 // build/bin/tvie: the command-line tool. Bad input: one line on stderr naming the option and the
 // accepted values, exit code 2, no output file.
+#include <functional>
 #include <iostream>
 
 #include <tvie/tvie.hpp>
@@ -24,25 +25,23 @@ int main(int argc, char** argv) {
       "mode and measures, side by side, what each costs."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tvie ") + TVIE_VERSION_STRING);
-  std::vector<std::pair<CLI::App*, tvie::cli::Runner>> commands;
-  commands.emplace_back(nullptr, tvie::cli::add_compare_command(app, args));
-  commands.back().first = app.get_subcommand("compare");
-  commands.emplace_back(nullptr, tvie::cli::add_train_command(app, args));
-  commands.back().first = app.get_subcommand("train");
-  commands.emplace_back(nullptr, tvie::cli::add_infer_command(app, args));
-  commands.back().first = app.get_subcommand("infer");
-  commands.emplace_back(nullptr, tvie::cli::add_serve_command(app, args));
-  commands.back().first = app.get_subcommand("serve");
-  commands.emplace_back(nullptr, tvie::cli::add_launch_command(app));
-  commands.back().first = app.get_subcommand("launch");
-  commands.emplace_back(nullptr, tvie::cli::add_allreduce_command(app, args));
-  commands.back().first = app.get_subcommand("allreduce");
-  commands.emplace_back(nullptr, tvie::cli::add_decode_command(app, args));
-  commands.back().first = app.get_subcommand("decode");
-  commands.emplace_back(nullptr, tvie::cli::add_list_command(app));
-  commands.back().first = app.get_subcommand("list");
-  commands.emplace_back(nullptr, tvie::cli::add_info_command(app));
-  commands.back().first = app.get_subcommand("info");
+  // Each subcommand registers itself and returns what runs it; the table keeps the order of `tvie --help`.
+  using namespace tvie::cli;
+  const std::vector<std::pair<std::string, std::function<Runner()>>> table = {
+      {"compare", [&] { return add_compare_command(app, args); }},
+      {"train", [&] { return add_train_command(app, args); }},
+      {"infer", [&] { return add_infer_command(app, args); }},
+      {"serve", [&] { return add_serve_command(app, args); }},
+      {"launch", [&] { return add_launch_command(app); }},
+      {"allreduce", [&] { return add_allreduce_command(app, args); }},
+      {"decode", [&] { return add_decode_command(app, args); }},
+      {"list", [&] { return add_list_command(app); }},
+      {"info", [&] { return add_info_command(app); }}};
+  std::vector<std::pair<CLI::App*, Runner>> commands;
+  for (const auto& [name, add] : table) {
+    Runner run = add();
+    commands.emplace_back(app.get_subcommand(name), std::move(run));
+  }
 
   try {
     app.parse(argc, argv);

@@ -186,4 +186,22 @@ std::vector<int64_t> parse_int_series(const std::string& text, const std::string
   return out;
 }
 
+void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit) {
+  add_field_flag(cmd, "--find-max-batch", o.find,
+                 "Instead of the run: search the largest batch that fits (doubling, then bisection; one "
+                 "instrumented step per probe), beside the predicted largest",
+                 "max_batch.find");
+  add_field_option(cmd, "--max-batch-up-to", o.settings.max_batch, "--find-max-batch: stop doubling here",
+                   "max_batch.max_batch")
+      ->capture_default_str();
+  if (with_cpu_limit)
+    add_field_option(cmd, "--cpu-memory-limit-mb", o.settings.cpu_memory_limit_mb,
+                     "CPU: emulate a device with this much free memory for tensors (--find-max-batch needs it on "
+                     "the CPU)",
+                     "max_batch.cpu_memory_limit_mb")
+        ->capture_default_str();
+  else
+    record_field(cmd, "max_batch.cpu_memory_limit_mb", "--cpu-memory-limit-mb");
+}
+
 }  // namespace tvie::cli

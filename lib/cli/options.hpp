@@ -12,6 +12,7 @@
 
 #include <tvie/dist.hpp>
 #include <tvie/log.hpp>
+#include <tvie/max_batch.hpp>
 #include <tvie/report.hpp>
 #include <tvie/settings.hpp>
 
@@ -77,6 +78,15 @@ struct DistOptions {
 };
 void add_dist_options(CLI::App* cmd, DistOptions& o, bool with_overlap);
 DistSettings dist_settings(const DistOptions& o);
+
+// --find-max-batch [--max-batch-up-to N] [--cpu-memory-limit-mb MB] (train, infer, compare): the search for
+// the largest batch that fits instead of the command's run. `with_cpu_limit`: register --cpu-memory-limit-mb
+// (infer has its own, shared with its sweep: `cpu_limit_field` names the field it sets there).
+struct MaxBatchOptions {
+  bool find = false;
+  MaxBatchSettings settings;
+};
+void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit);
 
 // --- the rest -----------------------------------------------------------------------------------------
 

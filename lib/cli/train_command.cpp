@@ -12,6 +12,7 @@ struct TrainCommandOptions {
   ModelOptions model;
   TrainOptions train;
   DistOptions dist;
+  MaxBatchOptions max_batch;
   OutputOptions output;
 };
 
@@ -25,6 +26,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_model_options(cmd, o->model, "Size preset: tiny, small, and per model large / resnet18-cifar / gpt2-small");
   add_train_options(cmd, o->train);
   add_dist_options(cmd, o->dist, /*with_overlap=*/true);
+  add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_output_options(cmd, o->output);
   return [o, cmd, argv]() {
     apply_log_level(o->output);
@@ -32,6 +34,16 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     const auto workload = zoo_workload(o->model);
     const RunOptions run{o->model.device, argv};
     const bool distributed = dist_env_from_environment().world_size > 1 || cmd->count("--backend") > 0;
+    if (o->max_batch.find) {
+      if (distributed) throw InvalidArgument("max_batch.find", "true", "a single process (not with data parallelism)");
+      MaxBatchSearchSettings search;
+      search.inference = false;
+      search.train = settings;
+      search.search = o->max_batch.settings;
+      check_outputs(o->output);
+      emit(run_max_batch(*workload, search, run), o->output);
+      return 0;
+    }
     if (!distributed) {
       check_outputs(o->output);
       emit(run_train(*workload, settings, run), o->output);

@@ -23,6 +23,7 @@
 #include <tvie/decode.hpp>
 #include <tvie/dist.hpp>
 #include <tvie/infer.hpp>
+#include <tvie/max_batch.hpp>
 #include <tvie/serve.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/train.hpp>
@@ -102,6 +103,25 @@ struct AllreduceReport {
   int64_t rank = 0;
 };
 
+// The largest batch that fits, for training, inference or both (compare --find-max-batch).
+struct MaxBatchSearchSettings {
+  bool training = true;
+  bool inference = true;
+  TrainSettings train;            // everything but the batch size (accumulate must be 1)
+  InferSettings infer;            // everything but the batch size
+  bool infer_dtype_auto = false;  // infer.dtype := what the device runs natively (as CompareSettings)
+  MaxBatchSettings search;
+};
+
+struct MaxBatchReport {
+  RunContext context;
+  std::string workload;
+  ModelFacts facts;
+  MaxBatchSearchSettings settings;
+  std::optional<MaxBatchResult> training;
+  std::optional<MaxBatchResult> inference;
+};
+
 // --- runners ---
 
 // Trains the workload, then runs batched inference on a converted copy of the trained weights, on the
@@ -126,6 +146,11 @@ InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& 
 // A serving load on a freshly initialised copy of the workload (or, with settings.max_qps_search, the search
 // for the highest QPS that meets the p99 bound).
 ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options = {});
+
+// Searches the largest batch that fits on the device for training and/or inference (tvie/max_batch.hpp): one
+// instrumented step per probe, the prediction's largest batch beside the measured one.
+MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSettings& settings,
+                             const RunOptions& options = {});
 
 // KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
 // decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).

@@ -22,6 +22,7 @@
 #include <tvie/infer.hpp>
 #include <tvie/layers.hpp>
 #include <tvie/log.hpp>
+#include <tvie/max_batch.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/models.hpp>
 #include <tvie/precision.hpp>

@@ -419,6 +419,45 @@ void ConsoleReporter::report(const InferReport& r) {
       << "  timer: " << r.sweep.timer << '\n';
 }
 
+void ConsoleReporter::report(const MaxBatchReport& r) {
+  auto& out = out_;
+  const auto& s = r.settings;
+  header(out, "max batch", r.workload, r.context, r.facts);
+  if (s.training)
+    out << "training: " << to_string(s.train.optimizer) << ", " << to_string(s.train.precision) << ", checkpoint "
+        << checkpoint_to_string(s.train.checkpoint_every) << "; two instrumented steps per probe\n";
+  if (s.inference) out << "inference: " << to_string(s.infer.dtype) << " copy; one ledger batch per probe\n";
+  const MaxBatchResult* any = r.training ? &*r.training : &*r.inference;
+  out << "memory: " << any->limit_source << ", " << format_bytes(any->limit_bytes) << "\n\n";
+  const std::vector<size_t> w = {12, 18, 16, 20, 22};
+  row(out, {"mode", "largest fitting", "first failing", "predicted largest", "peak at the largest"}, w);
+  auto line = [&](const MaxBatchResult& x) {
+    const int64_t peak = x.training ? x.training->peak : x.inference ? x.inference->peak : -1;
+    row(out,
+        {"  " + to_string(x.mode), x.largest_fitting > 0 ? cat(x.largest_fitting) : "none",
+         x.first_failing > 0 ? cat(x.first_failing) : cat("none up to ", s.search.max_batch),
+         x.predicted_largest >= 0 ? cat(x.predicted_largest) : "-", peak >= 0 ? format_bytes(peak) : "-"},
+        w);
+  };
+  if (r.training) line(*r.training);
+  if (r.inference) line(*r.inference);
+  for (const auto* x : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+    if (!x) continue;
+    out << "  " << to_string(x->mode) << " probes:";
+    for (const auto& p : x->probes) out << ' ' << p.batch << (p.fits ? " fits," : " no,");
+    out << '\n';
+  }
+  if (r.training && r.inference && r.training->largest_fitting > 0)
+    out << "\n  training fits batch " << r.training->largest_fitting << ", inference fits batch "
+        << r.inference->largest_fitting << " on this device ("
+        << ratio(static_cast<double>(r.inference->largest_fitting), static_cast<double>(r.training->largest_fitting))
+        << ")\n";
+  out << "\n  Each probe runs in a clean allocator state: on the CPU under the emulated limit (every live tensor\n"
+      << "  counts, the batch included), on CUDA against the caching allocator's own out-of-memory with its cache\n"
+      << "  emptied between probes. Doubling from " << s.search.start_batch << ", then bisection. predicted largest:\n"
+      << "  the largest batch whose predicted peak (docs/metrics.md, \"Predicted memory\") is within the limit.\n";
+}
+
 void ConsoleReporter::report(const DecodeReport& r) {
   const auto& s = r.settings;
   const auto& x = r.result;

@@ -20,6 +20,41 @@
 namespace tvie {
 namespace {
 
+nlohmann::json memory_json(const TrainingMemory& m) {
+  return {{"parameters", m.parameters},
+          {"gradients", m.gradients},
+          {"optimizer_state", m.optimizer_state},
+          {"weight_copies", m.weight_copies},
+          {"loss_scaler", m.loss_scaler},
+          {"comm_buffers", m.comm_buffers},
+          {"activations", m.activations},
+          {"other", m.other},
+          {"peak", m.peak},
+          {"peak_reserved", m.peak_reserved},
+          {"batch", m.batch}};
+}
+
+nlohmann::json memory_json(const InferenceMemory& m) {
+  return {{"parameters", m.parameters},
+          {"packed_weights", m.packed_weights},
+          {"activations", m.activations},
+          {"other", m.other},
+          {"peak", m.peak},
+          {"peak_reserved", m.peak_reserved},
+          {"batch", m.batch}};
+}
+
+nlohmann::json max_batch_json(const MaxBatchResult& r) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& p : r.probes) probes.push_back({{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak_bytes}});
+  nlohmann::json j = {{"largest_fitting", r.largest_fitting},     {"first_failing", r.first_failing},
+                      {"predicted_largest", r.predicted_largest}, {"limit_bytes", r.limit_bytes},
+                      {"limit_source", r.limit_source},           {"probes", probes}};
+  if (r.training) j["memory"] = memory_json(*r.training);
+  if (r.inference) j["memory"] = memory_json(*r.inference);
+  return j;
+}
+
 // Every predicted category (-1: not predicted), and the saved activations by layer type.
 nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
   nlohmann::json by_layer = nlohmann::json::array();
@@ -98,18 +133,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"data_batches", s.data_batches},
               {"seed", s.seed}}},
             {"memory_counter", t.memory_counter},
-            {"memory",
-             {{"parameters", t.memory.parameters},
-              {"gradients", t.memory.gradients},
-              {"optimizer_state", t.memory.optimizer_state},
-              {"weight_copies", t.memory.weight_copies},
-              {"loss_scaler", t.memory.loss_scaler},
-              {"comm_buffers", t.memory.comm_buffers},
-              {"activations", t.memory.activations},
-              {"other", t.memory.other},
-              {"peak", t.memory.peak},
-              {"peak_reserved", t.memory.peak_reserved},
-              {"batch", t.memory.batch}}},
+            {"memory", memory_json(t.memory)},
             {"memory_predicted", predicted_json(t.predicted)},
             {"data_pool_bytes", t.data_pool_bytes},
             {"checkpointed_blocks", t.checkpointed_blocks},
@@ -159,14 +183,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
 
 json inference_json(const InferenceResult& i) {
   return {{"memory_counter", i.memory_counter},
-          {"memory",
-           {{"parameters", i.memory.parameters},
-            {"packed_weights", i.memory.packed_weights},
-            {"activations", i.memory.activations},
-            {"other", i.memory.other},
-            {"peak", i.memory.peak},
-            {"peak_reserved", i.memory.peak_reserved},
-            {"batch", i.memory.batch}}},
+          {"memory", memory_json(i.memory)},
           {"memory_predicted",
            {{"parameters", i.predicted.parameters},
             {"activations", i.predicted.activations},
@@ -354,6 +371,7 @@ void JsonReporter::report(const ServeReport& report) { write_file_atomically(pat
 void JsonReporter::report(const InferReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
@@ -367,6 +385,35 @@ void CsvReporter::report(const ServeReport&) { no_csv("serve"); }
 void CsvReporter::report(const InferReport&) { no_csv("infer"); }
 void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
 void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+
+std::string to_json_string(const MaxBatchReport& r, int indent) {
+  const auto& s = r.settings;
+  json j = report_head(r.context, r.workload, r.facts);
+  json settings = {{"start_batch", s.search.start_batch},
+                   {"max_batch", s.search.max_batch},
+                   {"cpu_memory_limit_mb", s.search.cpu_memory_limit_mb}};
+  if (s.training) {
+    settings["train_precision"] = to_string(s.train.precision);
+    settings["optimizer"] = to_string(s.train.optimizer);
+    settings["checkpoint"] = checkpoint_to_string(s.train.checkpoint_every);
+  }
+  if (s.inference) settings["infer_dtype"] = to_string(s.infer.dtype);
+  j["max_batch"] = {{"settings", settings}};
+  if (r.training) j["max_batch"]["training"] = max_batch_json(*r.training);
+  if (r.inference) j["max_batch"]["inference"] = max_batch_json(*r.inference);
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const MaxBatchReport& r) {
+  std::string out = "mode,batch,fits,peak_bytes";
+  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+    if (!result) continue;
+    for (const auto& p : result->probes)
+      out += cat("\n", to_string(result->mode), ",", p.batch, ",", p.fits ? 1 : 0, ",", p.peak_bytes);
+  }
+  return out;
+}
 
 std::string to_json_string(const ServeReport& r, int indent) {
   const auto& s = r.settings;

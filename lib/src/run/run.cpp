@@ -129,10 +129,9 @@ TrainReport run_train(const Workload& workload, const TrainSettings& settings, c
 
 TrainReport run_train_data_parallel(const Workload& workload, const TrainSettings& settings, const DistSettings& dist,
                                     const RunOptions& options) {
-  validate(dist);
   const DistEnv env = rank_environment();
   auto run = resolve_training(workload, settings, rank_device(options.device, env));
-  validate(dist, run.device);
+  validate(dist, run.device);  // the settings alone, then what the device needs
   if (run.settings.cuda_graph)
     throw InvalidArgument("train.cuda_graph", "true", "false with data parallelism (not captured yet)");
   run.settings.data_seed_offset += static_cast<uint64_t>(env.rank) * 1000003ULL;  // other samples per rank
@@ -184,6 +183,35 @@ InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& 
   return report;
 }
 
+MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSettings& settings,
+                             const RunOptions& options) {
+  const c10::Device device = resolve_device(options.device, "device");
+  if (!settings.training && !settings.inference)
+    throw InvalidArgument("max_batch.modes", "none", "training, inference or both");
+  validate(settings.search, device);
+  if (settings.training) {
+    resolve_training(workload, settings.train, device);
+    if (settings.train.accumulate != 1)
+      throw InvalidArgument("train.accumulate", cat(settings.train.accumulate),
+                            "1 with --find-max-batch (the search sets the batch itself)");
+  }
+  MaxBatchReport report;
+  report.settings = settings;
+  if (settings.inference && settings.infer_dtype_auto)
+    report.settings.infer.dtype = native_inference_dtype(device).dtype;
+  if (settings.inference) validate(report.settings.infer, device);
+  fill_head(report, workload, device, options);
+  log::info(cat("searching the largest batch that fits for ",
+                settings.training && settings.inference ? "training and inference"
+                : settings.training                     ? "training"
+                                                        : "inference",
+                " of ", workload.name(), " on ", report.context.device));
+  if (settings.training) report.training = find_max_batch_training(workload, settings.train, settings.search, device);
+  if (settings.inference)
+    report.inference = find_max_batch_inference(workload, report.settings.infer, settings.search, device);
+  return report;
+}
+
 ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options) {
   const Resolved<ServeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings);
@@ -222,10 +250,9 @@ DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings
 AllreduceReport run_allreduce(const AllreduceSweepSettings& settings, const DistSettings& dist,
                               const RunOptions& options) {
   validate(settings);
-  validate(dist);
   const DistEnv env = rank_environment();
   const c10::Device device = rank_device(options.device, env);
-  validate(dist, device);
+  validate(dist, device);  // the settings alone, then what the device needs
   Communicator comm(env, dist, device);
   comm.check_same_configuration({{"allreduce.min_bytes", cat(settings.min_bytes)},
                                  {"allreduce.max_bytes", cat(settings.max_bytes)},

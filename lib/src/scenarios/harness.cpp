@@ -9,7 +9,35 @@
 #include <malloc.h>
 #endif
 
+#if TVIE_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
 namespace tvie::detail {
+
+void release_cached_memory(const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#else
+  (void)device;
+#endif
+}
+
+int64_t device_free_bytes(const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (!device.is_cuda()) return -1;
+  compat::init_cuda();
+  c10::cuda::CUDAGuard guard(device.index());
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return -1;
+  return static_cast<int64_t>(free_bytes);
+#else
+  (void)device;
+  return -1;
+#endif
+}
+
 namespace {
 
 // Bytes in use in glibc's heap (main arena chunks plus mmapped blocks); -1 where unknown: without glibc

@@ -43,6 +43,13 @@ AddedBytes measure_added_bytes(MemoryProbe* probe, const c10::Device& device, Wo
 // Moves every tensor of the module to `device` and converts the floating-point ones to `dtype`.
 // (Module::to(device, dtype) would also turn integer buffers such as BatchNorm's num_batches_tracked
 // into floats, which tvie must not do.)
+// After an out-of-memory the CUDA caching allocator keeps the segments it got: hand them back so that the next
+// run (sweep row, max-batch probe) starts from the same free memory as the first. Nothing on the CPU.
+void release_cached_memory(const c10::Device& device);
+
+// CUDA: the device's free memory now (cudaMemGetInfo), after CUDA is initialised; -1 on other devices.
+int64_t device_free_bytes(const c10::Device& device);
+
 void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype);
 
 // Floating dtype of an inference copy: fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear

@@ -13,16 +13,6 @@
 namespace tvie {
 namespace {
 
-void release_cached_memory(const c10::Device& device) {
-#if TVIE_WITH_CUDA
-  // After an out-of-memory the caching allocator keeps the segments it got; hand them back so that the
-  // next row starts from the same free memory as the first.
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
-#else
-  (void)device;
-#endif
-}
-
 // One row of the sweep as measure_inference's settings.
 InferSettings row_settings(const InferSweepSettings& s, int64_t batch, InferenceDtype dtype) {
   InferSettings one;
@@ -116,7 +106,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
     if (!row.fits) {
       if (limit) row.does_not_fit += cat(" (emulated limit: ", s.cpu_memory_limit_mb, " MiB for tensors)");
       log::info(row.does_not_fit);
-      release_cached_memory(device);
+      detail::release_cached_memory(device);
     }
     return row;
   };

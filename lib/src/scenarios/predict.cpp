@@ -34,12 +34,13 @@ ActivationQuery activation_query(const InferSettings& settings) {
 
 namespace {
 
-// Bytes of a batch of `batch_size` samples as the run holds it (floating inputs in the weights' dtype).
+// Bytes of a batch of `batch_size` samples as the run holds it (floating inputs in the weights' dtype): one
+// sample's bytes times the samples (a batch's tensors are [B, ...]), so that no big batch is ever made.
 int64_t batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t seed, int64_t input_float_bytes) {
-  const Batch b = workload.make_batch(batch_size, c10::Device(c10::kCPU), seed);
+  const Batch b = workload.make_batch(1, c10::Device(c10::kCPU), seed);
   int64_t input = static_cast<int64_t>(b.input.nbytes());
   if (b.input.is_floating_point()) input = b.input.numel() * input_float_bytes;
-  return input + (b.target.defined() ? static_cast<int64_t>(b.target.nbytes()) : 0);
+  return batch_size * (input + (b.target.defined() ? static_cast<int64_t>(b.target.nbytes()) : 0));
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// The largest batch that fits, measured (tvie/max_batch.hpp).
+#include <tvie/max_batch.hpp>
+
+#include <algorithm>
+
+#include "core/compat.hpp"
+#include "core/enum_names.hpp"
+#include "scenarios/harness.hpp"
+#include <tvie/errors.hpp>
+#include <tvie/infer.hpp>
+#include <tvie/log.hpp>
+#include <tvie/predict.hpp>
+#include <tvie/train.hpp>
+
+namespace tvie {
+
+namespace {
+constexpr detail::EnumTable<SearchMode, 2> kModes{
+    {{SearchMode::training, "training"}, {SearchMode::inference, "inference"}}};
+}  // namespace
+
+std::string to_string(SearchMode mode) { return detail::name_of(kModes, mode); }
+
+void validate(const MaxBatchSettings& s, const c10::Device& device) {
+  if (s.start_batch < 1) throw InvalidArgument("max_batch.start_batch", cat(s.start_batch), "an integer >= 1");
+  if (s.max_batch < s.start_batch)
+    throw InvalidArgument("max_batch.max_batch", cat(s.max_batch),
+                          cat("an integer >= start_batch (", s.start_batch, ")"));
+  if (device.is_cpu() && s.cpu_memory_limit_mb <= 0)
+    throw InvalidArgument("max_batch.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb),
+                          "the emulated device's memory in MiB (> 0) on the CPU: doubling the batch until the host "
+                          "runs out of memory would take the machine with it");
+  if (!device.is_cpu() && s.cpu_memory_limit_mb != 0)
+    throw InvalidArgument("max_batch.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb),
+                          cat("0 on ", device.str(), " (the limit emulates a smaller device on the CPU only)"));
+}
+
+MaxBatchResult search_max_batch(const MaxBatchSettings& s, const std::function<MaxBatchProbe(int64_t)>& probe) {
+  MaxBatchResult r;
+  auto run = [&](int64_t batch) {
+    r.probes.push_back(probe(batch));
+    return r.probes.back().fits;
+  };
+  // Doubling: start, 2 start, 4 start ... until one does not fit or max_batch fits.
+  int64_t batch = s.start_batch;
+  while (true) {
+    if (!run(batch)) {
+      r.first_failing = batch;
+      break;
+    }
+    r.largest_fitting = batch;
+    if (batch == s.max_batch) return r;
+    batch = std::min(s.max_batch, batch * 2);
+  }
+  // Bisection between the largest that fit and the first that did not.
+  int64_t good = r.largest_fitting, bad = r.first_failing;
+  while (bad - good > 1 && good > 0) {
+    const int64_t mid = good + (bad - good) / 2;
+    if (run(mid))
+      good = mid;
+    else
+      bad = mid;
+  }
+  r.largest_fitting = good;
+  r.first_failing = bad;
+  return r;
+}
+
+namespace {
+
+// The search's limit: the emulated CPU device, or CUDA's free memory when the search starts.
+void set_limit(MaxBatchResult& r, const MaxBatchSettings& s, const c10::Device& device) {
+  if (device.is_cpu()) {
+    r.limit_bytes = s.cpu_memory_limit_mb * 1024 * 1024;
+    r.limit_source = cat("emulated CPU device of ", s.cpu_memory_limit_mb, " MiB for tensors (--cpu-memory-limit-mb)");
+  } else {
+    detail::release_cached_memory(device);
+    r.limit_bytes = detail::device_free_bytes(device);
+    r.limit_source = cat(device.str(), " free memory when the search started (cudaMemGetInfo)");
+  }
+}
+
+// The largest batch whose predicted peak fits `limit` (doubling then bisection over the prediction), or -1.
+template <typename Peak>
+int64_t predicted_largest(const MaxBatchSettings& s, int64_t limit, Peak predicted_peak) {
+  if (limit <= 0 || predicted_peak(s.start_batch) < 0) return -1;
+  MaxBatchSettings pure = s;
+  const auto r = search_max_batch(pure, [&](int64_t b) {
+    MaxBatchProbe p;
+    p.batch = b;
+    p.peak_bytes = predicted_peak(b);
+    p.fits = p.peak_bytes <= limit;
+    return p;
+  });
+  return r.largest_fitting;
+}
+
+// One probe: `work` under the emulated limit (CPU); out-of-memory -> does not fit, the cache handed back.
+template <typename Work>
+MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::Device& device, Work work) {
+  MaxBatchProbe p;
+  p.batch = batch;
+  {
+    std::optional<ScopedCpuMemoryLimit> limit;
+    if (device.is_cpu()) limit.emplace(s.cpu_memory_limit_mb * 1024 * 1024);
+    try {
+      p.peak_bytes = work(batch);
+      p.fits = true;
+    } catch (const c10::OutOfMemoryError&) {
+      p.fits = false;
+    } catch (const OutOfMemory&) {
+      p.fits = false;
+    }
+  }
+  detail::release_cached_memory(device);
+  log::info(cat("max-batch probe: batch ", batch, p.fits ? " fits" : " does not fit"));
+  return p;
+}
+
+}  // namespace
+
+MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSettings& train, const MaxBatchSettings& s,
+                                       const c10::Device& device) {
+  detail::require(train.accumulate == 1, "find_max_batch_training: accumulate == 1 (validate first)");
+  auto at = [&](int64_t batch) {
+    TrainSettings t = train;
+    t.batch_size = batch;
+    t.data_batches = 1;  // the probe runs the ledger steps only: one batch, cycled
+    return t;
+  };
+  MaxBatchResult limits;
+  set_limit(limits, s, device);
+  auto result = search_max_batch(s, [&](int64_t batch) {
+    return probe_once(batch, s, device, [&](int64_t b) {
+      auto probe = make_memory_probe(device);
+      Trainer trainer(workload, at(b), device, probe.get());
+      const TrainingMemory m = trainer.ledger_step(*probe);
+      return m.peak;
+    });
+  });
+  result.mode = SearchMode::training;
+  result.limit_bytes = limits.limit_bytes;
+  result.limit_source = limits.limit_source;
+  result.predicted_largest = predicted_largest(
+      s, result.limit_bytes, [&](int64_t b) { return predict_training_memory(workload, at(b)).peak; });
+  if (result.largest_fitting > 0) {  // the ledger at the largest fitting batch, measured again on its own
+    auto probe = make_memory_probe(device);
+    std::optional<ScopedCpuMemoryLimit> limit;
+    if (device.is_cpu()) limit.emplace(result.limit_bytes);
+    Trainer trainer(workload, at(result.largest_fitting), device, probe.get());
+    result.training = trainer.ledger_step(*probe);
+  }
+  detail::release_cached_memory(device);
+  return result;
+}
+
+MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSettings& infer, const MaxBatchSettings& s,
+                                        const c10::Device& device) {
+  auto at = [&](int64_t batch) {
+    InferSettings i = infer;
+    i.batch_size = batch;
+    i.steps = 1;  // the ledger batch and one timed batch
+    i.warmup_steps = 0;
+    return i;
+  };
+  MaxBatchResult limits;
+  set_limit(limits, s, device);
+  auto result = search_max_batch(s, [&](int64_t batch) {
+    return probe_once(batch, s, device,
+                      [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; });
+  });
+  result.mode = SearchMode::inference;
+  result.limit_bytes = limits.limit_bytes;
+  result.limit_source = limits.limit_source;
+  result.predicted_largest = predicted_largest(
+      s, result.limit_bytes, [&](int64_t b) { return predict_inference_memory(workload, at(b)).peak; });
+  if (result.largest_fitting > 0) {
+    std::optional<ScopedCpuMemoryLimit> limit;
+    if (device.is_cpu()) limit.emplace(result.limit_bytes);
+    result.inference = measure_inference(workload, at(result.largest_fitting), device).memory;
+  }
+  detail::release_cached_memory(device);
+  return result;
+}
+
+}  // namespace tvie

@@ -357,6 +357,7 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
       {"decode",
        "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet --json "},
       {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "},
+      {"train_slices", "train --model gpt --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
        "--json "}};

@@ -181,3 +181,47 @@ TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays us
   CHECK(normal.memory.parameters == w->facts().parameter_count * 4);
   CHECK(normal.memory.activations == predict_training_memory(*w, test::small_train()).activations);
 }
+
+TEST_CASE("slices: linear extrapolation in the block count", "[slices][pure]") {
+  const SliceSettings s{1, 3};
+  CHECK(extrapolate(10.0, 14.0, s, 3) == Approx(14.0));
+  CHECK(extrapolate(10.0, 14.0, s, 1) == Approx(10.0));
+  CHECK(extrapolate(10.0, 14.0, s, 9) == Approx(26.0));  // 10 + 8 blocks x 2 per block
+  CHECK(extrapolate(int64_t{100}, int64_t{300}, SliceSettings{1, 2}, 32) == 6300);
+  TrainingMemory a, b;
+  a.parameters = 1000;
+  b.parameters = 1500;
+  a.peak_reserved = -1;
+  b.peak_reserved = -1;
+  const auto x = extrapolate(a, b, SliceSettings{1, 2}, 4);
+  CHECK(x.parameters == 2500);
+  CHECK(x.peak_reserved == -1);
+  CHECK_THROWS_AS(validate(SliceSettings{2, 2}, 4), InvalidArgument);
+  CHECK_THROWS_AS(validate(SliceSettings{1, 5}, 4), InvalidArgument);
+  CHECK_THROWS_AS(validate(SliceSettings{0, 2}, 4), InvalidArgument);
+  validate(SliceSettings{1, 4}, 4);
+  CHECK_THROWS_AS(make_zoo_workload("mlp", "tiny", 0, 2), InvalidArgument);  // no blocks to slice
+  CHECK(make_zoo_workload("llama", "llama-3-8b", 0, 2)->facts().parameter_count ==
+        2 * 128256 * 4096 + 2 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096);
+}
+
+TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 4-block ledger within 3%", "[slices]") {
+  const c10::Device cpu(c10::kCPU);
+  const auto full = make_zoo_workload("gpt", "small");
+  REQUIRE(full->block_count() == 4);
+  TrainSettings s = test::small_train();
+  s.batch_size = 4;
+  const auto report =
+      run_train_slices(*full, [](int64_t layers) { return make_zoo_workload("gpt", "small", 0, layers); }, s,
+                       SliceSettings{1, 2}, {"cpu", {}});
+  const auto measured = measure_training(*full, s, cpu);
+  const auto& x = report.extrapolated;
+  CHECK(relative(x.parameters, measured.memory.parameters) <= 0.03);
+  CHECK(relative(x.gradients, measured.memory.gradients) <= 0.03);
+  CHECK(relative(x.optimizer_state, measured.memory.optimizer_state) <= 0.03);
+  CHECK(relative(x.activations, measured.memory.activations) <= 0.03);
+  CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
+  CHECK(report.full_layers == 4);
+  CHECK(report.predicted.activations == measured.memory.activations);  // the full model's trace, never built
+  CHECK(report.extrapolated_step_ms > 0);  // printed and extrapolated; times are not compared in tests
+}

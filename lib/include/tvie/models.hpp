@@ -168,7 +168,9 @@ std::optional<GptConfig> gpt_config_of(const Workload& workload);
 // Throws InvalidArgument("model"/"preset", ...) for unknown names. `seq_tokens` > 0 replaces the preset's
 // tokens per sample of the sequence models (gpt and llama: context_length; bert: seq_len, at most its
 // max_positions); InvalidArgument("model.seq", ...) for a model without token sequences or a length out of range.
-std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset,
-                                            int64_t seq_tokens = 0);
+// `layers` > 0 replaces the preset's block count of gpt, bert and llama: a slice of the model at its real width
+// (embeddings, head and final norm as in the preset; InvalidArgument("model.layers", ...) for other models).
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens = 0,
+                                            int64_t layers = 0);
 
 }  // namespace tvie

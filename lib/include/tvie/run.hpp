@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,6 +28,7 @@
 #include <tvie/max_batch.hpp>
 #include <tvie/serve.hpp>
 #include <tvie/settings.hpp>
+#include <tvie/slices.hpp>
 #include <tvie/train.hpp>
 #include <tvie/workload.hpp>
 
@@ -122,6 +125,21 @@ struct MaxBatchReport {
   std::optional<MaxBatchResult> inference;
 };
 
+// Training of a big model emulated by two slices (tvie/slices.hpp): both measured, the full depth extrapolated
+// and predicted. The full model was not run.
+struct SliceTrainReport {
+  RunContext context;
+  std::string workload;  // the full model's label ("llama/llama-3-8b")
+  ModelFacts facts;      // the full model's
+  TrainSettings settings;
+  SliceSettings slices;
+  int64_t full_layers = 0;
+  TrainingResult slice_1, slice_2;    // measured at K1 and K2 blocks
+  TrainingMemory extrapolated;        // the full depth, extrapolated from the two slices
+  double extrapolated_step_ms = 0;    // mean step time, extrapolated the same way
+  PredictedTrainingMemory predicted;  // the full model's prediction (its trace; nothing run)
+};
+
 // --- runners ---
 
 // Trains the workload, then runs batched inference on a converted copy of the trained weights, on the
@@ -151,6 +169,13 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
 // instrumented step per probe, the prediction's largest batch beside the measured one.
 MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSettings& settings,
                              const RunOptions& options = {});
+
+// Trains `make_slice(K1)` and `make_slice(K2)` (the model at its real width with K blocks) and extrapolates to
+// `full`'s depth (full.block_count()); `full` itself is never built, only asked for its facts and prediction.
+SliceTrainReport run_train_slices(const Workload& full,
+                                  const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
+                                  const TrainSettings& settings, const SliceSettings& slices,
+                                  const RunOptions& options = {});
 
 // KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
 // decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).

@@ -30,6 +30,7 @@
 #include <tvie/report.hpp>
 #include <tvie/serve.hpp>
 #include <tvie/settings.hpp>
+#include <tvie/slices.hpp>
 #include <tvie/stats.hpp>
 #include <tvie/timing.hpp>
 #include <tvie/torchscript.hpp>

@@ -100,11 +100,13 @@ std::string preset_source(const std::string& model, const std::string& preset) {
   return it->second;
 }
 
-std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens) {
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens,
+                                            int64_t layers) {
   std::string label = model + "/" + preset;
+  const bool sequence_model = model == "gpt" || model == "bert" || model == "llama";
   if (seq_tokens != 0) {
     // The copy task needs a first half and its repeat; BERT's runs of 4 need one run.
-    if (model != "gpt" && model != "bert" && model != "llama") {
+    if (!sequence_model) {
       preset_names(model);  // an unknown model is named as such
       throw InvalidArgument("model.seq", cat(seq_tokens),
                             cat("0 for ", model, " (no token sequence; gpt, bert, llama have one)"));
@@ -113,26 +115,36 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
     if (seq_tokens < 4 || seq_tokens > limit)
       throw InvalidArgument("model.seq", cat(seq_tokens), cat("0 (the preset's) or 4 .. ", limit, " for ", model));
     label += cat(" (seq ", seq_tokens, ")");
-    if (model == "gpt") {
-      auto c = gpt_preset(preset);
-      c.context_length = seq_tokens;  // also the position embedding's size
-      return make_gpt_workload(c, label);
+  }
+  if (layers != 0) {
+    if (!sequence_model) {
+      preset_names(model);
+      throw InvalidArgument("model.layers", cat(layers), cat("0 for ", model, " (slices: gpt, bert, llama)"));
     }
-    if (model == "bert") {
-      auto c = bert_preset(preset);
-      c.seq_len = seq_tokens;
-      return make_bert_workload(c, label);
-    }
+    if (layers < 1) throw InvalidArgument("model.layers", cat(layers), "an integer >= 1 (0: the preset's)");
+    label += cat(" (", layers, layers == 1 ? " block)" : " blocks)");
+  }
+  if (model == "gpt") {
+    auto c = gpt_preset(preset);
+    if (seq_tokens != 0) c.context_length = seq_tokens;  // also the position embedding's size
+    if (layers != 0) c.n_layer = layers;
+    return make_gpt_workload(c, label);
+  }
+  if (model == "bert") {
+    auto c = bert_preset(preset);
+    if (seq_tokens != 0) c.seq_len = seq_tokens;
+    if (layers != 0) c.n_layer = layers;
+    return make_bert_workload(c, label);
+  }
+  if (model == "llama") {
     auto c = llama_preset(preset);
-    c.context_length = seq_tokens;
+    if (seq_tokens != 0) c.context_length = seq_tokens;
+    if (layers != 0) c.n_layer = layers;
     return make_llama_workload(c, label);
   }
   if (model == "mlp") return make_mlp_workload(mlp_preset(preset), label);
   if (model == "cnn") return make_cnn_workload(cnn_preset(preset), label);
-  if (model == "gpt") return make_gpt_workload(gpt_preset(preset), label);
   if (model == "resnet") return make_resnet_workload(resnet_preset(preset), label);
-  if (model == "bert") return make_bert_workload(bert_preset(preset), label);
-  if (model == "llama") return make_llama_workload(llama_preset(preset), label);
   throw InvalidArgument("model", model, join(model_names()));
 }
 

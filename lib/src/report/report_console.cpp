@@ -458,6 +458,44 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
       << "  the largest batch whose predicted peak (docs/metrics.md, \"Predicted memory\") is within the limit.\n";
 }
 
+void ConsoleReporter::report(const SliceTrainReport& r) {
+  auto& out = out_;
+  header(out, "train (slices)", r.workload, r.context, r.facts);
+  training_line(out, r.settings, r.slice_1);
+  out << "slices: the model at its real width with " << r.slices.layers_1 << " and " << r.slices.layers_2 << " of its "
+      << r.full_layers << " blocks, both measured. The full model was NOT run: its column is extrapolated\n"
+      << "linearly in the blocks (per-block increment from the two slices; embeddings, head and final norm counted\n"
+      << "once), beside the analytic prediction of the full model.\n\n";
+  const auto blocks = [](int64_t n) { return cat(n, n == 1 ? " block" : " blocks"); };
+  const std::vector<size_t> w = {18, 14, 14, 26, 22};
+  row(out,
+      {"memory", blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated"),
+       cat(blocks(r.full_layers), " predicted")},
+      w);
+  const auto& a = r.slice_1.memory;
+  const auto& b = r.slice_2.memory;
+  const auto& x = r.extrapolated;
+  const auto& p = r.predicted;
+  auto line = [&](const std::string& name, int64_t va, int64_t vb, int64_t vx, int64_t vp) {
+    row(out, {"  " + name, format_bytes(va), format_bytes(vb), format_bytes(vx), predicted_cell(vp)}, w);
+  };
+  line("parameters", a.parameters, b.parameters, x.parameters, p.parameters);
+  line("gradients", a.gradients, b.gradients, x.gradients, p.gradients);
+  line("optimizer_state", a.optimizer_state, b.optimizer_state, x.optimizer_state, p.optimizer_state);
+  if (is_amp(r.slice_1.precision))
+    line("weight_copies", a.weight_copies, b.weight_copies, x.weight_copies, p.weight_copies);
+  line("activations", a.activations, b.activations, x.activations, p.activations);
+  line("peak", a.peak, b.peak, x.peak, p.peak);
+  out << '\n';
+  const std::vector<size_t> w2 = {18, 14, 14, 26};
+  row(out, {"time", blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated")},
+      w2);
+  row(out, {"  step mean", ms(r.slice_1.step.mean), ms(r.slice_2.step.mean), ms(r.extrapolated_step_ms)}, w2);
+  out << "  counter: " << r.slice_1.memory_counter << ".\n  timer: " << r.slice_1.timer << "; " << r.slice_1.timed_steps
+      << " timed steps per slice after " << r.slice_1.ledger_steps << " ledger + " << r.slice_1.warmup_steps
+      << " warm-up.\n";
+}
+
 void ConsoleReporter::report(const DecodeReport& r) {
   const auto& s = r.settings;
   const auto& x = r.result;

@@ -372,6 +372,7 @@ void JsonReporter::report(const InferReport& report) { write_file_atomically(pat
 void JsonReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const SliceTrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
@@ -386,6 +387,7 @@ void CsvReporter::report(const InferReport&) { no_csv("infer"); }
 void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
 void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const SliceTrainReport&) { no_csv("train --slice-layers"); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -402,6 +404,31 @@ std::string to_json_string(const MaxBatchReport& r, int indent) {
   j["max_batch"] = {{"settings", settings}};
   if (r.training) j["max_batch"]["training"] = max_batch_json(*r.training);
   if (r.inference) j["max_batch"]["inference"] = max_batch_json(*r.inference);
+  return j.dump(indent);
+}
+
+std::string to_json_string(const SliceTrainReport& r, int indent) {
+  const auto& s = r.settings;
+  json j = report_head(r.context, r.workload, r.facts);
+  auto slice = [](const TrainingResult& t) {
+    return json{{"memory", memory_json(t.memory)}, {"step_ms_mean", t.step.mean}};
+  };
+  j["training_slices"] = {
+      {"settings",
+       {{"batch_size", s.batch_size},
+        {"steps", s.steps},
+        {"warmup_steps", s.warmup_steps},
+        {"optimizer", to_string(s.optimizer)},
+        {"precision", to_string(s.precision)},
+        {"checkpoint", checkpoint_to_string(s.checkpoint_every)}}},
+      {"layers_1", r.slices.layers_1},
+      {"layers_2", r.slices.layers_2},
+      {"full_layers", r.full_layers},
+      {"full_model_run", false},
+      {"slice_1", slice(r.slice_1)},
+      {"slice_2", slice(r.slice_2)},
+      {"extrapolated", {{"memory", memory_json(r.extrapolated)}, {"step_ms_mean", r.extrapolated_step_ms}}},
+      {"predicted", predicted_json(r.predicted)}};
   return j.dump(indent);
 }
 

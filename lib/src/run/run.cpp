@@ -212,6 +212,35 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
   return report;
 }
 
+SliceTrainReport run_train_slices(const Workload& full,
+                                  const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
+                                  const TrainSettings& settings, const SliceSettings& slices,
+                                  const RunOptions& options) {
+  const int64_t layers = full.block_count();
+  if (layers < 2) throw InvalidArgument("slices.layers", full.name(), "a model with blocks: gpt, bert, llama");
+  validate(slices, layers);
+  const auto run = resolve_training(full, settings, resolve_device(options.device, "device"));
+  SliceTrainReport report;
+  fill_head(report, full, run.device, options);
+  report.settings = run.settings;
+  report.slices = slices;
+  report.full_layers = layers;
+  report.predicted = predict_training_memory(full, run.settings);
+  log::info(cat("training ", full.name(), " as slices of ", slices.layers_1, " and ", slices.layers_2, " of its ",
+                layers, " blocks (the full model is not run); its predicted ledger: ", describe(report.predicted)));
+  {
+    const auto slice = make_slice(slices.layers_1);
+    report.slice_1 = measure_training(*slice, run.settings, run.device);
+  }
+  {
+    const auto slice = make_slice(slices.layers_2);
+    report.slice_2 = measure_training(*slice, run.settings, run.device);
+  }
+  report.extrapolated = extrapolate(report.slice_1.memory, report.slice_2.memory, slices, layers);
+  report.extrapolated_step_ms = extrapolate(report.slice_1.step.mean, report.slice_2.step.mean, slices, layers);
+  return report;
+}
+
 ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options) {
   const Resolved<ServeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings);

@@ -140,7 +140,7 @@ if [ "$group" = all ] || [ "$group" = slices ]; then
 # Llama 3 8B training emulated by slices of 1 and 2 of its 32 blocks at the real width (pure bf16 with AdamW:
 # in fp32 the embedding and head alone take ~17 GB, more than this machine has beside two blocks).
 run "cpu-slices-llama-3-8b-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 --batch 1 \
-    --steps 1 --warmup 0 --precision bf16 --optimizer adamw --device cpu --quiet \
+    --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cpu --quiet \
     --json "$out/cpu-slices-llama-3-8b-bf16.json"
 fi
 

@@ -490,7 +490,13 @@ void ConsoleReporter::report(const SliceTrainReport& r) {
   const std::vector<size_t> w2 = {18, 14, 14, 26};
   row(out, {"time", blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated")},
       w2);
-  row(out, {"  step mean", ms(r.slice_1.step.mean), ms(r.slice_2.step.mean), ms(r.extrapolated_step_ms)}, w2);
+  row(out,
+      {"  step mean", ms(r.slice_1.step.mean), ms(r.slice_2.step.mean),
+       r.extrapolated_step_ms >= 0 ? ms(r.extrapolated_step_ms) : "- (see below)"},
+      w2);
+  if (r.extrapolated_step_ms < 0)
+    out << "  not extrapolated: the " << blocks(r.slices.layers_2) << " slice was not slower than the "
+        << blocks(r.slices.layers_1) << " one (timing noise; more --steps and --warmup).\n";
   out << "  counter: " << r.slice_1.memory_counter << ".\n  timer: " << r.slice_1.timer << "; " << r.slice_1.timed_steps
       << " timed steps per slice after " << r.slice_1.ledger_steps << " ledger + " << r.slice_1.warmup_steps
       << " warm-up.\n";

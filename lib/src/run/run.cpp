@@ -237,7 +237,11 @@ SliceTrainReport run_train_slices(const Workload& full,
     report.slice_2 = measure_training(*slice, run.settings, run.device);
   }
   report.extrapolated = extrapolate(report.slice_1.memory, report.slice_2.memory, slices, layers);
-  report.extrapolated_step_ms = extrapolate(report.slice_1.step.mean, report.slice_2.step.mean, slices, layers);
+  // A per-block time that is not positive is timing noise (too few steps), not a figure: -1, said in the report.
+  if (report.slice_2.step.mean > report.slice_1.step.mean)
+    report.extrapolated_step_ms = extrapolate(report.slice_1.step.mean, report.slice_2.step.mean, slices, layers);
+  else
+    report.extrapolated_step_ms = -1;
   return report;
 }
 

@@ -84,8 +84,7 @@ void set_limit(MaxBatchResult& r, const MaxBatchSettings& s, const c10::Device& 
 template <typename Peak>
 int64_t predicted_largest(const MaxBatchSettings& s, int64_t limit, Peak predicted_peak) {
   if (limit <= 0 || predicted_peak(s.start_batch) < 0) return -1;
-  MaxBatchSettings pure = s;
-  const auto r = search_max_batch(pure, [&](int64_t b) {
+  const auto r = search_max_batch(s, [&](int64_t b) {
     MaxBatchProbe p;
     p.batch = b;
     p.peak_bytes = predicted_peak(b);

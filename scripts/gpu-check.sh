@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The GPU check, one command (runs on the GPU machine, from the repository root, with .gpu-prep/ carried
 # there; see scripts/gpu-prepare.sh). Unpacks the Debian packages outside /, configures against the
-# machine's torch, builds with all cores, runs every [gpu] test with TVIE_REQUIRE_GPU=1, then makes the GPU
-# figures. Writes at most 8 files into $OUT (default build/gpu-results/), each headed by the GPU, driver and
-# torch version, and prints one summary line per step with its time.
+# machine's torch, builds with all cores, runs every [gpu] test with TVIE_REQUIRE_GPU=1 (each test case in its
+# own process, so that a crash or a hang in one cannot hide the others), then makes the GPU figures. Every
+# step has a time limit and the whole check a budget (TVIE_GPU_CHECK_BUDGET_S, default 500 s: a short GPU lease
+# is under 9 minutes); a step that would start past it is skipped and says so. The figures are written into
+# build-gpu/gpu-results/, each headed by the GPU, driver and torch version and named gpu-<card>-*; where $OUT is
+# set (the device tool), they are also packed after every step into $OUT/gpu-results.tar, so that what was
+# measured comes back even if the lease ends mid-way (two files in $OUT: the tar and gpu-check.log).
 #   scripts/gpu-check.sh            the whole check (needs a CUDA device)
 #   scripts/gpu-check.sh --dry-run  the same up to the first GPU step, on a CPU machine: unpack, configure,
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
@@ -15,24 +19,47 @@ dry_run=0
 [ "${1:-}" = "--dry-run" ] && dry_run=1
 prep="$root/.gpu-prep"
 build="${TVIE_GPU_BUILD_DIR:-$root/build-gpu}"
-out="${OUT:-$root/build/gpu-results}"
-mkdir -p "$out"
+res="$build/gpu-results"
+budget_s="${TVIE_GPU_CHECK_BUDGET_S:-500}"
 jobs="$(nproc)"
 t_all=$SECONDS
+rm -rf "$res"
+mkdir -p "$res"
+log="$res/gpu-check.log"
 
-step() {  # step NAME COMMAND...: runs it, prints "[gpu-check] NAME: ok|FAILED (N s)"
-  local name="$1" t=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  if [ "$rc" -eq 0 ]; then
-    printf '[gpu-check] %-28s ok (%d s)\n' "$name:" $((SECONDS - t))
-  else
-    printf '[gpu-check] %-28s FAILED with exit code %d (%d s)\n' "$name:" "$rc" $((SECONDS - t))
-    failed=1
-  fi
-  return 0
+pack() {  # the figures so far into $OUT (the device tool's return folder), when there is one
+  [ -n "${OUT:-}" ] || return 0
+  tar -cf "$OUT/gpu-results.tar.tmp" -C "$res" . && mv "$OUT/gpu-results.tar.tmp" "$OUT/gpu-results.tar"
+  cp "$log" "$OUT/gpu-check.log"
+}
+left_s() { echo $((budget_s - (SECONDS - t_all))); }
+limit() {  # limit N: N seconds, or what is left of the budget if that is less
+  local l; l="$(left_s)"
+  [ "$1" -lt "$l" ] && echo "$1" || echo "$l"
 }
 failed=0
+step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (exported as STEP_LIMIT_S)
+  local name="$1" max="$2" t=$SECONDS rc=0
+  shift 2
+  STEP_LIMIT_S="$(limit "$max")"
+  if [ "$STEP_LIMIT_S" -lt 10 ]; then
+    printf '[gpu-check] %-34s SKIPPED: the %d s budget is spent\n' "$name:" "$budget_s" | tee -a "$log"
+    failed=1
+    return 0
+  fi
+  "$@" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    printf '[gpu-check] %-34s ok (%d s)\n' "$name:" $((SECONDS - t)) | tee -a "$log"
+  else
+    local why="exit code $rc"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && why="its $STEP_LIMIT_S s limit ran out"
+    printf '[gpu-check] %-34s FAILED: %s (%d s)\n' "$name:" "$why" $((SECONDS - t)) | tee -a "$log"
+    failed=1
+  fi
+  pack
+  return 0
+}
+bounded() { timeout -k 5 "$STEP_LIMIT_S" "$@"; }  # the current step's command within its limit
 
 py="${TVIE_PYTHON:-}"
 if [ -z "$py" ]; then
@@ -58,67 +85,92 @@ configure() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   local gloo=()
   [ -d "$prep/gloo-headers/gloo" ] && gloo=(-DTVIE_GLOO_INCLUDE_DIR="$prep/gloo-headers")
-  cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTVIE_PYTHON="$py" \
+  bounded cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTVIE_PYTHON="$py" \
     -DCMAKE_PREFIX_PATH="$prep/root/usr" "${gloo[@]}" -DTVIE_BUILD_EXAMPLES=OFF -DTVIE_BUILD_BENCH=OFF \
     >"$build/gpu-check-configure.log" 2>&1 || { tail -30 "$build/gpu-check-configure.log"; return 1; }
 }
 compile() {
-  cmake --build "$build" -j "$jobs" >"$build/gpu-check-build.log" 2>&1 ||
+  bounded cmake --build "$build" -j "$jobs" >"$build/gpu-check-build.log" 2>&1 ||
     { grep -E "error|Error" "$build/gpu-check-build.log" | head -30; return 1; }
 }
 export LD_LIBRARY_PATH="$prep/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-mkdir -p "$build"
-step "unpack Debian packages" unpack
-step "configure ($("$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null))" configure
-step "build ($jobs jobs)" compile
+step "unpack Debian packages" 60 unpack
+step "configure ($("$py" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null))" 180 configure
+step "build ($jobs jobs)" 900 compile
 [ "$failed" -eq 0 ] || { echo "[gpu-check] stopped: the build failed (logs: $build/gpu-check-*.log)"; exit 1; }
 bin="$build/bin"
 
 if [ "$dry_run" -eq 1 ]; then
   cpu_tests() {  # every test; the [gpu] ones report Skipped with their reason on a machine without CUDA
-    (cd "$build" && ctest -j "$jobs" --output-on-failure >"$out/dry-run-ctest.txt" 2>&1) ||
-      { tail -40 "$out/dry-run-ctest.txt"; return 1; }
-    grep -E "tests passed|tests failed" "$out/dry-run-ctest.txt"
+    (cd "$build" && bounded ctest -j "$jobs" --output-on-failure >"$res/dry-run-ctest.txt" 2>&1) ||
+      { tail -40 "$res/dry-run-ctest.txt"; return 1; }
+    grep -E "tests passed|tests failed" "$res/dry-run-ctest.txt"
   }
-  step "CPU tests (ctest)" cpu_tests
+  step "CPU tests (ctest)" 1200 cpu_tests
   echo "[gpu-check] dry run: stopping before the first GPU step ($((SECONDS - t_all)) s in all)"
   exit "$failed"
 fi
 
-# Every file names what it was measured on.
+# Every file names what it was measured on, and the files are named after the card (gpu-h200-...).
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)"
+card="$(echo "${gpu_name:-unknown}" | tr 'A-Z' 'a-z' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')"
 header() {
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "# torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
   echo "# commit: $(cat "$prep/commit" 2>/dev/null || git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   echo "# date: $(date -u +%F)"
 }
-figure() {  # figure FILE COMMAND...: the header, the command line, then its output
-  local file="$1"
+figure() {  # figure NAME COMMAND...: into gpu-<card>-NAME.txt the header, the command line, then its output;
+  local file="$res/gpu-$card-$1.txt" json="$res/gpu-$card-$1.json"  # "{json}" in the command: that file
   shift
-  { header; echo "# command: tvie ${*}"; "$bin/tvie" "$@"; } >"$out/$file" 2>&1
+  local args=("${@//\{json\}/$json}")
+  { header; echo "# command: tvie ${args[*]//$res\//}"; bounded "$bin/tvie" "${args[@]}"; } >"$file" 2>&1
 }
-gpu_tests() {  # one process, every [gpu] test case with its duration; failures in full
-  local rc=0
-  {
-    header
-    TVIE_REQUIRE_GPU=1 "$bin/tvie_tests" "[gpu]" --durations yes 2>&1 || rc=$?
-  } >"$out/gpu-h200-tests.txt"
-  return "$rc"
+gpu_tests() {  # each [gpu] test case in its own process, within its own limit; failures in full
+  local file="$res/gpu-$card-tests.txt" name rc n=0 bad=0
+  header >"$file"
+  local names=()
+  mapfile -t names < <("$bin/tvie_tests" "[gpu]" --list-test-names-only | sed '/^$/d')
+  [ "${#names[@]}" -gt 0 ] || { echo "no [gpu] test case listed" | tee -a "$file"; return 1; }
+  for name in "${names[@]}"; do
+    local spec="${name//,/\\,}" t=$SECONDS lim
+    lim="$(limit 180)"
+    rc=0
+    [ "$lim" -ge 5 ] || { echo "NOT RUN (budget spent): $name" >>"$file"; bad=$((bad + 1)); continue; }
+    TVIE_REQUIRE_GPU=1 timeout -k 5 "$lim" "$bin/tvie_tests" "$spec" --durations yes >>"$file" 2>&1 || rc=$?
+    n=$((n + 1))
+    if [ "$rc" -ne 0 ]; then
+      bad=$((bad + 1))
+      echo "FAILED (exit code $rc, $((SECONDS - t)) s): $name" | tee -a "$file" | sed 's/^/[gpu-check]   /'
+    fi
+  done
+  echo "[gpu] test cases: ${#names[@]} listed, $n run, $((n - bad)) passed, $bad failed or not run" |
+    tee -a "$file" | sed 's/^/[gpu-check]   /'
+  [ "$bad" -eq 0 ]
 }
-step "[gpu] tests (TVIE_REQUIRE_GPU=1)" gpu_tests
-tail -3 "$out/gpu-h200-tests.txt" | sed 's/^/[gpu-check]   /'
-step "compare gpt2-small" figure gpu-h200-compare-gpt2-small.txt compare --model gpt --preset gpt2-small --batch 8 \
-  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet \
-  --json "$out/gpu-h200-compare-gpt2-small.json"
-step "infer sweep gpt2-small" figure gpu-h200-infer-gpt2-small.txt infer --model gpt --preset gpt2-small \
+step "[gpu] tests (TVIE_REQUIRE_GPU=1)" 400 gpu_tests
+step "compare gpt2-small" 120 figure compare-gpt2-small compare --model gpt --preset gpt2-small --batch 8 \
+  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet --json {json}
+step "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --model gpt --preset gpt2-small \
   --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8 --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
-  --json "$out/gpu-h200-infer-gpt2-small.json"
-step "decode gpt2-small" figure gpu-h200-decode-gpt2-small.txt decode --preset gpt2-small --batch 8 --prompt 128 \
-  --new-tokens 128 --repetitions 3 --dtype bf16 --device cuda --quiet
-step "train --cuda-graph" figure gpu-h200-train-graph-gpt2-small.txt train --model gpt --preset gpt2-small --batch 8 \
-  --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet
-step "allreduce nccl (1 rank)" figure gpu-h200-allreduce.txt allreduce --device cuda --min-bytes 8 \
-  --max-bytes 268435456 --iters 20 --warmup 5
-echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $out: $(ls "$out" | tr '\n' ' ')"
+  --json {json}
+step "decode gpt2-small" 90 figure decode-gpt2-small decode --preset gpt2-small --batch 8 --prompt 128 \
+  --new-tokens 128 --repetitions 3 --dtype bf16 --device cuda --quiet --json {json}
+step "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
+  --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet --json {json}
+step "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \
+  --max-bytes 268435456 --iters 20 --warmup 5 --json {json}
+# The prediction issue's figures on a GPU: Llama 3 8B training (AdamW, pure bf16, batch 1 x 128) from slices of
+# 1 and 2 blocks, then the whole model measured, which fits an H200; and the largest batch that fits.
+step "slices llama-3-8b" 120 figure slices-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
+  --slice-layers 1,2 --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet \
+  --json {json}
+step "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
+  --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet --json {json}
+step "max batch gpt2-small" 120 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
+  --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet \
+  --json {json}
+echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"
+pack
 exit "$failed"

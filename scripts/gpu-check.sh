@@ -12,7 +12,8 @@
 #   scripts/gpu-check.sh --dry-run  the same up to the first GPU step, on a CPU machine: unpack, configure,
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
-# machine's, else python3).
+# machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: all of them: tests
+# compare infer decode train-graph allreduce slices llama max-batch), for a rerun of what failed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dry_run=0
@@ -58,6 +59,15 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
   fi
   pack
   return 0
+}
+gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
+  local key="$1"
+  shift
+  if [ -n "${TVIE_GPU_CHECK_STEPS:-}" ] && [[ " $TVIE_GPU_CHECK_STEPS " != *" $key "* ]]; then
+    printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
+    return 0
+  fi
+  step "$@"
 }
 bounded() { timeout -k 5 "$STEP_LIMIT_S" "$@"; }  # the current step's command within its limit
 
@@ -149,26 +159,26 @@ gpu_tests() {  # each [gpu] test case in its own process, within its own limit; 
     tee -a "$file" | sed 's/^/[gpu-check]   /'
   [ "$bad" -eq 0 ]
 }
-step "[gpu] tests (TVIE_REQUIRE_GPU=1)" 400 gpu_tests
-step "compare gpt2-small" 120 figure compare-gpt2-small compare --model gpt --preset gpt2-small --batch 8 \
+gpu_step tests "[gpu] tests (TVIE_REQUIRE_GPU=1)" 400 gpu_tests
+gpu_step compare "compare gpt2-small" 120 figure compare-gpt2-small compare --model gpt --preset gpt2-small --batch 8 \
   --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet --json {json}
-step "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --model gpt --preset gpt2-small \
+gpu_step infer "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --model gpt --preset gpt2-small \
   --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8 --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
   --json {json}
-step "decode gpt2-small" 90 figure decode-gpt2-small decode --preset gpt2-small --batch 8 --prompt 128 \
+gpu_step decode "decode gpt2-small" 90 figure decode-gpt2-small decode --preset gpt2-small --batch 8 --prompt 128 \
   --new-tokens 128 --repetitions 3 --dtype bf16 --device cuda --quiet --json {json}
-step "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
+gpu_step train-graph "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
   --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet --json {json}
-step "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \
+gpu_step allreduce "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \
   --max-bytes 268435456 --iters 20 --warmup 5 --json {json}
 # The prediction issue's figures on a GPU: Llama 3 8B training (AdamW, pure bf16, batch 1 x 128) from slices of
 # 1 and 2 blocks, then the whole model measured, which fits an H200; and the largest batch that fits.
-step "slices llama-3-8b" 120 figure slices-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
+gpu_step slices "slices llama-3-8b" 120 figure slices-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
   --slice-layers 1,2 --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet \
   --json {json}
-step "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
+gpu_step llama "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
   --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet --json {json}
-step "max batch gpt2-small" 120 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
+gpu_step max-batch "max batch gpt2-small" 120 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet \
   --json {json}
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"

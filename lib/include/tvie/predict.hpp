@@ -25,6 +25,10 @@ struct ActivationQuery {
   int64_t weight_bytes = 4;      // bytes per weight element: 4 (fp32; amp keeps fp32 weights) or 2 (bf16/fp16)
   bool autocast = false;         // amp: matmuls and convolutions run in 2-byte floats, other ops in their inputs'
   int64_t checkpoint_every = 0;  // activation checkpointing of every k-th block (0: none)
+  // CUDA: the attention kernels also save their RNG seed and offset (two int64 on the device, dropout or
+  // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
+  // states a checkpoint keeps are host tensors (outside the device's ledger).
+  bool cuda = false;
 };
 
 // A model's own activation accounting, from its trace (known == false: the workload has none).
@@ -78,17 +82,19 @@ struct PredictedInferenceMemory {
 };
 
 // Pure functions of the workload's analytic facts and trace (nothing runs on a device; the batch's bytes
-// come from one CPU batch of the asked size). `data_parallel`: the ranks keep flat gradient buckets.
+// come from one CPU batch of the asked size). `data_parallel`: the ranks keep flat gradient buckets; `device`:
+// the kernels' saved tensors differ a little between CPU and CUDA (ActivationQuery::cuda).
 PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
-                                                bool data_parallel = false);
-PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings);
+                                                bool data_parallel = false, const c10::Device& device = c10::kCPU);
+PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings,
+                                                  const c10::Device& device = c10::kCPU);
 
 // One line for the log before a run: "parameters 463.0 KiB, gradients ..., peak 4.25 MiB" (llm.c prints its
 // memory plan the same way); categories not predicted are left out.
 std::string describe(const PredictedTrainingMemory& predicted);
 
 // The query a training or inference setting asks of a workload's trace.
-ActivationQuery activation_query(const TrainSettings& settings);
-ActivationQuery activation_query(const InferSettings& settings);
+ActivationQuery activation_query(const TrainSettings& settings, const c10::Device& device = c10::kCPU);
+ActivationQuery activation_query(const InferSettings& settings, const c10::Device& device = c10::kCPU);
 
 }  // namespace tvie

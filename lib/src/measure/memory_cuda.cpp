@@ -2,6 +2,8 @@
 // runs only where a GPU exists.
 #include <tvie/memory.hpp>
 
+#include <tvie/log.hpp>
+
 #include "core/compat.hpp"
 
 #if TVIE_WITH_CUDA
@@ -16,15 +18,24 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 class CudaProbe final : public MemoryProbe {
  public:
   // A probe starts a run: CUDA initialised (the statistics exist only then), the cached but unused segments
-  // of earlier runs returned to the driver, the peaks reset, and the reserved bytes that remain (held by
-  // live tensors of earlier runs) taken as the run's baseline.
+  // of earlier runs returned to the driver, the peaks reset, and the bytes of the tensors still alive from
+  // earlier runs (as the allocator holds them, rounded to blocks) taken as the reserved baseline. Not the
+  // reserved bytes themselves: a segment that holds one live tensor cannot be returned, and its free rest
+  // is reused by the next run, which then reserves nothing new (seen on an H200: an inference after a
+  // training run in the same process, 1 GiB of tensors, 0 B of new segments). So a run's reserved figure
+  // counts what it finds free in such segments, and is never below its allocated figure.
   explicit CudaProbe(c10::DeviceIndex index) : index_(index) {
     compat::init_cuda();
     c10::cuda::CUDAGuard guard(index_);
     c10::cuda::device_synchronize();
     cca::emptyCache();
     cca::resetPeakStats(index_);
-    reserved_baseline_ = stats().reserved_bytes[compat::kAggregateStat].current;
+    const auto s = stats();
+    reserved_baseline_ = s.allocated_bytes[compat::kAggregateStat].current;
+    log::debug(cat("CUDA memory at the run's start (cache emptied): reserved ",
+                   s.reserved_bytes[compat::kAggregateStat].current, " B, allocated ", reserved_baseline_,
+                   " B, free in segments that live tensors keep ",
+                   s.reserved_bytes[compat::kAggregateStat].current - reserved_baseline_, " B"));
   }
   compat::CudaDeviceStats stats() const { return cca::getDeviceStats(index_); }
   // Requested bytes: what the tensors asked for, before the allocator rounds blocks up (to 512 bytes, and
@@ -40,9 +51,9 @@ class CudaProbe final : public MemoryProbe {
   void reset_peak() override { cca::resetPeakStats(index_); }
   std::string counter_description() const override {
     return "allocated: bytes the live CUDA tensors requested, from the caching allocator's statistics (before "
-           "its rounding to blocks); reserved: bytes the caching allocator holds from cudaMalloc, above what it "
-           "held at the start of this run (its cache emptied first). Neither includes the CUDA context or NCCL "
-           "buffers";
+           "its rounding to blocks); reserved: bytes the caching allocator holds from cudaMalloc, less the bytes "
+           "of the tensors alive at the start of this run (its cache emptied first; free space left in their "
+           "segments counts as this run's). Neither includes the CUDA context or NCCL buffers";
   }
 
  private:

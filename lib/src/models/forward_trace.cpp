@@ -207,12 +207,18 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   auto cast = [&](const Sym& t) { return query_.autocast && t.element_bytes != 2 ? make(t.elements, 2, true) : t; };
   const Sym q2 = cast(q), k2 = cast(k), v2 = cast(v);
   Sym y = make(q.elements, q2.element_bytes, true);  // [B, a, S, d] in [B, S, a, d] memory order
-  const Sym logsumexp = make(B * a * S, 4, false);   // [B, a, S] fp32
+  // [B, a, S] fp32; on CUDA, fp32 attention runs the memory-efficient kernel, which pads S to 32.
+  const int64_t lse_positions = query_.cuda && q2.element_bytes == 4 ? (S + 31) / 32 * 32 : S;
+  const Sym logsumexp = make(B * a * lse_positions, 4, false);
   save(q2, "attention");
   save(k2, "attention");
   save(v2, "attention");
   save(y, "attention");
   save(logsumexp, "attention");
+  if (query_.cuda) {  // the CUDA kernels' RNG seed and offset: int64 scalars on the device, dropout or not
+    save(make(1, 8, false), "attention");
+    save(make(1, 8, false), "attention");
+  }
   end_op(q.bytes() + k.bytes() + v.bytes(), y.bytes());
   return y;
 }
@@ -267,7 +273,7 @@ Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes
 Sym ForwardTrace::checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment) {
   if (!training()) return segment(x);
   save(x, "checkpoint");
-  save(make(kCpuRngStateBytes, 1, false), "checkpoint");
+  if (!query_.cuda) save(make(kCpuRngStateBytes, 1, false), "checkpoint");  // on CUDA: host tensors
   // What recomputing the segment in backward holds: the segment traced again with grad, and its own
   // backward swept (its saved tensors released op by op, its gradients written).
   const Op checkpoint_op = current_;

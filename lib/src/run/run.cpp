@@ -225,7 +225,7 @@ SliceTrainReport run_train_slices(const Workload& full,
   report.settings = run.settings;
   report.slices = slices;
   report.full_layers = layers;
-  report.predicted = predict_training_memory(full, run.settings);
+  report.predicted = predict_training_memory(full, run.settings, false, run.device);
   log::info(cat("training ", full.name(), " as slices of ", slices.layers_1, " and ", slices.layers_2, " of its ",
                 layers, " blocks (the full model is not run); its predicted ledger: ", describe(report.predicted)));
   {

@@ -80,7 +80,7 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
                                   const torch::nn::Module* weights, torch::Tensor* output) {
   auto probe = make_memory_probe(device);
   InferenceResult r;
-  r.predicted = predict_inference_memory(workload, settings);
+  r.predicted = predict_inference_memory(workload, settings, device);
   try {
     InferenceSession session(workload, settings, device, weights, probe.get());
     r.memory = session.ledger_batch(*probe);  // eager, also with cuda_graph

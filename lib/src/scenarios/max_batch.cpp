@@ -141,7 +141,7 @@ MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSett
   result.limit_bytes = limits.limit_bytes;
   result.limit_source = limits.limit_source;
   result.predicted_largest = predicted_largest(
-      s, result.limit_bytes, [&](int64_t b) { return predict_training_memory(workload, at(b)).peak; });
+      s, result.limit_bytes, [&](int64_t b) { return predict_training_memory(workload, at(b), false, device).peak; });
   if (result.largest_fitting > 0) {  // the ledger at the largest fitting batch, measured again on its own
     auto probe = make_memory_probe(device);
     std::optional<ScopedCpuMemoryLimit> limit;
@@ -172,7 +172,7 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
   result.limit_bytes = limits.limit_bytes;
   result.limit_source = limits.limit_source;
   result.predicted_largest = predicted_largest(
-      s, result.limit_bytes, [&](int64_t b) { return predict_inference_memory(workload, at(b)).peak; });
+      s, result.limit_bytes, [&](int64_t b) { return predict_inference_memory(workload, at(b), device).peak; });
   if (result.largest_fitting > 0) {
     std::optional<ScopedCpuMemoryLimit> limit;
     if (device.is_cpu()) limit.emplace(result.limit_bytes);

@@ -10,8 +10,9 @@
 
 namespace tvie {
 
-ActivationQuery activation_query(const TrainSettings& settings) {
+ActivationQuery activation_query(const TrainSettings& settings, const c10::Device& device) {
   ActivationQuery q;
+  q.cuda = device.is_cuda();
   q.batch_size = settings.batch_size / std::max<int64_t>(1, settings.accumulate);  // one micro-batch
   q.training = true;
   q.weight_bytes = settings.precision == TrainPrecision::bf16 ? 2 : 4;  // amp keeps fp32 master weights
@@ -20,8 +21,9 @@ ActivationQuery activation_query(const TrainSettings& settings) {
   return q;
 }
 
-ActivationQuery activation_query(const InferSettings& settings) {
+ActivationQuery activation_query(const InferSettings& settings, const c10::Device& device) {
   ActivationQuery q;
+  q.cuda = device.is_cuda();
   q.batch_size = settings.batch_size;
   q.training = false;
   // fp16/bf16 convert the whole copy; fp8 keeps the layers other than Linear in bf16; int8 keeps them fp32.
@@ -46,9 +48,9 @@ int64_t batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t se
 }  // namespace
 
 PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
-                                                bool data_parallel) {
+                                                bool data_parallel, const c10::Device& device) {
   const ModelFacts facts = workload.facts();
-  const ActivationQuery query = activation_query(settings);
+  const ActivationQuery query = activation_query(settings, device);
   const ActivationEstimate a = workload.estimate_activations(query);
   const int64_t weights = facts.parameter_count * query.weight_bytes;  // fp32, or bf16 for pure bf16
   PredictedTrainingMemory p;
@@ -99,9 +101,10 @@ std::string describe(const PredictedTrainingMemory& p) {
   return out;
 }
 
-PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings) {
+PredictedInferenceMemory predict_inference_memory(const Workload& workload, const InferSettings& settings,
+                                                  const c10::Device& device) {
   const ModelFacts facts = workload.facts();
-  const ActivationQuery query = activation_query(settings);
+  const ActivationQuery query = activation_query(settings, device);
   const ActivationEstimate a = workload.estimate_activations(query);
   PredictedInferenceMemory p;
   p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);

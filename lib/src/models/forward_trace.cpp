@@ -121,10 +121,12 @@ Sym ForwardTrace::batch_norm(const Sym& x, int64_t channels) {
 
 Sym ForwardTrace::layer_norm(const Sym& x, int64_t h) {
   const int64_t rows = x.elements / h;
-  const int64_t stat_bytes = x.element_bytes == 2 && weight_bytes() == 2 ? 2 : 4;
+  // CUDA autocast runs layer_norm in fp32: a 2-byte input is cast (the copy is what is saved).
+  const Sym xin = query_.cuda && query_.autocast && x.element_bytes == 2 ? make(x.elements, 4, x.requires_grad) : x;
+  const int64_t stat_bytes = !query_.cuda && xin.element_bytes == 2 && weight_bytes() == 2 ? 2 : 4;
   const Sym mean = make(rows, stat_bytes, false), rstd = make(rows, stat_bytes, false);
-  Sym y = make(x.elements, x.element_bytes, true);
-  save(x, "layer_norm");
+  Sym y = make(x.elements, xin.element_bytes, true);
+  save(xin, "layer_norm");
   save(mean, "layer_norm");
   save(rstd, "layer_norm");
   parameter_gradients(2 * h);
@@ -208,14 +210,15 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   const Sym q2 = cast(q), k2 = cast(k), v2 = cast(v);
   Sym y = make(q.elements, q2.element_bytes, true);  // [B, a, S, d] in [B, S, a, d] memory order
   // [B, a, S] fp32; on CUDA, fp32 attention runs the memory-efficient kernel, which pads S to 32.
-  const int64_t lse_positions = query_.cuda && q2.element_bytes == 4 ? (S + 31) / 32 * 32 : S;
+  const bool flash = q2.element_bytes == 2;
+  const int64_t lse_positions = query_.cuda && !flash ? (S + 31) / 32 * 32 : S;
   const Sym logsumexp = make(B * a * lse_positions, 4, false);
   save(q2, "attention");
   save(k2, "attention");
   save(v2, "attention");
   save(y, "attention");
   save(logsumexp, "attention");
-  if (query_.cuda) {  // the CUDA kernels' RNG seed and offset: int64 scalars on the device, dropout or not
+  if (query_.cuda && flash) {  // CUDA flash kernel: its RNG seed and offset, int64 on the device
     save(make(1, 8, false), "attention");
     save(make(1, 8, false), "attention");
   }

@@ -19,6 +19,14 @@
 //  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight.
 //  - checkpoint (tvie::checkpoint): saves the segment's input and the CPU generator's state (5056 bytes);
 //    the segment runs without grad, and is recomputed with grad in backward.
+// On CUDA (ActivationQuery::cuda; measured on an H200 with LibTorch 2.11, every zoo model but resnet at its
+// tiny preset, tests/test_gpu.cpp), where the CPU rules differ:
+//  - attention with 2-byte inputs (the flash kernel) also saves its RNG seed and offset, two int64 tensors
+//    on the device (16 B per attention, dropout or not); fp32 attention (the memory-efficient kernel) keeps
+//    them on the host, and pads its log-sum-exp to a multiple of 32 positions (kAlignLSE in its source).
+//  - layer_norm keeps mean and rstd in fp32 whatever the input's dtype; under autocast it is on the fp32
+//    list: a 2-byte input is cast to fp32, that copy is saved (not the input) and the output is fp32.
+//  - checkpoint: the generators' states are host tensors (outside the device's ledger).
 #pragma once
 
 #include <cstdint>

@@ -142,6 +142,35 @@ if [ "$group" = all ] || [ "$group" = slices ]; then
 run "cpu-slices-llama-3-8b-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 --batch 1 \
     --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cpu --quiet \
     --json "$out/cpu-slices-llama-3-8b-bf16.json"
+# The same training beside inference of the same slices: bf16 (what this CPU runs natively) and int8.
+run "cpu-compare-slices-llama-3-8b-bf16" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --infer-dtype bf16 --device cpu --quiet \
+    --json "$out/cpu-compare-slices-llama-3-8b-bf16.json"
+run "cpu-infer-slices-llama-3-8b-int8" "$bin/tvie" infer --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --batch 1 --dtype int8 --steps 3 --warmup 1 --device cpu --quiet --json "$out/cpu-infer-slices-llama-3-8b-int8.json"
+python3 - "$out" >"$out/cpu-llama-3-8b-train-vs-infer.md" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+cmp = json.load(open(os.path.join(out, "cpu-compare-slices-llama-3-8b-bf16.json")))
+int8 = json.load(open(os.path.join(out, "cpu-infer-slices-llama-3-8b-int8.json")))["inference_slices"]
+t, bf16 = cmp["training_slices"], cmp["inference_slices"]
+gib = lambda b: f"{b / 2**30:.2f}" if b >= 0 else "-"
+print("| Llama 3 8B, 32 blocks extrapolated from slices 1,2 (GiB) | weights | gradients | optimizer state | "
+      "activations / working set | peak | predicted peak |")
+print("|---|---|---|---|---|---|---|")
+m = t["extrapolated"]["memory"]
+print(f"| training, AdamW, pure bf16, batch 1 x 128 | {gib(m['parameters'])} | {gib(m['gradients'])} | "
+      f"{gib(m['optimizer_state'])} | {gib(m['activations'])} | {gib(m['peak'])} | {gib(t['predicted']['peak'])} |")
+for name, x in (("bf16", bf16), ("int8 (Linear weights; fbgemm's packs)", int8)):
+    m = x["extrapolated"]["memory"]
+    print(f"| inference, {name}, batch {x['settings']['batch_size']} x 128 | {gib(m['parameters'] + m['packed_weights'])} "
+          f"| - | - | {gib(m['activations'])} | {gib(m['peak'])} | {gib(x['predicted']['peak'])} |")
+print()
+print(f"Training peak / bf16 inference peak: {t['extrapolated']['memory']['peak'] / bf16['extrapolated']['memory']['peak']:.2f}x; "
+      f"/ int8 inference peak: {t['extrapolated']['memory']['peak'] / int8['extrapolated']['memory']['peak']:.2f}x. "
+      "Neither the training run nor the inference runs built the whole model (slices of 1 and 2 blocks at the real "
+      "width; docs/results/cpu-compare-slices-llama-3-8b-bf16.txt, cpu-infer-slices-llama-3-8b-int8.txt).")
+PY
 fi
 
 if [ "$group" = all ] || [ "$group" = dist ]; then

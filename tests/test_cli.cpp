@@ -287,7 +287,12 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"infer --device cpu --cuda-graph", "--cuda-graph"},
            {"infer --cpu-memory-limit-mb -1", "--cpu-memory-limit-mb: got '-1'"},
            {"infer --torchscript /nonexistent.pt --input-shape 4", "--torchscript: got '/nonexistent.pt'"},
-           {"infer --model gpt --preset huge", "--preset: got 'huge'"}}) {
+           {"infer --model gpt --preset huge", "--preset: got 'huge'"},
+           {"infer --model gpt --slice-layers 1,2 --batch 1,2", "--batch: got '1,2'"},
+           {"infer --model gpt --slice-layers 1,2 --batch 1 --dtype fp32,bf16", "--dtype: got 'fp32,bf16'"},
+           {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got 'mlp/tiny'"},
+           {"infer --model gpt --slice-layers 2,1 --batch 1", "--slice-layers: got '2,1'"},
+           {"infer --model gpt --slice-layers 1,2 --batch 1 --find-max-batch", "--slice-layers"}}) {
     const Run r = run_cli(args + json);
     INFO(args << "\n" << r.out);
     CHECK(r.exit_code == 2);
@@ -358,6 +363,9 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
        "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet --json "},
       {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "},
       {"train_slices", "train --model gpt --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"infer_slices",
+       "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
        "--json "}};

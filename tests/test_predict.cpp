@@ -199,6 +199,16 @@ TEST_CASE("slices: linear extrapolation in the block count", "[slices][pure]") {
   const auto x = extrapolate(a, b, SliceSettings{1, 2}, 4);
   CHECK(x.parameters == 2500);
   CHECK(x.peak_reserved == -1);
+  InferenceMemory ia, ib;
+  ia.activations = 10;
+  ib.activations = 12;
+  ia.peak_reserved = 100;
+  ib.peak_reserved = 150;
+  const auto ix = extrapolate(ia, ib, SliceSettings{1, 2}, 32);
+  CHECK(ix.activations == 72);
+  CHECK(ix.peak_reserved == 1650);
+  CHECK(extrapolate_time(5.0, 7.0, SliceSettings{1, 2}, 4) == Approx(11.0));
+  CHECK(extrapolate_time(5.0, 5.0, SliceSettings{1, 2}, 4) == -1);  // not slower: noise, not a figure
   CHECK_THROWS_AS(validate(SliceSettings{2, 2}, 4), InvalidArgument);
   CHECK_THROWS_AS(validate(SliceSettings{1, 5}, 4), InvalidArgument);
   CHECK_THROWS_AS(validate(SliceSettings{0, 2}, 4), InvalidArgument);
@@ -208,25 +218,38 @@ TEST_CASE("slices: linear extrapolation in the block count", "[slices][pure]") {
         2 * 128256 * 4096 + 2 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096);
 }
 
-TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 4-block ledger within 3%", "[slices]") {
+TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 4-block ledgers within 3%",
+          "[slices]") {
   const c10::Device cpu(c10::kCPU);
   const auto full = make_zoo_workload("gpt", "small");
   REQUIRE(full->block_count() == 4);
   TrainSettings s = test::small_train();
   s.batch_size = 4;
-  const auto report =
-      run_train_slices(*full, [](int64_t layers) { return make_zoo_workload("gpt", "small", 0, layers); }, s,
-                       SliceSettings{1, 2}, {"cpu", {}});
+  InferSettings i;
+  i.batch_size = 2;
+  i.steps = 2;
+  i.warmup_steps = 0;
+  const auto report = run_slices(*full, [](int64_t layers) { return make_zoo_workload("gpt", "small", 0, layers); },
+                                 {{1, 2}, s, i}, {"cpu", {}});
+  REQUIRE(report.training);
+  REQUIRE(report.inference);
   const auto measured = measure_training(*full, s, cpu);
-  const auto& x = report.extrapolated;
+  const auto& x = report.training->extrapolated;
   CHECK(relative(x.parameters, measured.memory.parameters) <= 0.03);
   CHECK(relative(x.gradients, measured.memory.gradients) <= 0.03);
   CHECK(relative(x.optimizer_state, measured.memory.optimizer_state) <= 0.03);
   CHECK(relative(x.activations, measured.memory.activations) <= 0.03);
   CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
   CHECK(report.full_layers == 4);
-  CHECK(report.predicted.activations == measured.memory.activations);  // the full model's trace, never built
-  CHECK(report.extrapolated_step_ms > 0);  // printed and extrapolated; times are not compared in tests
+  CHECK(report.training->predicted.activations == measured.memory.activations);  // the full model's trace
+  CHECK(report.training->extrapolated_step_ms != 0);  // extrapolated (or -1: noise); times are not compared
+  // Inference: the weights and the working set are linear in the blocks too.
+  const auto inferred = measure_inference(*full, i, cpu);
+  const auto& y = report.inference->extrapolated;
+  CHECK(relative(y.parameters, inferred.memory.parameters) <= 0.03);
+  CHECK(relative(y.activations, inferred.memory.activations) <= 0.03);
+  CHECK(relative(y.peak, inferred.memory.peak) <= 0.05);
+  CHECK(report.inference->predicted.parameters == inferred.memory.parameters);
 }
 
 TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200", "[predict]") {

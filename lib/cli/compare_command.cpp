@@ -12,6 +12,7 @@ struct CompareOptions {
   TrainOptions train;
   OutputOptions output;
   MaxBatchOptions max_batch;
+  SliceOptions slices;
   std::string infer_dtype = "auto";
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
@@ -42,6 +43,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   add_field_flag(cmd, "--infer-cuda-graph", o->infer_cuda_graph,
                  "Replay the inference forward from a CUDA graph (CUDA)", "infer.cuda_graph");
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
+  add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
 
   return [o, cmd, argv]() {
@@ -63,6 +65,12 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.cuda_graph = o->infer_cuda_graph;
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
+    if (const auto slices = slice_settings(o->slices)) {
+      refuse_slices_with_max_batch(o->slices, o->max_batch);
+      SliceRunSettings run{*slices, s.train, s.infer, s.infer_dtype_auto};
+      emit(run_slices(*workload, slice_maker(o->model), run, {o->model.device, argv}), o->output);
+      return 0;
+    }
     if (o->max_batch.find) {
       MaxBatchSearchSettings search;
       search.train = s.train;

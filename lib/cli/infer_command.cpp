@@ -16,6 +16,7 @@ struct InferOptions {
   std::string dtypes = "fp32";
   InferSweepSettings settings;
   MaxBatchOptions max_batch;
+  SliceOptions slices;
   std::string script_path, input_shape, fusion = "none";
   int64_t vocab = 0;
 };
@@ -74,6 +75,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "torchscript.fusion")
       ->capture_default_str();
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/false);
+  add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
 
   return [o, argv]() {
@@ -95,6 +97,27 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       workload = make_torchscript_workload(ts);
     }
     check_outputs(o->output);
+    if (const auto slices = slice_settings(o->slices)) {
+      refuse_slices_with_max_batch(o->slices, o->max_batch);
+      if (!o->script_path.empty())
+        throw InvalidArgument("slices.layers", o->slices.layers, "a zoo model with blocks (not --torchscript)");
+      if (s.batch_sizes.size() != 1)
+        throw InvalidArgument("infer_sweep.batch_sizes", o->batches, "one batch size with --slice-layers, e.g. 1");
+      if (s.dtypes.size() != 1)
+        throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --slice-layers");
+      if (s.cpu_memory_limit_mb != 0)
+        throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb), "0 with --slice-layers");
+      InferSettings infer;
+      infer.batch_size = s.batch_sizes.front();
+      infer.dtype = s.dtypes.front();
+      infer.steps = s.steps;
+      infer.warmup_steps = s.warmup_steps;
+      infer.seed = s.seed;
+      infer.cuda_graph = s.cuda_graph;
+      emit(run_slices(*workload, slice_maker(o->model), {*slices, std::nullopt, infer}, {o->model.device, argv}),
+           o->output);
+      return 0;
+    }
     if (o->max_batch.find) {
       if (s.dtypes.size() != 1)
         throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --find-max-batch");

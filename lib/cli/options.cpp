@@ -186,6 +186,29 @@ std::vector<int64_t> parse_int_series(const std::string& text, const std::string
   return out;
 }
 
+void add_slice_options(CLI::App* cmd, SliceOptions& o) {
+  add_field_option(cmd, "--slice-layers", o.layers,
+                   "K1,K2: emulate the model by two slices of K1 and K2 blocks at its real width (gpt, bert, llama); "
+                   "the full depth is extrapolated, not run",
+                   "slices.layers");
+}
+
+std::optional<SliceSettings> slice_settings(const SliceOptions& o) {
+  if (o.layers.empty()) return std::nullopt;
+  const auto k = parse_int_series(o.layers, "slices.layers");
+  if (k.size() != 2) throw InvalidArgument("slices.layers", o.layers, "two block counts K1,K2, e.g. 1,2");
+  return SliceSettings{k[0], k[1]};
+}
+
+void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch) {
+  if (max_batch.find)
+    throw InvalidArgument("slices.layers", slices.layers, "not with --find-max-batch (one or the other)");
+}
+
+std::function<std::unique_ptr<Workload>(int64_t)> slice_maker(const ModelOptions& m) {
+  return [m](int64_t layers) { return make_zoo_workload(m.model, m.preset, m.seq, layers); };
+}
+
 void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit) {
   add_field_flag(cmd, "--find-max-batch", o.find,
                  "Instead of the run: search the largest batch that fits (doubling, then bisection; one "

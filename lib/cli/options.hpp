@@ -88,6 +88,18 @@ struct MaxBatchOptions {
 };
 void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit);
 
+// --slice-layers K1,K2 (train, infer, compare): the model emulated by two slices at its real width.
+struct SliceOptions {
+  std::string layers;  // "K1,K2"; empty: not asked
+};
+void add_slice_options(CLI::App* cmd, SliceOptions& o);
+// The two block counts (two integers, else InvalidArgument("slices.layers", ...)); nullopt when not given.
+std::optional<SliceSettings> slice_settings(const SliceOptions& o);
+// --slice-layers and --find-max-batch ask for two different runs: InvalidArgument("slices.layers", ...).
+void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch);
+// The zoo model of `m` built with `layers` blocks.
+std::function<std::unique_ptr<Workload>(int64_t)> slice_maker(const ModelOptions& m);
+
 // --- the rest -----------------------------------------------------------------------------------------
 
 // The zoo workload the model options name (InvalidArgument("model"/"preset") otherwise).

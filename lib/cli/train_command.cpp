@@ -14,7 +14,7 @@ struct TrainCommandOptions {
   DistOptions dist;
   MaxBatchOptions max_batch;
   OutputOptions output;
-  std::string slice_layers;  // "K1,K2"
+  SliceOptions slices;
 };
 
 }  // namespace
@@ -28,10 +28,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_train_options(cmd, o->train);
   add_dist_options(cmd, o->dist, /*with_overlap=*/true);
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
-  add_field_option(cmd, "--slice-layers", o->slice_layers,
-                   "K1,K2: emulate the model by two slices of K1 and K2 blocks at its real width (gpt, bert, llama); "
-                   "the full depth is extrapolated, not run",
-                   "slices.layers");
+  add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
   return [o, cmd, argv]() {
     apply_log_level(o->output);
@@ -39,14 +36,11 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     const auto workload = zoo_workload(o->model);
     const RunOptions run{o->model.device, argv};
     const bool distributed = dist_env_from_environment().world_size > 1 || cmd->count("--backend") > 0;
-    if (!o->slice_layers.empty()) {
-      if (distributed) throw InvalidArgument("slices.layers", o->slice_layers, "a single process");
-      const auto k = parse_int_series(o->slice_layers, "slices.layers");
-      if (k.size() != 2) throw InvalidArgument("slices.layers", o->slice_layers, "two block counts K1,K2, e.g. 1,2");
-      const ModelOptions m = o->model;
-      const auto make_slice = [m](int64_t layers) { return make_zoo_workload(m.model, m.preset, m.seq, layers); };
+    if (const auto slices = slice_settings(o->slices)) {
+      refuse_slices_with_max_batch(o->slices, o->max_batch);
+      if (distributed) throw InvalidArgument("slices.layers", o->slices.layers, "a single process");
       check_outputs(o->output);
-      emit(run_train_slices(*workload, make_slice, settings, {k[0], k[1]}, run), o->output);
+      emit(run_slices(*workload, slice_maker(o->model), {*slices, settings, std::nullopt}, run), o->output);
       return 0;
     }
     if (o->max_batch.find) {

@@ -21,7 +21,7 @@ class Reporter {
   virtual void report(const DecodeReport& report) = 0;
   virtual void report(const AllreduceReport& report) = 0;
   virtual void report(const MaxBatchReport& report) = 0;
-  virtual void report(const SliceTrainReport& report) = 0;
+  virtual void report(const SliceReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -35,7 +35,7 @@ class ConsoleReporter : public Reporter {
   void report(const DecodeReport& report) override;
   void report(const AllreduceReport& report) override;  // the all_reduce_perf table
   void report(const MaxBatchReport& report) override;
-  void report(const SliceTrainReport& report) override;
+  void report(const SliceReport& report) override;
 
  private:
   std::ostream& out_;
@@ -52,7 +52,7 @@ class JsonReporter : public Reporter {
   void report(const DecodeReport& report) override;
   void report(const AllreduceReport& report) override;
   void report(const MaxBatchReport& report) override;
-  void report(const SliceTrainReport& report) override;
+  void report(const SliceReport& report) override;
 
  private:
   std::string path_;
@@ -70,7 +70,7 @@ class CsvReporter : public Reporter {
   void report(const DecodeReport& report) override;
   void report(const AllreduceReport& report) override;
   void report(const MaxBatchReport& report) override;
-  void report(const SliceTrainReport& report) override;
+  void report(const SliceReport& report) override;
 
  private:
   std::string path_;
@@ -83,7 +83,7 @@ std::string to_json_string(const InferReport& report, int indent = 2);
 std::string to_json_string(const DecodeReport& report, int indent = 2);
 std::string to_json_string(const AllreduceReport& report, int indent = 2);
 std::string to_json_string(const MaxBatchReport& report, int indent = 2);
-std::string to_json_string(const SliceTrainReport& report, int indent = 2);
+std::string to_json_string(const SliceReport& report, int indent = 2);
 // The max-batch probes, one line each: mode,batch,fits,peak_bytes.
 std::string to_csv_string(const MaxBatchReport& report);
 // The all-reduce rows flat, one line a message size, with a header line (no trailing newline).

@@ -26,5 +26,9 @@ int64_t extrapolate(int64_t at_k1, int64_t at_k2, const SliceSettings& slices, i
 // Every category (peak_reserved: -1 stays -1).
 TrainingMemory extrapolate(const TrainingMemory& at_k1, const TrainingMemory& at_k2, const SliceSettings& slices,
                            int64_t layers);
+InferenceMemory extrapolate(const InferenceMemory& at_k1, const InferenceMemory& at_k2, const SliceSettings& slices,
+                            int64_t layers);
+// A mean time extrapolated the same way; -1 when the K2 slice is not slower than the K1 one (timing noise).
+double extrapolate_time(double at_k1, double at_k2, const SliceSettings& slices, int64_t layers);
 
 }  // namespace tvie

@@ -461,48 +461,79 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
       << "  the largest batch whose predicted peak (docs/metrics.md, \"Predicted memory\") is within the limit.\n";
 }
 
-void ConsoleReporter::report(const SliceTrainReport& r) {
+void ConsoleReporter::report(const SliceReport& r) {
   auto& out = out_;
-  header(out, "train (slices)", r.workload, r.context, r.facts);
-  training_line(out, r.settings, r.slice_1);
+  const char* command = r.training && r.inference ? "compare (slices)"
+                        : r.training              ? "train (slices)"
+                                                  : "infer (slices)";
+  header(out, command, r.workload, r.context, r.facts);
+  if (r.training) training_line(out, r.training->settings, r.training->slice_1);
+  if (r.inference)
+    out << "inference: batch " << r.inference->settings.batch_size << ", " << to_string(r.inference->settings.dtype)
+        << " copy of freshly initialised weights (seed " << r.inference->settings.seed << ")\n";
   out << "slices: the model at its real width with " << r.slices.layers_1 << " and " << r.slices.layers_2 << " of its "
       << r.full_layers << " blocks, both measured. The full model was NOT run: its column is extrapolated\n"
       << "linearly in the blocks (per-block increment from the two slices; embeddings, head and final norm counted\n"
-      << "once), beside the analytic prediction of the full model.\n\n";
+      << "once), beside the analytic prediction of the full model.\n";
   const auto blocks = [](int64_t n) { return cat(n, n == 1 ? " block" : " blocks"); };
   const std::vector<size_t> w = {18, 14, 14, 26, 22};
-  row(out,
-      {"memory", blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated"),
-       cat(blocks(r.full_layers), " predicted")},
-      w);
-  const auto& a = r.slice_1.memory;
-  const auto& b = r.slice_2.memory;
-  const auto& x = r.extrapolated;
-  const auto& p = r.predicted;
-  auto line = [&](const std::string& name, int64_t va, int64_t vb, int64_t vx, int64_t vp) {
+  const std::vector<size_t> w2 = {18, 14, 14, 26};
+  const auto table_head = [&](const std::string& what) {
+    out << '\n';
+    row(out,
+        {what, blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated"),
+         cat(blocks(r.full_layers), " predicted")},
+        w);
+  };
+  const auto line = [&](const std::string& name, int64_t va, int64_t vb, int64_t vx, int64_t vp) {
     row(out, {"  " + name, format_bytes(va), format_bytes(vb), format_bytes(vx), predicted_cell(vp)}, w);
   };
-  line("parameters", a.parameters, b.parameters, x.parameters, p.parameters);
-  line("gradients", a.gradients, b.gradients, x.gradients, p.gradients);
-  line("optimizer_state", a.optimizer_state, b.optimizer_state, x.optimizer_state, p.optimizer_state);
-  if (is_amp(r.slice_1.precision))
-    line("weight_copies", a.weight_copies, b.weight_copies, x.weight_copies, p.weight_copies);
-  line("activations", a.activations, b.activations, x.activations, p.activations);
-  line("peak", a.peak, b.peak, x.peak, p.peak);
-  out << '\n';
-  const std::vector<size_t> w2 = {18, 14, 14, 26};
-  row(out, {"time", blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated")},
-      w2);
-  row(out,
-      {"  step mean", ms(r.slice_1.step.mean), ms(r.slice_2.step.mean),
-       r.extrapolated_step_ms >= 0 ? ms(r.extrapolated_step_ms) : "- (see below)"},
-      w2);
-  if (r.extrapolated_step_ms < 0)
-    out << "  not extrapolated: the " << blocks(r.slices.layers_2) << " slice was not slower than the "
-        << blocks(r.slices.layers_1) << " one (timing noise; more --steps and --warmup).\n";
-  out << "  counter: " << r.slice_1.memory_counter << ".\n  timer: " << r.slice_1.timer << "; " << r.slice_1.timed_steps
-      << " timed steps per slice after " << r.slice_1.ledger_steps << " ledger + " << r.slice_1.warmup_steps
-      << " warm-up.\n";
+  const auto time_line = [&](const std::string& name, double a, double b, double x) {
+    row(out, {"  " + name, ms(a), ms(b), x >= 0 ? ms(x) : "- (see below)"}, w2);
+    if (x < 0)
+      out << "  not extrapolated: the " << blocks(r.slices.layers_2) << " slice was not slower than the "
+          << blocks(r.slices.layers_1) << " one (timing noise; more --steps and --warmup).\n";
+  };
+  if (r.training) {
+    const auto& t = *r.training;
+    const auto &a = t.slice_1.memory, &b = t.slice_2.memory, &x = t.extrapolated;
+    const auto& p = t.predicted;
+    table_head("training memory");
+    line("parameters", a.parameters, b.parameters, x.parameters, p.parameters);
+    line("gradients", a.gradients, b.gradients, x.gradients, p.gradients);
+    line("optimizer_state", a.optimizer_state, b.optimizer_state, x.optimizer_state, p.optimizer_state);
+    if (is_amp(t.slice_1.precision))
+      line("weight_copies", a.weight_copies, b.weight_copies, x.weight_copies, p.weight_copies);
+    line("activations", a.activations, b.activations, x.activations, p.activations);
+    line("peak", a.peak, b.peak, x.peak, p.peak);
+    time_line("step mean", t.slice_1.step.mean, t.slice_2.step.mean, t.extrapolated_step_ms);
+  }
+  if (r.inference) {
+    const auto& i = *r.inference;
+    const auto &a = i.slice_1.memory, &b = i.slice_2.memory, &x = i.extrapolated;
+    const auto& p = i.predicted;
+    table_head("inference memory");
+    line("parameters", a.parameters + a.packed_weights, b.parameters + b.packed_weights,
+         x.parameters + x.packed_weights, p.parameters);
+    line("activations", a.activations, b.activations, x.activations, p.activations);
+    line("peak", a.peak, b.peak, x.peak, p.peak);
+    time_line("batch mean", i.slice_1.latency.mean, i.slice_2.latency.mean, i.extrapolated_latency_ms);
+  }
+  const std::string& counter = r.training ? r.training->slice_1.memory_counter : r.inference->slice_1.memory_counter;
+  out << "  counter: " << counter << ".\n";
+  if (r.training) {
+    const auto& t = r.training->slice_1;
+    out << "  training timer: " << t.timer << "; " << t.timed_steps << " timed steps per slice after " << t.ledger_steps
+        << " ledger + " << t.warmup_steps << " warm-up.\n";
+  }
+  if (r.inference)
+    out << "  inference timer: " << r.inference->slice_1.timer << "; " << r.inference->slice_1.timed_batches
+        << " timed batches per slice after 1 ledger + " << r.inference->slice_1.warmup_batches << " warm-up.\n";
+  if (r.training && r.inference)
+    out << "\ngap (extrapolated): training peak / inference peak = "
+        << ratio(static_cast<double>(r.training->extrapolated.peak),
+                 static_cast<double>(r.inference->extrapolated.peak))
+        << "\n";
 }
 
 void ConsoleReporter::report(const DecodeReport& r) {

@@ -71,6 +71,10 @@ nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
           {"activations_by_layer", by_layer}};
 }
 
+nlohmann::json predicted_json(const PredictedInferenceMemory& p) {
+  return {{"parameters", p.parameters}, {"activations", p.activations}, {"batch", p.batch}, {"peak", p.peak}};
+}
+
 using nlohmann::json;
 
 json summary_json(const Summary& s) {
@@ -184,11 +188,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
 json inference_json(const InferenceResult& i) {
   return {{"memory_counter", i.memory_counter},
           {"memory", memory_json(i.memory)},
-          {"memory_predicted",
-           {{"parameters", i.predicted.parameters},
-            {"activations", i.predicted.activations},
-            {"batch", i.predicted.batch},
-            {"peak", i.predicted.peak}}},
+          {"memory_predicted", predicted_json(i.predicted)},
           {"timer", i.timer},
           {"cuda_graph", i.cuda_graph},
           {"linear_layers", {{"converted", i.linears_converted}, {"kept_dense", i.linears_kept_dense}}},
@@ -372,7 +372,7 @@ void JsonReporter::report(const InferReport& report) { write_file_atomically(pat
 void JsonReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const SliceTrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const SliceReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
@@ -387,7 +387,7 @@ void CsvReporter::report(const InferReport&) { no_csv("infer"); }
 void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
 void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const SliceTrainReport&) { no_csv("train --slice-layers"); }
+void CsvReporter::report(const SliceReport&) { no_csv("--slice-layers"); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -407,28 +407,43 @@ std::string to_json_string(const MaxBatchReport& r, int indent) {
   return j.dump(indent);
 }
 
-std::string to_json_string(const SliceTrainReport& r, int indent) {
-  const auto& s = r.settings;
+std::string to_json_string(const SliceReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
-  auto slice = [](const TrainingResult& t) {
-    return json{{"memory", memory_json(t.memory)}, {"step_ms_mean", t.step.mean}};
-  };
-  j["training_slices"] = {
-      {"settings",
-       {{"batch_size", s.batch_size},
-        {"steps", s.steps},
-        {"warmup_steps", s.warmup_steps},
-        {"optimizer", to_string(s.optimizer)},
-        {"precision", to_string(s.precision)},
-        {"checkpoint", checkpoint_to_string(s.checkpoint_every)}}},
-      {"layers_1", r.slices.layers_1},
-      {"layers_2", r.slices.layers_2},
-      {"full_layers", r.full_layers},
-      {"full_model_run", false},
-      {"slice_1", slice(r.slice_1)},
-      {"slice_2", slice(r.slice_2)},
-      {"extrapolated", {{"memory", memory_json(r.extrapolated)}, {"step_ms_mean", r.extrapolated_step_ms}}},
-      {"predicted", predicted_json(r.predicted)}};
+  const json layers = {{"layers_1", r.slices.layers_1},
+                       {"layers_2", r.slices.layers_2},
+                       {"full_layers", r.full_layers},
+                       {"full_model_run", false}};
+  if (r.training) {
+    const auto& t = *r.training;
+    const auto& s = t.settings;
+    auto slice = [](const TrainingResult& x) {
+      return json{{"memory", memory_json(x.memory)}, {"step_ms_mean", x.step.mean}};
+    };
+    json& out = j["training_slices"] = layers;
+    out["settings"] = {{"batch_size", s.batch_size},          {"steps", s.steps},
+                       {"warmup_steps", s.warmup_steps},      {"optimizer", to_string(s.optimizer)},
+                       {"precision", to_string(s.precision)}, {"checkpoint", checkpoint_to_string(s.checkpoint_every)}};
+    out["slice_1"] = slice(t.slice_1);
+    out["slice_2"] = slice(t.slice_2);
+    out["extrapolated"] = {{"memory", memory_json(t.extrapolated)}, {"step_ms_mean", t.extrapolated_step_ms}};
+    out["predicted"] = predicted_json(t.predicted);
+  }
+  if (r.inference) {
+    const auto& i = *r.inference;
+    const auto& s = i.settings;
+    auto slice = [](const InferenceResult& x) {
+      return json{{"memory", memory_json(x.memory)}, {"latency_ms_mean", x.latency.mean}};
+    };
+    json& out = j["inference_slices"] = layers;
+    out["settings"] = {{"batch_size", s.batch_size},
+                       {"steps", s.steps},
+                       {"warmup_steps", s.warmup_steps},
+                       {"dtype", to_string(s.dtype)}};
+    out["slice_1"] = slice(i.slice_1);
+    out["slice_2"] = slice(i.slice_2);
+    out["extrapolated"] = {{"memory", memory_json(i.extrapolated)}, {"latency_ms_mean", i.extrapolated_latency_ms}};
+    out["predicted"] = predicted_json(i.predicted);
+  }
   return j.dump(indent);
 }
 

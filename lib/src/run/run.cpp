@@ -3,6 +3,7 @@
 #include <tvie/run.hpp>
 
 #include <cstdlib>
+#include <tuple>
 #include <limits>
 
 #include "core/compat.hpp"
@@ -212,36 +213,52 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
   return report;
 }
 
-SliceTrainReport run_train_slices(const Workload& full,
-                                  const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
-                                  const TrainSettings& settings, const SliceSettings& slices,
-                                  const RunOptions& options) {
+SliceReport run_slices(const Workload& full, const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
+                       const SliceRunSettings& settings, const RunOptions& options) {
   const int64_t layers = full.block_count();
   if (layers < 2) throw InvalidArgument("slices.layers", full.name(), "a model with blocks: gpt, bert, llama");
-  validate(slices, layers);
-  const auto run = resolve_training(full, settings, resolve_device(options.device, "device"));
-  SliceTrainReport report;
-  fill_head(report, full, run.device, options);
-  report.settings = run.settings;
-  report.slices = slices;
+  validate(settings.slices, layers);
+  if (!settings.train && !settings.infer) throw InvalidArgument("slices.modes", "none", "training, inference or both");
+  const c10::Device device = resolve_device(options.device, "device");
+  if (settings.train) resolve_training(full, *settings.train, device);
+  std::optional<InferSettings> infer = settings.infer;
+  if (infer && settings.infer_dtype_auto) infer->dtype = native_inference_dtype(device).dtype;
+  if (infer) validate(*infer, device);
+  const auto& k = settings.slices;
+  SliceReport report;
+  fill_head(report, full, device, options);
+  report.slices = k;
   report.full_layers = layers;
-  report.predicted = predict_training_memory(full, run.settings, false, run.device);
-  log::info(cat("training ", full.name(), " as slices of ", slices.layers_1, " and ", slices.layers_2, " of its ",
-                layers, " blocks (the full model is not run); its predicted ledger: ", describe(report.predicted)));
-  {
-    const auto slice = make_slice(slices.layers_1);
-    report.slice_1 = measure_training(*slice, run.settings, run.device);
+  // Each mode measures the K1 slice, then the K2 one; each slice is built, measured and freed in turn.
+  const auto measure_both = [&](const auto& measure) {
+    auto a = measure(*make_slice(k.layers_1));
+    auto b = measure(*make_slice(k.layers_2));
+    return std::make_pair(std::move(a), std::move(b));
+  };
+  if (settings.train) {
+    TrainingSlices t;
+    t.settings = *settings.train;
+    t.predicted = predict_training_memory(full, t.settings, false, device);
+    log::info(cat("training ", full.name(), " as slices of ", k.layers_1, " and ", k.layers_2, " of its ", layers,
+                  " blocks (the full model is not run); its predicted ledger: ", describe(t.predicted)));
+    std::tie(t.slice_1, t.slice_2) =
+        measure_both([&](const Workload& slice) { return measure_training(slice, t.settings, device); });
+    t.extrapolated = extrapolate(t.slice_1.memory, t.slice_2.memory, k, layers);
+    t.extrapolated_step_ms = extrapolate_time(t.slice_1.step.mean, t.slice_2.step.mean, k, layers);
+    report.training = std::move(t);
   }
-  {
-    const auto slice = make_slice(slices.layers_2);
-    report.slice_2 = measure_training(*slice, run.settings, run.device);
+  if (infer) {
+    InferenceSlices i;
+    i.settings = *infer;
+    i.predicted = predict_inference_memory(full, i.settings, device);
+    log::info(cat("inference of ", full.name(), " (", to_string(i.settings.dtype), ", batch ", i.settings.batch_size,
+                  ") as slices of ", k.layers_1, " and ", k.layers_2, " blocks (the full model is not run)"));
+    std::tie(i.slice_1, i.slice_2) =
+        measure_both([&](const Workload& slice) { return measure_inference(slice, i.settings, device); });
+    i.extrapolated = extrapolate(i.slice_1.memory, i.slice_2.memory, k, layers);
+    i.extrapolated_latency_ms = extrapolate_time(i.slice_1.latency.mean, i.slice_2.latency.mean, k, layers);
+    report.inference = std::move(i);
   }
-  report.extrapolated = extrapolate(report.slice_1.memory, report.slice_2.memory, slices, layers);
-  // A per-block time that is not positive is timing noise (too few steps), not a figure: -1, said in the report.
-  if (report.slice_2.step.mean > report.slice_1.step.mean)
-    report.extrapolated_step_ms = extrapolate(report.slice_1.step.mean, report.slice_2.step.mean, slices, layers);
-  else
-    report.extrapolated_step_ms = -1;
   return report;
 }
 

@@ -40,4 +40,22 @@ TrainingMemory extrapolate(const TrainingMemory& a, const TrainingMemory& b, con
   return m;
 }
 
+InferenceMemory extrapolate(const InferenceMemory& a, const InferenceMemory& b, const SliceSettings& s,
+                            int64_t layers) {
+  auto x = [&](int64_t InferenceMemory::*field) { return extrapolate(a.*field, b.*field, s, layers); };
+  InferenceMemory m;
+  m.parameters = x(&InferenceMemory::parameters);
+  m.packed_weights = x(&InferenceMemory::packed_weights);
+  m.activations = x(&InferenceMemory::activations);
+  m.other = x(&InferenceMemory::other);
+  m.peak = x(&InferenceMemory::peak);
+  m.peak_reserved = a.peak_reserved < 0 || b.peak_reserved < 0 ? -1 : x(&InferenceMemory::peak_reserved);
+  m.batch = x(&InferenceMemory::batch);
+  return m;
+}
+
+double extrapolate_time(double at_k1, double at_k2, const SliceSettings& s, int64_t layers) {
+  return at_k2 > at_k1 ? extrapolate(at_k1, at_k2, s, layers) : -1;
+}
+
 }  // namespace tvie

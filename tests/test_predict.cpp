@@ -120,7 +120,10 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
     }
   }
   s.dtype = InferenceDtype::int8;
-  CHECK(predict_inference_memory(*make_zoo_workload("gpt", "tiny"), s).parameters == -1);  // packs: not predicted
+  const auto int8 = predict_inference_memory(*make_zoo_workload("gpt", "tiny"), s);
+  CHECK(int8.parameters == -1);  // packs, scales and the quantised kernels' buffers: not predicted
+  CHECK(int8.activations == -1);
+  CHECK(int8.peak == -1);
 }
 
 TEST_CASE("max-batch search: doubling then bisection over any probe", "[predict][max_batch][pure]") {

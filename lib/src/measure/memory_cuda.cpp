@@ -21,6 +21,7 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 // Small matmuls with bias (cuBLASLt's path) in fp32 and bf16, and their backward, create them before a run's
 // baseline, so that they stay out of every run's figures, first run or not.
 void create_library_workspaces(c10::DeviceIndex index) {
+  c10::InferenceMode not_inference(false);  // also when the caller runs under InferenceMode
   torch::AutoGradMode grad(true);
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     const auto options = torch::TensorOptions().device(c10::Device(c10::kCUDA, index)).dtype(dtype);

@@ -116,6 +116,13 @@ inline TrainSettings small_train(OptimizerKind optimizer = OptimizerKind::adamw)
   return s;
 }
 
+// The ledger steps only (Trainer::ledger_step): the measured categories and the peak of two steps.
+inline TrainingMemory measure_ledger(const Workload& w, const TrainSettings& s, const c10::Device& device) {
+  auto probe = make_memory_probe(device);
+  Trainer trainer(w, s, device, probe.get());
+  return trainer.ledger_step(*probe);
+}
+
 inline InferSettings small_infer() {
   InferSettings s;
   s.batch_size = 4;

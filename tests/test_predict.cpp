@@ -13,14 +13,6 @@ using namespace tvie;
 
 namespace {
 
-// The ledger steps only (Trainer::ledger_step): the measured categories and the peak of two steps.
-TrainingMemory measure_ledger(const Workload& w, const TrainSettings& s) {
-  const c10::Device cpu(c10::kCPU);
-  auto probe = make_memory_probe(cpu);
-  Trainer trainer(w, s, cpu, probe.get());
-  return trainer.ledger_step(*probe);
-}
-
 double relative(int64_t predicted, int64_t measured) {
   return std::abs(static_cast<double>(predicted - measured)) / static_cast<double>(measured);
 }
@@ -42,7 +34,7 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           s.checkpoint_every = checkpoint;
           INFO(model << " " << to_string(precision) << " checkpoint " << checkpoint << " " << to_string(optimizer));
           const auto p = predict_training_memory(*w, s);
-          const auto m = measure_ledger(*w, s);
+          const auto m = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
           CHECK(p.parameters == m.parameters);
           CHECK(p.gradients == m.gradients);
           CHECK(p.optimizer_state == m.optimizer_state);
@@ -80,7 +72,7 @@ TEST_CASE("predicted activations follow the micro-batch under accumulation and s
   const auto whole = predict_training_memory(*w, s);
   s.accumulate = 2;
   const auto halves = predict_training_memory(*w, s);
-  const auto measured = measure_ledger(*w, s);
+  const auto measured = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
   CHECK(halves.activations == measured.activations);  // the micro-batch of 4 is what is live at once
   CHECK(halves.activations < whole.activations);
   CHECK(halves.gradients == whole.gradients);

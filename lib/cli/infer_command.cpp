@@ -107,13 +107,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
         throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --slice-layers");
       if (s.cpu_memory_limit_mb != 0)
         throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb), "0 with --slice-layers");
-      InferSettings infer;
-      infer.batch_size = s.batch_sizes.front();
-      infer.dtype = s.dtypes.front();
-      infer.steps = s.steps;
-      infer.warmup_steps = s.warmup_steps;
-      infer.seed = s.seed;
-      infer.cuda_graph = s.cuda_graph;
+      const InferSettings infer = row_settings(s, s.batch_sizes.front(), s.dtypes.front());
       emit(run_slices(*workload, slice_maker(o->model), {*slices, std::nullopt, infer}, {o->model.device, argv}),
            o->output);
       return 0;

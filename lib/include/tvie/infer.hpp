@@ -108,6 +108,9 @@ struct InferSweepSettings {
 };
 void validate(const InferSweepSettings& settings, const c10::Device& device);
 
+// One row of a sweep (its batch size and dtype) as measure_inference's settings.
+InferSettings row_settings(const InferSweepSettings& sweep, int64_t batch, InferenceDtype dtype);
+
 struct InferSweepRow {
   int64_t batch_size = 0;
   InferenceDtype dtype = InferenceDtype::fp32;

@@ -11,9 +11,7 @@
 #include <tvie/log.hpp>
 
 namespace tvie {
-namespace {
 
-// One row of the sweep as measure_inference's settings.
 InferSettings row_settings(const InferSweepSettings& s, int64_t batch, InferenceDtype dtype) {
   InferSettings one;
   one.batch_size = batch;
@@ -24,8 +22,6 @@ InferSettings row_settings(const InferSweepSettings& s, int64_t batch, Inference
   one.cuda_graph = s.cuda_graph;
   return one;
 }
-
-}  // namespace
 
 OutputAgreement compare_outputs(const torch::Tensor& reference, const torch::Tensor& output) {
   c10::InferenceMode inference_mode;

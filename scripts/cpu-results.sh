@@ -137,39 +137,58 @@ run "cpu-max-batch-gpt-tiny" "$bin/tvie" compare --model gpt --preset tiny --fin
 fi
 
 if [ "$group" = all ] || [ "$group" = slices ]; then
-# Llama 3 8B training emulated by slices of 1 and 2 of its 32 blocks at the real width (pure bf16 with AdamW:
-# in fp32 the embedding and head alone take ~17 GB, more than this machine has beside two blocks).
+# Llama 3 8B training emulated by slices of 1 and 2 of its 32 blocks at the real width, with AdamW at batch
+# 1 x 128 tokens, in three precisions. Pure bf16 fits this 24 GiB machine with the real vocabulary; fp32 and
+# amp-bf16 hold 16 and 18 bytes per parameter, 15.7 GiB and more for the embedding and head alone, so their
+# vocabulary is sliced too (16032 and 32064 of its 128256 entries: a third slice).
 run "cpu-slices-llama-3-8b-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 --batch 1 \
     --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cpu --quiet \
     --json "$out/cpu-slices-llama-3-8b-bf16.json"
-# The same training beside inference of the same slices: bf16 (what this CPU runs natively) and int8.
-run "cpu-compare-slices-llama-3-8b-bf16" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
-    --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --infer-dtype bf16 --device cpu --quiet \
-    --json "$out/cpu-compare-slices-llama-3-8b-bf16.json"
+run "cpu-slices-llama-3-8b-amp-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision amp-bf16 --optimizer adamw --device cpu \
+    --quiet --json "$out/cpu-slices-llama-3-8b-amp-bf16.json"
+# fp32 training beside bf16 inference of the same slices (what this CPU runs natively; inference slices keep
+# the real vocabulary), and int8 inference.
+run "cpu-compare-slices-llama-3-8b-fp32" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision fp32 --optimizer adamw --infer-dtype bf16 \
+    --device cpu --quiet --json "$out/cpu-compare-slices-llama-3-8b-fp32.json"
 run "cpu-infer-slices-llama-3-8b-int8" "$bin/tvie" infer --model llama --preset llama-3-8b --slice-layers 1,2 \
     --batch 1 --dtype int8 --steps 3 --warmup 1 --device cpu --quiet --json "$out/cpu-infer-slices-llama-3-8b-int8.json"
 python3 - "$out" >"$out/cpu-llama-3-8b-train-vs-infer.md" <<'PY'
 import json, os, sys
 out = sys.argv[1]
-cmp = json.load(open(os.path.join(out, "cpu-compare-slices-llama-3-8b-bf16.json")))
-int8 = json.load(open(os.path.join(out, "cpu-infer-slices-llama-3-8b-int8.json")))["inference_slices"]
-t, bf16 = cmp["training_slices"], cmp["inference_slices"]
+load = lambda name: json.load(open(os.path.join(out, name + ".json")))
+cmp = load("cpu-compare-slices-llama-3-8b-fp32")
+fp32, bf16 = cmp["training_slices"], cmp["inference_slices"]
+amp = load("cpu-slices-llama-3-8b-amp-bf16")["training_slices"]
+pure = load("cpu-slices-llama-3-8b-bf16")["training_slices"]
+int8 = load("cpu-infer-slices-llama-3-8b-int8")["inference_slices"]
 gib = lambda b: f"{b / 2**30:.2f}" if b >= 0 else "-"
-print("| Llama 3 8B, 32 blocks extrapolated from slices 1,2 (GiB) | weights | gradients | optimizer state | "
-      "activations / working set | peak | predicted peak |")
-print("|---|---|---|---|---|---|---|")
-m = t["extrapolated"]["memory"]
-print(f"| training, AdamW, pure bf16, batch 1 x 128 | {gib(m['parameters'])} | {gib(m['gradients'])} | "
-      f"{gib(m['optimizer_state'])} | {gib(m['activations'])} | {gib(m['peak'])} | {gib(t['predicted']['peak'])} |")
+def sliced(x):  # how the slices were made, from the plan
+    parts = []
+    for a in x["axes"]:
+        parts.append(f"{a['name']} {a['base']},{a['step']} of {a['full']}")
+    return "; ".join(parts)
+print("| Llama 3 8B, extrapolated from slices (GiB) | sliced along | weights | gradients | optimizer state | "
+      "weight copies | activations / working set | peak | predicted peak |")
+print("|---|---|---|---|---|---|---|---|---|")
+for name, x in (("training, AdamW, fp32", fp32), ("training, AdamW, amp-bf16 (fp32 master)", amp),
+                ("training, AdamW, pure bf16", pure)):
+    m = x["extrapolated"]["memory"]
+    print(f"| {name}, batch {x['settings']['batch_size']} x 128 | {sliced(x)} | {gib(m['parameters'])} | "
+          f"{gib(m['gradients'])} | {gib(m['optimizer_state'])} | {gib(m['weight_copies'])} | {gib(m['activations'])} | "
+          f"{gib(m['peak'])} | {gib(x['predicted']['peak'])} |")
 for name, x in (("bf16", bf16), ("int8 (Linear weights; fbgemm's packs)", int8)):
     m = x["extrapolated"]["memory"]
-    print(f"| inference, {name}, batch {x['settings']['batch_size']} x 128 | {gib(m['parameters'] + m['packed_weights'])} "
-          f"| - | - | {gib(m['activations'])} | {gib(m['peak'])} | {gib(x['predicted']['peak'])} |")
+    print(f"| inference, {name}, batch {x['settings']['batch_size']} x 128 | {sliced(x)} | "
+          f"{gib(m['parameters'] + m['packed_weights'])} | - | - | - | {gib(m['activations'])} | {gib(m['peak'])} | "
+          f"{gib(x['predicted']['peak'])} |")
 print()
-print(f"Training peak / bf16 inference peak: {t['extrapolated']['memory']['peak'] / bf16['extrapolated']['memory']['peak']:.2f}x; "
-      f"/ int8 inference peak: {t['extrapolated']['memory']['peak'] / int8['extrapolated']['memory']['peak']:.2f}x. "
-      "Neither the training run nor the inference runs built the whole model (slices of 1 and 2 blocks at the real "
-      "width; docs/results/cpu-compare-slices-llama-3-8b-bf16.txt, cpu-infer-slices-llama-3-8b-int8.txt).")
+peak = lambda x: x["extrapolated"]["memory"]["peak"]
+print(f"Training peak / bf16 inference peak: {peak(fp32) / peak(bf16):.2f}x in fp32, {peak(amp) / peak(bf16):.2f}x in "
+      f"amp-bf16, {peak(pure) / peak(bf16):.2f}x in pure bf16; fp32 training / int8 inference: "
+      f"{peak(fp32) / peak(int8):.2f}x. No run built the whole model (docs/results/cpu-compare-slices-llama-3-8b-fp32.txt, "
+      "cpu-slices-llama-3-8b-amp-bf16.txt, cpu-slices-llama-3-8b-bf16.txt, cpu-infer-slices-llama-3-8b-int8.txt).")
 PY
 fi
 

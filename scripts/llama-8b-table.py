@@ -24,6 +24,12 @@ for s in (cpu["settings"], gpu_slices["settings"], whole["settings"]):
     assert (s["batch_size"], s["precision"], s["optimizer"]) == (1, "bf16", "adamw"), s
 
 
+def slice_n(report, n):
+    """Slice n (1: the base slice, 2: the one with more blocks): the current layout (slices[]) or the layout of
+    results made before 2026-12-01 (slice_1, slice_2)."""
+    return report["slices"][n - 1] if "slices" in report else report[f"slice_{n}"]
+
+
 def gib(b):
     return "-" if b is None or b < 0 else f"{b / 2**30:.2f} GiB"
 
@@ -61,15 +67,15 @@ lines += [
     "",
     f"The H200's peak extrapolated from slices is {off(gpu_slices['extrapolated']['memory']['peak'], whole['memory']['peak'])}"
     " from the whole model's, where the CPU's equals the prediction: the H200's 1-block slice, the process's",
-    f"first run, held {(gpu_slices['slice_1']['memory']['peak'] - cpu['slice_1']['memory']['peak']) / 2**20:.0f} MiB more"
+    f"first run, held {(slice_n(gpu_slices, 1)['memory']['peak'] - slice_n(cpu, 1)['memory']['peak']) / 2**20:.0f} MiB more"
     " at its peak than the CPU's (cuBLAS's workspaces, created at a thread's first matmul), an",
     "error the extrapolation multiplies by 30. Since this run the CUDA probe creates them before every run's",
     "baseline (lib/src/measure/memory_cuda.cpp); the H200 slices have not been measured again. The whole",
     f"model's peak, {(whole['memory']['peak'] - predicted['peak']) / 2**20:.0f} MiB above the prediction, is the same"
     " workspaces (it too was its process's first run).",
     "",
-    f"Step time: the slices' per-block increment is {gpu_slices['slice_2']['step_ms_mean'] - gpu_slices['slice_1']['step_ms_mean']:.2f} ms,"
-    f" the whole model's {(t_whole - gpu_slices['slice_1']['step_ms_mean']) / 31:.2f} ms per block above the 1-block"
+    f"Step time: the slices' per-block increment is {slice_n(gpu_slices, 2)['step_ms_mean'] - slice_n(gpu_slices, 1)['step_ms_mean']:.2f} ms,"
+    f" the whole model's {(t_whole - slice_n(gpu_slices, 1)['step_ms_mean']) / 31:.2f} ms per block above the 1-block"
     f" slice: the extrapolation is {off(t_ext, t_whole)} off, outside the 20% issue 12 asks for; on an H200 a one-",
     "or two-block step is too short to show the per-block cost.",
 ]

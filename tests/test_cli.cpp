@@ -290,7 +290,12 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"infer --model gpt --preset huge", "--preset: got 'huge'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1,2", "--batch: got '1,2'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1 --dtype fp32,bf16", "--dtype: got 'fp32,bf16'"},
-           {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got 'mlp/tiny'"},
+           {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got '1,2'; accepted: none for mlp"},
+           {"infer --model gpt --slice-vocab 64,128 --batch 1", "--slice-vocab: got '64,128'; accepted: only with"},
+           {"infer --model gpt --slice-layers 1,2 --slice-vocab 128,64 --batch 1", "--slice-vocab: got '128,64'"},
+           {"train --model gpt --slice-layers 1,2 --slice-vocab 64", "--slice-vocab: got '64'"},
+           {"train --model resnet --slice-layers 1,2 --slice-vocab 64,128", "--slice-vocab: got '64,128'"},
+           {"train --model resnet --preset tiny --slice-layers 1,2", "--slice-layers: got '1,2'"},
            {"infer --model gpt --slice-layers 2,1 --batch 1", "--slice-layers: got '2,1'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1 --find-max-batch", "--slice-layers"}}) {
     const Run r = run_cli(args + json);
@@ -362,7 +367,8 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
       {"decode",
        "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet --json "},
       {"allreduce", "allreduce --min-bytes 8 --max-bytes 64 --factor 8 --iters 1 --warmup 0 --json "},
-      {"train_slices", "train --model gpt --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"train_slices",
+       "train --model gpt --slice-layers 1,2 --slice-vocab 64,128 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"infer_slices",
        "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},

@@ -180,37 +180,82 @@ TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays us
   CHECK(normal.memory.activations == predict_training_memory(*w, test::small_train()).activations);
 }
 
-TEST_CASE("slices: linear extrapolation in the block count", "[slices][pure]") {
-  const SliceSettings s{1, 3};
-  CHECK(extrapolate(10.0, 14.0, s, 3) == Approx(14.0));
-  CHECK(extrapolate(10.0, 14.0, s, 1) == Approx(10.0));
-  CHECK(extrapolate(10.0, 14.0, s, 9) == Approx(26.0));  // 10 + 8 blocks x 2 per block
-  CHECK(extrapolate(int64_t{100}, int64_t{300}, SliceSettings{1, 2}, 32) == 6300);
-  TrainingMemory a, b;
+TEST_CASE("slices: linear extrapolation along one or more axes", "[slices][pure]") {
+  const SlicePlan blocks{{{"blocks", 9, 1, 3}}};
+  CHECK(extrapolate(std::vector<double>{10.0, 14.0}, blocks) == Approx(26.0));  // 10 + 8 blocks x 2 per block
+  CHECK(extrapolate(std::vector<double>{10.0, 14.0}, SlicePlan{{{"blocks", 3, 1, 3}}}) == Approx(14.0));
+  CHECK(extrapolate(std::vector<int64_t>{100, 300}, SlicePlan{{{"blocks", 32, 1, 2}}}) == 6300);
+  CHECK_THROWS_AS(extrapolate(std::vector<double>{1.0}, blocks), InvalidArgument);  // one figure per slice
+  // Two axes: blocks 1 -> 2 adds 500, vocabulary 100 -> 200 adds 50; full: 4 blocks, 1000 entries.
+  const SlicePlan two{{{"blocks", 4, 1, 2}, {"vocabulary", 1000, 100, 200}}};
+  CHECK(two.slice_count() == 3);
+  CHECK(two.point(0) == std::vector<int64_t>{1, 100});
+  CHECK(two.point(1) == std::vector<int64_t>{2, 100});
+  CHECK(two.point(2) == std::vector<int64_t>{1, 200});
+  CHECK(two.label(0) == "1 block, vocabulary 100");
+  CHECK(two.label(1) == "2 blocks, vocabulary 100");
+  CHECK(two.full_label() == "4 blocks, vocabulary 1000");
+  TrainingMemory a, b, c;
   a.parameters = 1000;
   b.parameters = 1500;
-  a.peak_reserved = -1;
-  b.peak_reserved = -1;
-  const auto x = extrapolate(a, b, SliceSettings{1, 2}, 4);
-  CHECK(x.parameters == 2500);
-  CHECK(x.peak_reserved == -1);
+  c.parameters = 1050;
+  a.peak_reserved = b.peak_reserved = -1;
+  c.peak_reserved = 7;
+  const auto x = extrapolate(std::vector<TrainingMemory>{a, b, c}, two);
+  CHECK(x.parameters == 1000 + 3 * 500 + 9 * 50);
+  CHECK(x.peak_reserved == -1);  // not measured in every slice
   InferenceMemory ia, ib;
   ia.activations = 10;
   ib.activations = 12;
   ia.peak_reserved = 100;
   ib.peak_reserved = 150;
-  const auto ix = extrapolate(ia, ib, SliceSettings{1, 2}, 32);
+  const auto ix = extrapolate(std::vector<InferenceMemory>{ia, ib}, SlicePlan{{{"blocks", 32, 1, 2}}});
   CHECK(ix.activations == 72);
   CHECK(ix.peak_reserved == 1650);
-  CHECK(extrapolate_time(5.0, 7.0, SliceSettings{1, 2}, 4) == Approx(11.0));
-  CHECK(extrapolate_time(5.0, 5.0, SliceSettings{1, 2}, 4) == -1);  // not slower: noise, not a figure
-  CHECK_THROWS_AS(validate(SliceSettings{2, 2}, 4), InvalidArgument);
-  CHECK_THROWS_AS(validate(SliceSettings{1, 5}, 4), InvalidArgument);
-  CHECK_THROWS_AS(validate(SliceSettings{0, 2}, 4), InvalidArgument);
-  validate(SliceSettings{1, 4}, 4);
+  CHECK(extrapolate_time({5.0, 7.0, 6.0}, two) == Approx(5.0 + 3 * 2.0 + 9 * 1.0));
+  CHECK(extrapolate_time({5.0, 7.0, 5.0}, two) == -1);  // an axis not slower: noise, not a figure
+  // ResNet stages: one axis per stage that has more blocks than K1.
+  const SlicePlan stages{{{"stage 2 blocks", 4, 1, 2}, {"stage 3 blocks", 6, 1, 2}}};
+  CHECK(stages.label(2) == "blocks per stage 1,2");
+  CHECK(stages.full_label() == "blocks per stage 4,6");
+  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 2, 2}}}), InvalidArgument);
+  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 1, 5}}}), InvalidArgument);
+  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 0, 2}}}), InvalidArgument);
+  CHECK_THROWS_AS(validate(SlicePlan{}), InvalidArgument);
+  validate(SlicePlan{{{"blocks", 4, 1, 4}}});
+}
+
+TEST_CASE("slices: the zoo's plans and slices", "[slices][pure]") {
   CHECK_THROWS_AS(make_zoo_workload("mlp", "tiny", 0, 2), InvalidArgument);  // no blocks to slice
+  CHECK_THROWS_AS(zoo_slices("mlp", "tiny", 0, {1, 2}), InvalidArgument);
   CHECK(make_zoo_workload("llama", "llama-3-8b", 0, 2)->facts().parameter_count ==
         2 * 128256 * 4096 + 2 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096) + 4096);
+  // Llama 3 8B by blocks and vocabulary: three slices; the vocabulary slice has V2 rows in embedding and head.
+  const auto llama = zoo_slices("llama", "llama-3-8b", 0, {1, 2, 16032, 32064});
+  REQUIRE(llama.plan.slice_count() == 3);
+  CHECK(llama.plan.axes[1].full == 128256);
+  const int64_t block = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096;
+  CHECK(llama.make(llama.plan, 0)->facts().parameter_count == 2 * 16032 * 4096 + block + 4096);
+  CHECK(llama.make(llama.plan, 2)->facts().parameter_count == 2 * 32064 * 4096 + block + 4096);
+  // Inference keeps the real vocabulary: its plan has the blocks only, and its slices have all 128256 rows.
+  const auto inference = llama.plan.for_inference();
+  REQUIRE(inference.axes.size() == 1);
+  CHECK(llama.make(inference, 1)->facts().parameter_count == 2 * 128256 * 4096 + 2 * block + 4096);
+  CHECK_THROWS_AS(zoo_slices("llama", "llama-3-8b", 0, {1, 2, 32064, 16032}), InvalidArgument);
+  CHECK_THROWS_AS(zoo_slices("llama", "llama-3-8b", 0, {1, 2, 1, 200000}), InvalidArgument);
+  CHECK_THROWS_AS(zoo_slices("llama", "llama-3-8b", 0, {1, 33}), InvalidArgument);
+  CHECK_THROWS_AS(zoo_slices("resnet", "resnet50", 0, {1, 2, 10, 20}), InvalidArgument);  // no vocabulary
+  // ResNet-50 by stage: every stage from 1 block to 2; its parameters are linear in each stage's blocks.
+  const auto resnet = zoo_slices("resnet", "resnet50", 0, {1, 2});
+  REQUIRE(resnet.plan.axes.size() == 4);
+  CHECK(resnet.plan.full_label() == "blocks per stage 3,4,6,3");
+  std::vector<int64_t> counts;
+  for (size_t i = 0; i < resnet.plan.slice_count(); ++i)
+    counts.push_back(resnet.make(resnet.plan, i)->facts().parameter_count);
+  CHECK(extrapolate(counts, resnet.plan) == 25557032);
+  CHECK_THROWS_AS(zoo_slices("resnet", "tiny", 0, {1, 2}), InvalidArgument);  // one block per stage: nothing to slice
+  // ResNet-18 with K1 = 2: no stage has more than 2 blocks.
+  CHECK_THROWS_AS(zoo_slices("resnet", "resnet18", 0, {2, 3}), InvalidArgument);
 }
 
 TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 4-block ledgers within 3%",
@@ -224,10 +269,10 @@ TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 
   i.batch_size = 2;
   i.steps = 2;
   i.warmup_steps = 0;
-  const auto report = run_slices(*full, [](int64_t layers) { return make_zoo_workload("gpt", "small", 0, layers); },
-                                 {{1, 2}, s, i}, {"cpu", {}});
+  const auto report = run_slices(*full, zoo_slices("gpt", "small", 0, {1, 2}), {s, i}, {"cpu", {}});
   REQUIRE(report.training);
   REQUIRE(report.inference);
+  REQUIRE(report.training->slices.size() == 2);
   const auto measured = measure_training(*full, s, cpu);
   const auto& x = report.training->extrapolated;
   CHECK(relative(x.parameters, measured.memory.parameters) <= 0.03);
@@ -235,7 +280,7 @@ TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 
   CHECK(relative(x.optimizer_state, measured.memory.optimizer_state) <= 0.03);
   CHECK(relative(x.activations, measured.memory.activations) <= 0.03);
   CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
-  CHECK(report.full_layers == 4);
+  CHECK(report.plan.axes.at(0).full == 4);
   CHECK(report.training->predicted.activations == measured.memory.activations);  // the full model's trace
   CHECK(report.training->extrapolated_step_ms != 0);  // extrapolated (or -1: noise); times are not compared
   // Inference: the weights and the working set are linear in the blocks too.
@@ -245,6 +290,68 @@ TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 
   CHECK(relative(y.activations, inferred.memory.activations) <= 0.03);
   CHECK(relative(y.peak, inferred.memory.peak) <= 0.05);
   CHECK(report.inference->predicted.parameters == inferred.memory.parameters);
+}
+
+TEST_CASE("slices: gpt small from slices of its blocks and of its vocabulary matches the measured ledgers within 3%",
+          "[slices]") {
+  // Slices of 1 and 2 blocks with 1024 vocabulary entries and one of 1 block with 2048; the model has 4 and 4096.
+  const c10::Device cpu(c10::kCPU);
+  const auto full = make_zoo_workload("gpt", "small");
+  TrainSettings s = test::small_train();
+  InferSettings i;
+  i.batch_size = 2;
+  i.steps = 2;
+  i.warmup_steps = 0;
+  const auto report = run_slices(*full, zoo_slices("gpt", "small", 0, {1, 2, 1024, 2048}), {s, i}, {"cpu", {}});
+  REQUIRE(report.training);
+  REQUIRE(report.training->slices.size() == 3);
+  CHECK(report.training->slices[2].memory.parameters - report.training->slices[0].memory.parameters ==
+        1024 * 256 * 4);  // the tied embedding/head's 1024 more rows, fp32
+  const auto measured = measure_training(*full, s, cpu);
+  const auto& x = report.training->extrapolated;
+  CHECK(x.parameters == measured.memory.parameters);  // linear in both axes, exactly
+  CHECK(x.gradients == measured.memory.gradients);
+  CHECK(x.optimizer_state == measured.memory.optimizer_state);
+  CHECK(relative(x.activations, measured.memory.activations) <= 0.03);
+  CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
+  // Inference slices keep the real vocabulary (its working set is a maximum, not linear in the vocabulary).
+  REQUIRE(report.inference);
+  REQUIRE(report.inference->slices.size() == 2);
+  const auto inferred = measure_inference(*full, i, cpu);
+  const auto& y = report.inference->extrapolated;
+  CHECK(y.parameters == inferred.memory.parameters);
+  CHECK(relative(y.activations, inferred.memory.activations) <= 0.03);
+  CHECK(relative(y.peak, inferred.memory.peak) <= 0.05);
+  // Inference alone cannot slice the vocabulary.
+  CHECK_THROWS_AS(run_slices(*full, zoo_slices("gpt", "small", 0, {1, 2, 1024, 2048}), {std::nullopt, i}, {"cpu", {}}),
+                  InvalidArgument);
+}
+
+TEST_CASE("slices: a ResNet from slices of its stages matches the measured ledgers within 3%", "[slices]") {
+  // A bottleneck ResNet on 32x32 images with stages of 2, 3, 1 and 2 blocks (stage 3 has no axis): slices with
+  // every stage at 1 block, and one per stage of 2 or 3 blocks with it at 2.
+  const c10::Device cpu(c10::kCPU);
+  ResnetConfig c{32, 3, 8, {2, 3, 1, 2}, true, 10};
+  const auto full = make_resnet_workload(c, "resnet (2,3,1,2)");
+  SliceSource source;
+  source.plan.axes = {{"stage 1 blocks", 2, 1, 2}, {"stage 2 blocks", 3, 1, 2}, {"stage 4 blocks", 2, 1, 2}};
+  source.make = [c](const SlicePlan& plan, size_t i) {
+    const auto point = plan.point(i);
+    auto slice = c;
+    slice.blocks = {point[0], point[1], 1, point[2]};
+    return make_resnet_workload(slice, "resnet slice");
+  };
+  TrainSettings s = test::small_train();
+  const auto report = run_slices(*full, source, {s, std::nullopt}, {"cpu", {}});
+  REQUIRE(report.training);
+  REQUIRE(report.training->slices.size() == 4);
+  const auto measured = measure_training(*full, s, cpu);
+  const auto& x = report.training->extrapolated;
+  CHECK(x.parameters == measured.memory.parameters);
+  CHECK(x.gradients == measured.memory.gradients);
+  CHECK(x.optimizer_state == measured.memory.optimizer_state);
+  CHECK(relative(x.activations, measured.memory.activations) <= 0.03);
+  CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
 }
 
 TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200", "[predict]") {

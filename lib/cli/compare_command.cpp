@@ -67,8 +67,8 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
       refuse_slices_with_max_batch(o->slices, o->max_batch);
-      SliceRunSettings run{*slices, s.train, s.infer, s.infer_dtype_auto};
-      emit(run_slices(*workload, slice_maker(o->model), run, {o->model.device, argv}), o->output);
+      const SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto};
+      emit(run_slices(*workload, slice_source(o->model, *slices), run, {o->model.device, argv}), o->output);
       return 0;
     }
     if (o->max_batch.find) {

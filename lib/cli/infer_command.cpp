@@ -108,7 +108,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       if (s.cpu_memory_limit_mb != 0)
         throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb), "0 with --slice-layers");
       const InferSettings infer = row_settings(s, s.batch_sizes.front(), s.dtypes.front());
-      emit(run_slices(*workload, slice_maker(o->model), {*slices, std::nullopt, infer}, {o->model.device, argv}),
+      emit(run_slices(*workload, slice_source(o->model, *slices), {std::nullopt, infer}, {o->model.device, argv}),
            o->output);
       return 0;
     }

@@ -188,16 +188,30 @@ std::vector<int64_t> parse_int_series(const std::string& text, const std::string
 
 void add_slice_options(CLI::App* cmd, SliceOptions& o) {
   add_field_option(cmd, "--slice-layers", o.layers,
-                   "K1,K2: emulate the model by two slices of K1 and K2 blocks at its real width (gpt, bert, llama); "
-                   "the full depth is extrapolated, not run",
+                   "K1,K2: emulate the model by slices of K1 and K2 blocks at its real width (gpt, bert, llama; "
+                   "resnet: blocks per stage); the full model is extrapolated, not run",
                    "slices.layers");
+  add_field_option(cmd, "--slice-vocab", o.vocab,
+                   "V1,V2: with --slice-layers, slice the vocabulary too (gpt, bert, llama): every slice has V1 "
+                   "entries, one more has V2; embedding and head extrapolated linearly in the vocabulary",
+                   "slices.vocab");
 }
 
 std::optional<SliceSettings> slice_settings(const SliceOptions& o) {
-  if (o.layers.empty()) return std::nullopt;
+  if (o.layers.empty()) {
+    if (!o.vocab.empty()) throw InvalidArgument("slices.vocab", o.vocab, "only with --slice-layers K1,K2");
+    return std::nullopt;
+  }
   const auto k = parse_int_series(o.layers, "slices.layers");
   if (k.size() != 2) throw InvalidArgument("slices.layers", o.layers, "two block counts K1,K2, e.g. 1,2");
-  return SliceSettings{k[0], k[1]};
+  SliceSettings s{k[0], k[1]};
+  if (!o.vocab.empty()) {
+    const auto v = parse_int_series(o.vocab, "slices.vocab");
+    if (v.size() != 2) throw InvalidArgument("slices.vocab", o.vocab, "two vocabulary sizes V1,V2, e.g. 16032,32064");
+    s.vocab_1 = v[0];
+    s.vocab_2 = v[1];
+  }
+  return s;
 }
 
 void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch) {
@@ -205,8 +219,8 @@ void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOpti
     throw InvalidArgument("slices.layers", slices.layers, "not with --find-max-batch (one or the other)");
 }
 
-std::function<std::unique_ptr<Workload>(int64_t)> slice_maker(const ModelOptions& m) {
-  return [m](int64_t layers) { return make_zoo_workload(m.model, m.preset, m.seq, layers); };
+SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings) {
+  return zoo_slices(m.model, m.preset, m.seq, settings);
 }
 
 void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit) {

@@ -88,17 +88,19 @@ struct MaxBatchOptions {
 };
 void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit);
 
-// --slice-layers K1,K2 (train, infer, compare): the model emulated by two slices at its real width.
+// --slice-layers K1,K2 [--slice-vocab V1,V2] (train, infer, compare): the model emulated by slices at its real width.
 struct SliceOptions {
   std::string layers;  // "K1,K2"; empty: not asked
+  std::string vocab;   // "V1,V2"; empty: the real vocabulary in every slice
 };
 void add_slice_options(CLI::App* cmd, SliceOptions& o);
-// The two block counts (two integers, else InvalidArgument("slices.layers", ...)); nullopt when not given.
+// The block counts and vocabulary sizes (two integers each, else InvalidArgument("slices.layers" / "slices.vocab",
+// ...)); nullopt when --slice-layers is not given (--slice-vocab alone: InvalidArgument("slices.vocab", ...)).
 std::optional<SliceSettings> slice_settings(const SliceOptions& o);
 // --slice-layers and --find-max-batch ask for two different runs: InvalidArgument("slices.layers", ...).
 void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch);
-// The zoo model of `m` built with `layers` blocks.
-std::function<std::unique_ptr<Workload>(int64_t)> slice_maker(const ModelOptions& m);
+// The slices of the zoo model of `m` (zoo_slices).
+SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings);
 
 // --- the rest -----------------------------------------------------------------------------------------
 

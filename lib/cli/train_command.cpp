@@ -40,7 +40,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       refuse_slices_with_max_batch(o->slices, o->max_batch);
       if (distributed) throw InvalidArgument("slices.layers", o->slices.layers, "a single process");
       check_outputs(o->output);
-      emit(run_slices(*workload, slice_maker(o->model), {*slices, settings, std::nullopt}, run), o->output);
+      emit(run_slices(*workload, slice_source(o->model, *slices), {settings, std::nullopt}, run), o->output);
       return 0;
     }
     if (o->max_batch.find) {

@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include <tvie/slices.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie {
@@ -165,12 +166,28 @@ std::unique_ptr<Workload> make_bert_workload(const BertConfig& config, std::stri
 std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label = "llama");
 // The configuration of a workload made by make_gpt_workload (decoding needs it); nullopt for any other.
 std::optional<GptConfig> gpt_config_of(const Workload& workload);
-// Throws InvalidArgument("model"/"preset", ...) for unknown names. `seq_tokens` > 0 replaces the preset's
-// tokens per sample of the sequence models (gpt and llama: context_length; bert: seq_len, at most its
-// max_positions); InvalidArgument("model.seq", ...) for a model without token sequences or a length out of range.
-// `layers` > 0 replaces the preset's block count of gpt, bert and llama: a slice of the model at its real width
-// (embeddings, head and final norm as in the preset; InvalidArgument("model.layers", ...) for other models).
+// A preset's shape replaced (0 or empty: the preset's). Throws InvalidArgument("model.<field>", ...) for a model
+// without the dimension or a value out of range.
+struct ModelShape {
+  int64_t seq_tokens = 0;  // tokens per sample of the sequence models (gpt, llama: context_length; bert: seq_len,
+                           // at most its max_positions)
+  int64_t layers = 0;      // gpt, bert, llama: blocks (a slice of the model at its real width; embeddings, head and
+                           // final norm as in the preset)
+  int64_t vocab = 0;       // gpt, bert, llama: vocabulary entries (a vocabulary slice: embedding and head rows)
+  std::vector<int64_t> stage_blocks;  // resnet: blocks per stage (a stage slice; as many stages as the preset)
+};
+// Throws InvalidArgument("model"/"preset", ...) for unknown names.
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset,
+                                            const ModelShape& shape);
+// The same with sequence length and block count only.
 std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens = 0,
                                             int64_t layers = 0);
+
+// The slices of a zoo preset (tvie/slices.hpp): gpt, bert, llama along their blocks (K1, K2) and, with
+// settings.vocab_1 > 0, their vocabulary (V1, V2); resnet along the blocks of each stage that has more than K1
+// (min(K1, n) and min(K2, n) blocks of a stage of n). `seq_tokens` as in ModelShape. InvalidArgument
+// ("slices.layers" / "slices.vocab", ...) for a model without such axes or values out of range.
+SliceSource zoo_slices(const std::string& model, const std::string& preset, int64_t seq_tokens,
+                       const SliceSettings& settings);
 
 }  // namespace tvie

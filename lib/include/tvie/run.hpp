@@ -125,33 +125,33 @@ struct MaxBatchReport {
   std::optional<MaxBatchResult> inference;
 };
 
-// A big model emulated by two slices (tvie/slices.hpp), in training and/or inference: each slice measured, the
-// full depth extrapolated and predicted. The full model was not run.
+// A big model emulated by slices (tvie/slices.hpp), in training and/or inference: each slice measured, the
+// full model extrapolated and predicted. The full model was not run.
 struct TrainingSlices {
   TrainSettings settings;
-  TrainingResult slice_1, slice_2;    // measured at K1 and K2 blocks
-  TrainingMemory extrapolated;        // the full depth, extrapolated from the two slices
-  double extrapolated_step_ms = 0;    // mean step time, extrapolated the same way (-1: the slices' times do not rise)
-  PredictedTrainingMemory predicted;  // the full model's prediction (its trace; nothing run)
+  SlicePlan plan;                      // the source's
+  std::vector<TrainingResult> slices;  // measured, in the plan's slice order (the base slice first)
+  TrainingMemory extrapolated;         // the full model, extrapolated from the slices
+  double extrapolated_step_ms = 0;     // mean step time, extrapolated the same way (-1: the slices' times do not rise)
+  PredictedTrainingMemory predicted;   // the full model's prediction (its trace; nothing run)
 };
 struct InferenceSlices {
   InferSettings settings;
-  InferenceResult slice_1, slice_2;
+  SlicePlan plan;  // the source's for_inference(): the vocabulary at its full size
+  std::vector<InferenceResult> slices;
   InferenceMemory extrapolated;
   double extrapolated_latency_ms = 0;  // mean batch latency, extrapolated (-1 as above)
   PredictedInferenceMemory predicted;
 };
 struct SliceReport {
   RunContext context;
-  std::string workload;  // the full model's label ("llama/llama-3-8b")
-  ModelFacts facts;      // the full model's
-  SliceSettings slices;
-  int64_t full_layers = 0;
+  std::string workload;                      // the full model's label ("llama/llama-3-8b")
+  ModelFacts facts;                          // the full model's
+  SlicePlan plan;                            // the source's
   std::optional<TrainingSlices> training;    // train, compare
   std::optional<InferenceSlices> inference;  // infer, compare (fresh weights of the same seed, not trained ones)
 };
 struct SliceRunSettings {
-  SliceSettings slices;
   std::optional<TrainSettings> train;  // at least one of the two
   std::optional<InferSettings> infer;
   bool infer_dtype_auto = false;  // infer.dtype: the one the device runs natively (as CompareSettings)
@@ -187,11 +187,11 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
 MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSettings& settings,
                              const RunOptions& options = {});
 
-// Measures `make_slice(K1)` and `make_slice(K2)` (the model at its real width with K blocks) in training and/or
-// inference and extrapolates to `full`'s depth (full.block_count()); `full` itself is never built, only asked for
-// its facts and predictions.
-SliceReport run_slices(const Workload& full, const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
-                       const SliceRunSettings& settings, const RunOptions& options = {});
+// Measures every slice of `source.plan` (source.make builds each: the model at its real width with fewer
+// blocks or vocabulary entries) in training and/or inference and extrapolates to `full`; `full` itself is never
+// built, only asked for its facts and predictions. A zoo model's source: zoo_slices (tvie/models.hpp).
+SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
+                       const RunOptions& options = {});
 
 // KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
 // decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).

@@ -100,52 +100,151 @@ std::string preset_source(const std::string& model, const std::string& preset) {
   return it->second;
 }
 
-std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens,
-                                            int64_t layers) {
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset,
+                                            const ModelShape& shape) {
   std::string label = model + "/" + preset;
   const bool sequence_model = model == "gpt" || model == "bert" || model == "llama";
+  const auto refuse_unless = [&](bool has, const char* field, const std::string& value, const char* models) {
+    if (has) return;
+    preset_names(model);  // an unknown model is named as such
+    throw InvalidArgument(field, value, cat("0 for ", model, " (", models, ")"));
+  };
+  const int64_t seq_tokens = shape.seq_tokens, layers = shape.layers, vocab = shape.vocab;
   if (seq_tokens != 0) {
     // The copy task needs a first half and its repeat; BERT's runs of 4 need one run.
-    if (!sequence_model) {
-      preset_names(model);  // an unknown model is named as such
-      throw InvalidArgument("model.seq", cat(seq_tokens),
-                            cat("0 for ", model, " (no token sequence; gpt, bert, llama have one)"));
-    }
+    refuse_unless(sequence_model, "model.seq", cat(seq_tokens), "no token sequence; gpt, bert, llama have one");
     const int64_t limit = model == "bert" ? bert_preset(preset).max_positions : 1 << 20;
     if (seq_tokens < 4 || seq_tokens > limit)
       throw InvalidArgument("model.seq", cat(seq_tokens), cat("0 (the preset's) or 4 .. ", limit, " for ", model));
     label += cat(" (seq ", seq_tokens, ")");
   }
   if (layers != 0) {
-    if (!sequence_model) {
-      preset_names(model);
-      throw InvalidArgument("model.layers", cat(layers), cat("0 for ", model, " (slices: gpt, bert, llama)"));
-    }
+    refuse_unless(sequence_model, "model.layers", cat(layers), "slices: gpt, bert, llama; resnet by stage");
     if (layers < 1) throw InvalidArgument("model.layers", cat(layers), "an integer >= 1 (0: the preset's)");
     label += cat(" (", layers, layers == 1 ? " block)" : " blocks)");
+  }
+  if (vocab != 0) {
+    refuse_unless(sequence_model, "model.vocab", cat(vocab), "a vocabulary: gpt, bert, llama");
+    // The data need token 0 (SEP / [MASK]) and at least one other.
+    if (vocab < 2) throw InvalidArgument("model.vocab", cat(vocab), "an integer >= 2 (0: the preset's)");
+    label += cat(" (vocabulary ", vocab, ")");
+  }
+  if (!shape.stage_blocks.empty()) {
+    const auto text = [&] {
+      std::string t;
+      for (auto n : shape.stage_blocks) t += (t.empty() ? "" : ",") + cat(n);
+      return t;
+    }();
+    refuse_unless(model == "resnet", "model.stage_blocks", text, "stages: resnet");
+    const auto preset_blocks = resnet_preset(preset).blocks;
+    bool ok = shape.stage_blocks.size() == preset_blocks.size();
+    for (auto n : shape.stage_blocks) ok = ok && n >= 1;
+    if (!ok)
+      throw InvalidArgument("model.stage_blocks", text,
+                            cat(preset_blocks.size(), " block counts >= 1 (one per stage of ", preset, ")"));
+    label += cat(" (blocks per stage ", text, ")");
   }
   if (model == "gpt") {
     auto c = gpt_preset(preset);
     if (seq_tokens != 0) c.context_length = seq_tokens;  // also the position embedding's size
     if (layers != 0) c.n_layer = layers;
+    if (vocab != 0) c.vocab_size = vocab;
     return make_gpt_workload(c, label);
   }
   if (model == "bert") {
     auto c = bert_preset(preset);
     if (seq_tokens != 0) c.seq_len = seq_tokens;
     if (layers != 0) c.n_layer = layers;
+    if (vocab != 0) c.vocab_size = vocab;
     return make_bert_workload(c, label);
   }
   if (model == "llama") {
     auto c = llama_preset(preset);
     if (seq_tokens != 0) c.context_length = seq_tokens;
     if (layers != 0) c.n_layer = layers;
+    if (vocab != 0) c.vocab_size = vocab;
     return make_llama_workload(c, label);
   }
   if (model == "mlp") return make_mlp_workload(mlp_preset(preset), label);
   if (model == "cnn") return make_cnn_workload(cnn_preset(preset), label);
-  if (model == "resnet") return make_resnet_workload(resnet_preset(preset), label);
+  if (model == "resnet") {
+    auto c = resnet_preset(preset);
+    if (!shape.stage_blocks.empty()) c.blocks = shape.stage_blocks;
+    return make_resnet_workload(c, label);
+  }
   throw InvalidArgument("model", model, join(model_names()));
+}
+
+std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens,
+                                            int64_t layers) {
+  ModelShape shape;
+  shape.seq_tokens = seq_tokens;
+  shape.layers = layers;
+  return make_zoo_workload(model, preset, shape);
+}
+
+namespace {
+std::string stage_axis(size_t stage) { return cat("stage ", stage + 1, " blocks"); }
+}  // namespace
+
+SliceSource zoo_slices(const std::string& model, const std::string& preset, int64_t seq_tokens,
+                       const SliceSettings& settings) {
+  preset_names(model);  // an unknown model is named as such
+  const auto& k = settings;
+  SliceSource source;
+  auto& axes = source.plan.axes;
+  const bool vocab = k.vocab_1 != 0 || k.vocab_2 != 0;
+  if (model == "resnet") {
+    if (vocab) throw InvalidArgument("slices.vocab", cat(k.vocab_1, ",", k.vocab_2), "none for resnet (no vocabulary)");
+    const auto blocks = resnet_preset(preset).blocks;
+    if (k.layers_1 < 1 || k.layers_2 <= k.layers_1)
+      throw InvalidArgument("slices.layers", cat(k.layers_1, ",", k.layers_2),
+                            "two block counts per stage K1,K2 with 1 <= K1 < K2");
+    // Stage s at min(K1, n) blocks in every slice, at min(K2, n) in its own; stages of <= K1 blocks are
+    // whole in every slice and have no axis.
+    std::vector<int64_t> base(blocks.size());
+    for (size_t s = 0; s < blocks.size(); ++s) {
+      base[s] = std::min(k.layers_1, blocks[s]);
+      if (blocks[s] <= k.layers_1) continue;
+      axes.push_back({stage_axis(s), blocks[s], base[s], std::min(k.layers_2, blocks[s])});
+    }
+    if (axes.empty()) {
+      std::vector<std::string> depths;
+      for (auto n : blocks) depths.push_back(cat(n));
+      throw InvalidArgument("slices.layers", cat(k.layers_1, ",", k.layers_2),
+                            cat("K1 below the largest stage's blocks (", preset, ": ", join(depths), ")"));
+    }
+    source.make = [model, preset, seq_tokens, base](const SlicePlan& plan, size_t i) {
+      ModelShape shape;
+      shape.seq_tokens = seq_tokens;
+      for (size_t s = 0; s < base.size(); ++s) shape.stage_blocks.push_back(plan.value(i, stage_axis(s), base[s]));
+      return make_zoo_workload(model, preset, shape);
+    };
+    validate(source.plan);
+    return source;
+  }
+  // Transformers: the preset's blocks, then its vocabulary.
+  const auto full = make_zoo_workload(model, preset, seq_tokens);  // the facts only: not run
+  const int64_t layers = full->block_count();
+  if (layers < 2)
+    throw InvalidArgument("slices.layers", cat(k.layers_1, ",", k.layers_2),
+                          "none for " + model + " (slices: gpt, bert, llama by blocks, resnet by stage)");
+  axes.push_back({"blocks", layers, k.layers_1, k.layers_2});
+  if (vocab) {
+    const int64_t v = model == "gpt"    ? gpt_preset(preset).vocab_size
+                      : model == "bert" ? bert_preset(preset).vocab_size
+                                        : llama_preset(preset).vocab_size;
+    axes.push_back({"vocabulary", v, k.vocab_1, k.vocab_2, /*in_inference=*/false});
+  }
+  validate(source.plan);
+  source.make = [model, preset, seq_tokens, layers](const SlicePlan& plan, size_t i) {
+    ModelShape shape;
+    shape.seq_tokens = seq_tokens;
+    shape.layers = plan.value(i, "blocks", layers);
+    shape.vocab = plan.value(i, "vocabulary", 0);
+    return make_zoo_workload(model, preset, shape);
+  };
+  return source;
 }
 
 }  // namespace tvie

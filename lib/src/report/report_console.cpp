@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "core/text.hpp"
@@ -463,72 +464,116 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
 
 void ConsoleReporter::report(const SliceReport& r) {
   auto& out = out_;
+  const auto& plan = r.plan;
   const char* command = r.training && r.inference ? "compare (slices)"
                         : r.training              ? "train (slices)"
                                                   : "infer (slices)";
   header(out, command, r.workload, r.context, r.facts);
-  if (r.training) training_line(out, r.training->settings, r.training->slice_1);
+  if (r.training) training_line(out, r.training->settings, r.training->slices.front());
   if (r.inference)
     out << "inference: batch " << r.inference->settings.batch_size << ", " << to_string(r.inference->settings.dtype)
         << " copy of freshly initialised weights (seed " << r.inference->settings.seed << ")\n";
-  out << "slices: the model at its real width with " << r.slices.layers_1 << " and " << r.slices.layers_2 << " of its "
-      << r.full_layers << " blocks, both measured. The full model was NOT run: its column is extrapolated\n"
-      << "linearly in the blocks (per-block increment from the two slices; embeddings, head and final norm counted\n"
-      << "once), beside the analytic prediction of the full model.\n";
-  const auto blocks = [](int64_t n) { return cat(n, n == 1 ? " block" : " blocks"); };
-  const std::vector<size_t> w = {18, 14, 14, 26, 22};
-  const std::vector<size_t> w2 = {18, 14, 14, 26};
-  const auto table_head = [&](const std::string& what) {
+  std::string axes;
+  for (const auto& a : plan.axes) axes += (axes.empty() ? "" : ", ") + a.name;
+  out << "slices: the model at its real width (" << plan.full_label() << ") emulated by slices, each measured.\n"
+      << "The full model was NOT run: its column is extrapolated linearly in " << axes << " (one increment per\n"
+      << "axis from the slice that steps it; what repeats along no axis counted once), beside the analytic\n"
+      << "prediction of the full model.\n";
+  for (const auto& a : plan.axes)
+    if (!a.in_inference && r.inference)
+      out << "Inference slices keep the full " << a.name << " (" << a.full << "): the working set is a maximum over\n"
+          << "the forward, not a sum, and bends where the head's logits overtake a block's temporaries.\n";
+  std::vector<size_t> w;
+  std::vector<std::string> heads;
+  // The table head of a plan: the slices' own labels where they are short, else "slice i" after a legend.
+  const auto table_head = [&](const std::string& what, const SlicePlan& p) {
+    const size_t n = p.slice_count();
+    heads.clear();
+    bool legend = false;
+    for (size_t i = 0; i < n; ++i) {
+      heads.push_back(p.label(i));
+      legend = legend || heads.back().size() > 14;
+    }
     out << '\n';
-    row(out,
-        {what, blocks(r.slices.layers_1), blocks(r.slices.layers_2), cat(blocks(r.full_layers), " extrapolated"),
-         cat(blocks(r.full_layers), " predicted")},
-        w);
+    if (legend) {
+      for (size_t i = 0; i < n; ++i) {
+        out << "  " << what.substr(0, what.find(' ')) << " slice " << i + 1 << ": " << heads[i] << '\n';
+        heads[i] = cat("slice ", i + 1);
+      }
+    }
+    const std::string full = p.full_label().size() <= 12 ? p.full_label() : "full model";
+    w.assign(n + 3, 14);
+    w[0] = 18;
+    w[n + 1] = 26;
+    w[n + 2] = 22;
+    std::vector<std::string> cells = {what};
+    cells.insert(cells.end(), heads.begin(), heads.end());
+    cells.push_back(full + " extrapolated");
+    cells.push_back(full + " predicted");
+    row(out, cells, w);
   };
-  const auto line = [&](const std::string& name, int64_t va, int64_t vb, int64_t vx, int64_t vp) {
-    row(out, {"  " + name, format_bytes(va), format_bytes(vb), format_bytes(vx), predicted_cell(vp)}, w);
+  // One ledger line: the category in every slice, extrapolated, predicted.
+  const auto line = [&](const std::string& name, const auto& slices, const auto& value, int64_t extrapolated,
+                        int64_t predicted) {
+    std::vector<std::string> cells = {"  " + name};
+    for (const auto& s : slices) cells.push_back(format_bytes(value(s.memory)));
+    cells.push_back(format_bytes(extrapolated));
+    cells.push_back(predicted_cell(predicted));
+    row(out, cells, w);
   };
-  const auto time_line = [&](const std::string& name, double a, double b, double x) {
-    row(out, {"  " + name, ms(a), ms(b), x >= 0 ? ms(x) : "- (see below)"}, w2);
+  const auto time_line = [&](const std::string& name, const std::vector<double>& times, double x) {
+    std::vector<std::string> cells = {"  " + name};
+    for (double t : times) cells.push_back(ms(t));
+    cells.push_back(x >= 0 ? ms(x) : "- (see below)");
+    row(out, cells, w);
     if (x < 0)
-      out << "  not extrapolated: the " << blocks(r.slices.layers_2) << " slice was not slower than the "
-          << blocks(r.slices.layers_1) << " one (timing noise; more --steps and --warmup).\n";
+      out << "  not extrapolated: a slice that steps an axis was not slower than the base slice (" << heads[0]
+          << "; timing noise: more --steps and --warmup).\n";
   };
   if (r.training) {
     const auto& t = *r.training;
-    const auto &a = t.slice_1.memory, &b = t.slice_2.memory, &x = t.extrapolated;
+    const auto& x = t.extrapolated;
     const auto& p = t.predicted;
-    table_head("training memory");
-    line("parameters", a.parameters, b.parameters, x.parameters, p.parameters);
-    line("gradients", a.gradients, b.gradients, x.gradients, p.gradients);
-    line("optimizer_state", a.optimizer_state, b.optimizer_state, x.optimizer_state, p.optimizer_state);
-    if (is_amp(t.slice_1.precision))
-      line("weight_copies", a.weight_copies, b.weight_copies, x.weight_copies, p.weight_copies);
-    line("activations", a.activations, b.activations, x.activations, p.activations);
-    line("peak", a.peak, b.peak, x.peak, p.peak);
-    time_line("step mean", t.slice_1.step.mean, t.slice_2.step.mean, t.extrapolated_step_ms);
+    table_head("training memory", t.plan);
+    line("parameters", t.slices, std::mem_fn(&TrainingMemory::parameters), x.parameters, p.parameters);
+    line("gradients", t.slices, std::mem_fn(&TrainingMemory::gradients), x.gradients, p.gradients);
+    line("optimizer_state", t.slices, std::mem_fn(&TrainingMemory::optimizer_state), x.optimizer_state,
+         p.optimizer_state);
+    if (is_amp(t.slices.front().precision))
+      line("weight_copies", t.slices, std::mem_fn(&TrainingMemory::weight_copies), x.weight_copies, p.weight_copies);
+    line("activations", t.slices, std::mem_fn(&TrainingMemory::activations), x.activations, p.activations);
+    line("peak", t.slices, std::mem_fn(&TrainingMemory::peak), x.peak, p.peak);
+    std::vector<double> times;
+    for (const auto& s : t.slices) times.push_back(s.step.mean);
+    time_line("step mean", times, t.extrapolated_step_ms);
   }
   if (r.inference) {
     const auto& i = *r.inference;
-    const auto &a = i.slice_1.memory, &b = i.slice_2.memory, &x = i.extrapolated;
+    const auto& x = i.extrapolated;
     const auto& p = i.predicted;
-    table_head("inference memory");
-    line("parameters", a.parameters + a.packed_weights, b.parameters + b.packed_weights,
-         x.parameters + x.packed_weights, p.parameters);
-    line("activations", a.activations, b.activations, x.activations, p.activations);
-    line("peak", a.peak, b.peak, x.peak, p.peak);
-    time_line("batch mean", i.slice_1.latency.mean, i.slice_2.latency.mean, i.extrapolated_latency_ms);
+    table_head("inference memory", i.plan);
+    line(
+        "parameters", i.slices, [](const auto& m) { return m.parameters + m.packed_weights; },
+        x.parameters + x.packed_weights, p.parameters);
+    line("activations", i.slices, std::mem_fn(&InferenceMemory::activations), x.activations, p.activations);
+    line("peak", i.slices, std::mem_fn(&InferenceMemory::peak), x.peak, p.peak);
+    std::vector<double> times;
+    for (const auto& s : i.slices) times.push_back(s.latency.mean);
+    time_line("batch mean", times, i.extrapolated_latency_ms);
   }
-  const std::string& counter = r.training ? r.training->slice_1.memory_counter : r.inference->slice_1.memory_counter;
+  const std::string& counter =
+      r.training ? r.training->slices.front().memory_counter : r.inference->slices.front().memory_counter;
   out << "  counter: " << counter << ".\n";
   if (r.training) {
-    const auto& t = r.training->slice_1;
+    const auto& t = r.training->slices.front();
     out << "  training timer: " << t.timer << "; " << t.timed_steps << " timed steps per slice after " << t.ledger_steps
         << " ledger + " << t.warmup_steps << " warm-up.\n";
   }
-  if (r.inference)
-    out << "  inference timer: " << r.inference->slice_1.timer << "; " << r.inference->slice_1.timed_batches
-        << " timed batches per slice after 1 ledger + " << r.inference->slice_1.warmup_batches << " warm-up.\n";
+  if (r.inference) {
+    const auto& i = r.inference->slices.front();
+    out << "  inference timer: " << i.timer << "; " << i.timed_batches << " timed batches per slice after 1 ledger + "
+        << i.warmup_batches << " warm-up.\n";
+  }
   if (r.training && r.inference)
     out << "\ngap (extrapolated): training peak / inference peak = "
         << ratio(static_cast<double>(r.training->extrapolated.peak),

@@ -409,38 +409,46 @@ std::string to_json_string(const MaxBatchReport& r, int indent) {
 
 std::string to_json_string(const SliceReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
-  const json layers = {{"layers_1", r.slices.layers_1},
-                       {"layers_2", r.slices.layers_2},
-                       {"full_layers", r.full_layers},
-                       {"full_model_run", false}};
+  const auto head = [](const SlicePlan& plan) {
+    json axes = json::array();
+    for (const auto& a : plan.axes)
+      axes.push_back({{"name", a.name}, {"full", a.full}, {"base", a.base}, {"step", a.step}});
+    return json{{"axes", axes}, {"full_model_run", false}};
+  };
+  // slices[i]: the axes' values at slice i (the plan's order), its ledger and its time.
+  const auto slices = [&](const SlicePlan& plan, const auto& results, const auto& time) {
+    json out = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      json item = {{"point", plan.point(i)}, {"memory", memory_json(results[i].memory)}};
+      item.update(time(results[i]));
+      out.push_back(item);
+    }
+    return out;
+  };
   if (r.training) {
     const auto& t = *r.training;
     const auto& s = t.settings;
-    auto slice = [](const TrainingResult& x) {
-      return json{{"memory", memory_json(x.memory)}, {"step_ms_mean", x.step.mean}};
-    };
-    json& out = j["training_slices"] = layers;
+    json& out = j["training_slices"] = head(t.plan);
     out["settings"] = {{"batch_size", s.batch_size},          {"steps", s.steps},
                        {"warmup_steps", s.warmup_steps},      {"optimizer", to_string(s.optimizer)},
                        {"precision", to_string(s.precision)}, {"checkpoint", checkpoint_to_string(s.checkpoint_every)}};
-    out["slice_1"] = slice(t.slice_1);
-    out["slice_2"] = slice(t.slice_2);
+    out["slices"] = slices(t.plan, t.slices, [](const TrainingResult& x) {
+      return json{{"step_ms_mean", x.step.mean}};
+    });
     out["extrapolated"] = {{"memory", memory_json(t.extrapolated)}, {"step_ms_mean", t.extrapolated_step_ms}};
     out["predicted"] = predicted_json(t.predicted);
   }
   if (r.inference) {
     const auto& i = *r.inference;
     const auto& s = i.settings;
-    auto slice = [](const InferenceResult& x) {
-      return json{{"memory", memory_json(x.memory)}, {"latency_ms_mean", x.latency.mean}};
-    };
-    json& out = j["inference_slices"] = layers;
+    json& out = j["inference_slices"] = head(i.plan);
     out["settings"] = {{"batch_size", s.batch_size},
                        {"steps", s.steps},
                        {"warmup_steps", s.warmup_steps},
                        {"dtype", to_string(s.dtype)}};
-    out["slice_1"] = slice(i.slice_1);
-    out["slice_2"] = slice(i.slice_2);
+    out["slices"] = slices(i.plan, i.slices, [](const InferenceResult& x) {
+      return json{{"latency_ms_mean", x.latency.mean}};
+    });
     out["extrapolated"] = {{"memory", memory_json(i.extrapolated)}, {"latency_ms_mean", i.extrapolated_latency_ms}};
     out["predicted"] = predicted_json(i.predicted);
   }

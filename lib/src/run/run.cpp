@@ -213,50 +213,70 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
   return report;
 }
 
-SliceReport run_slices(const Workload& full, const std::function<std::unique_ptr<Workload>(int64_t)>& make_slice,
-                       const SliceRunSettings& settings, const RunOptions& options) {
-  const int64_t layers = full.block_count();
-  if (layers < 2) throw InvalidArgument("slices.layers", full.name(), "a model with blocks: gpt, bert, llama");
-  validate(settings.slices, layers);
+SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
+                       const RunOptions& options) {
+  const SlicePlan& plan = source.plan;
+  validate(plan);
   if (!settings.train && !settings.infer) throw InvalidArgument("slices.modes", "none", "training, inference or both");
+  if (!settings.train)
+    for (const auto& a : plan.axes)
+      if (!a.in_inference)
+        throw InvalidArgument(
+            a.name == "vocabulary" ? "slices.vocab" : "slices.layers", cat(a.base, ",", a.step),
+            cat("none for inference alone (its slices keep the full ", a.name, "; training's can slice it)"));
   const c10::Device device = resolve_device(options.device, "device");
   if (settings.train) resolve_training(full, *settings.train, device);
   std::optional<InferSettings> infer = settings.infer;
   if (infer && settings.infer_dtype_auto) infer->dtype = native_inference_dtype(device).dtype;
   if (infer) validate(*infer, device);
-  const auto& k = settings.slices;
   SliceReport report;
   fill_head(report, full, device, options);
-  report.slices = k;
-  report.full_layers = layers;
-  // Each mode measures the K1 slice, then the K2 one; each slice is built, measured and freed in turn.
-  const auto measure_both = [&](const auto& measure) {
-    auto a = measure(*make_slice(k.layers_1));
-    auto b = measure(*make_slice(k.layers_2));
-    return std::make_pair(std::move(a), std::move(b));
+  report.plan = plan;
+  const auto what = [](const SlicePlan& p) {
+    std::string labels;
+    for (size_t i = 0; i < p.slice_count(); ++i) labels += (i ? "; " : "") + p.label(i);
+    return cat(" as ", p.slice_count(), " slices (", labels, ") of its ", p.full_label(),
+               " (the full model is not run)");
+  };
+  // Each mode measures its plan's slices in turn; each is built, measured and freed before the next.
+  const auto measure_all = [&](const SlicePlan& p, const auto& measure) {
+    std::vector<decltype(measure(full))> out;
+    for (size_t i = 0; i < p.slice_count(); ++i) out.push_back(measure(*source.make(p, i)));
+    return out;
+  };
+  const auto times = [](const auto& slices, const auto& time) {
+    std::vector<double> out;
+    for (const auto& s : slices) out.push_back(time(s));
+    return out;
   };
   if (settings.train) {
     TrainingSlices t;
     t.settings = *settings.train;
+    t.plan = plan;
     t.predicted = predict_training_memory(full, t.settings, false, device);
-    log::info(cat("training ", full.name(), " as slices of ", k.layers_1, " and ", k.layers_2, " of its ", layers,
-                  " blocks (the full model is not run); its predicted ledger: ", describe(t.predicted)));
-    std::tie(t.slice_1, t.slice_2) =
-        measure_both([&](const Workload& slice) { return measure_training(slice, t.settings, device); });
-    t.extrapolated = extrapolate(t.slice_1.memory, t.slice_2.memory, k, layers);
-    t.extrapolated_step_ms = extrapolate_time(t.slice_1.step.mean, t.slice_2.step.mean, k, layers);
+    log::info(cat("training ", full.name(), what(t.plan), "; its predicted ledger: ", describe(t.predicted)));
+    t.slices = measure_all(t.plan, [&](const Workload& slice) { return measure_training(slice, t.settings, device); });
+    std::vector<TrainingMemory> memory;
+    for (const auto& s : t.slices) memory.push_back(s.memory);
+    t.extrapolated = extrapolate(memory, t.plan);
+    t.extrapolated_step_ms =
+        extrapolate_time(times(t.slices, [](const TrainingResult& r) { return r.step.mean; }), t.plan);
     report.training = std::move(t);
   }
   if (infer) {
     InferenceSlices i;
     i.settings = *infer;
+    i.plan = plan.for_inference();
+    validate(i.plan);
     i.predicted = predict_inference_memory(full, i.settings, device);
     log::info(cat("inference of ", full.name(), " (", to_string(i.settings.dtype), ", batch ", i.settings.batch_size,
-                  ") as slices of ", k.layers_1, " and ", k.layers_2, " blocks (the full model is not run)"));
-    std::tie(i.slice_1, i.slice_2) =
-        measure_both([&](const Workload& slice) { return measure_inference(slice, i.settings, device); });
-    i.extrapolated = extrapolate(i.slice_1.memory, i.slice_2.memory, k, layers);
-    i.extrapolated_latency_ms = extrapolate_time(i.slice_1.latency.mean, i.slice_2.latency.mean, k, layers);
+                  ")", what(i.plan)));
+    i.slices = measure_all(i.plan, [&](const Workload& slice) { return measure_inference(slice, i.settings, device); });
+    std::vector<InferenceMemory> memory;
+    for (const auto& s : i.slices) memory.push_back(s.memory);
+    i.extrapolated = extrapolate(memory, i.plan);
+    i.extrapolated_latency_ms =
+        extrapolate_time(times(i.slices, [](const InferenceResult& r) { return r.latency.mean; }), i.plan);
     report.inference = std::move(i);
   }
   return report;

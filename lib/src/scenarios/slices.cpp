@@ -1,4 +1,4 @@
-// Linear extrapolation of slices to the full depth (tvie/slices.hpp).
+// Linear extrapolation of slices to the full model (tvie/slices.hpp).
 #include <tvie/slices.hpp>
 
 #include <cmath>
@@ -8,23 +8,113 @@
 
 namespace tvie {
 
-void validate(const SliceSettings& s, int64_t full_layers) {
-  if (s.layers_1 < 1 || s.layers_2 <= s.layers_1 || s.layers_2 > full_layers)
-    throw InvalidArgument("slices.layers", cat(s.layers_1, ",", s.layers_2),
-                          cat("two block counts K1,K2 with 1 <= K1 < K2 <= ", full_layers, " (the preset's blocks)"));
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
 }
 
-double extrapolate(double at_k1, double at_k2, const SliceSettings& s, int64_t layers) {
-  const double per_block = (at_k2 - at_k1) / static_cast<double>(s.layers_2 - s.layers_1);
-  return at_k1 + static_cast<double>(layers - s.layers_1) * per_block;
+bool is_stage_axis(const SliceAxis& a) { return a.name.rfind("stage ", 0) == 0; }
+
+// "1 block", "2 blocks, vocabulary 16032", "blocks per stage 2,1,1,1" for the given axis values.
+std::string describe(const SlicePlan& plan, const std::vector<int64_t>& values) {
+  std::vector<std::string> parts;
+  std::vector<std::string> stages;
+  for (size_t d = 0; d < plan.axes.size(); ++d) {
+    const auto& a = plan.axes[d];
+    const int64_t v = values[d];
+    if (is_stage_axis(a))
+      stages.push_back(cat(v));
+    else if (a.name == "blocks")
+      parts.push_back(cat(v, v == 1 ? " block" : " blocks"));
+    else
+      parts.push_back(cat(a.name, " ", v));
+  }
+  if (!stages.empty()) parts.insert(parts.begin(), "blocks per stage " + join(stages, ","));
+  return join(parts, ", ");
 }
 
-int64_t extrapolate(int64_t at_k1, int64_t at_k2, const SliceSettings& s, int64_t layers) {
-  return std::llround(extrapolate(static_cast<double>(at_k1), static_cast<double>(at_k2), s, layers));
+}  // namespace
+
+std::vector<int64_t> SlicePlan::point(size_t i) const {
+  std::vector<int64_t> p;
+  for (const auto& a : axes) p.push_back(a.base);
+  if (i > 0) p.at(i - 1) = axes.at(i - 1).step;
+  return p;
 }
 
-TrainingMemory extrapolate(const TrainingMemory& a, const TrainingMemory& b, const SliceSettings& s, int64_t layers) {
-  auto x = [&](int64_t TrainingMemory::*field) { return extrapolate(a.*field, b.*field, s, layers); };
+std::string SlicePlan::label(size_t i) const { return describe(*this, point(i)); }
+
+std::string SlicePlan::full_label() const {
+  std::vector<int64_t> full;
+  for (const auto& a : axes) full.push_back(a.full);
+  return describe(*this, full);
+}
+
+int64_t SlicePlan::value(size_t i, const std::string& axis, int64_t otherwise) const {
+  for (size_t d = 0; d < axes.size(); ++d)
+    if (axes[d].name == axis) return point(i)[d];
+  return otherwise;
+}
+
+SlicePlan SlicePlan::for_inference() const {
+  SlicePlan out;
+  for (const auto& a : axes)
+    if (a.in_inference) out.axes.push_back(a);
+  return out;
+}
+
+void validate(const SlicePlan& plan) {
+  if (plan.axes.empty())
+    throw InvalidArgument("slices.layers", "no axis", "a model with blocks: gpt, bert, llama, resnet");
+  for (const auto& a : plan.axes) {
+    if (a.base >= 1 && a.base < a.step && a.step <= a.full) continue;
+    if (a.name == "vocabulary")
+      throw InvalidArgument("slices.vocab", cat(a.base, ",", a.step),
+                            cat("two vocabulary sizes V1,V2 with 1 <= V1 < V2 <= ", a.full, " (the preset's)"));
+    throw InvalidArgument("slices.layers", cat(a.base, ",", a.step),
+                          cat("two block counts K1,K2 with 1 <= K1 < K2 <= ", a.full, " (the preset's ", a.name, ")"));
+  }
+}
+
+double extrapolate(const std::vector<double>& x, const SlicePlan& plan) {
+  if (x.size() != plan.slice_count())
+    throw InvalidArgument("slices", cat(x.size(), " figures"), cat(plan.slice_count(), " (one per slice)"));
+  double out = x[0];
+  for (size_t d = 0; d < plan.axes.size(); ++d) {
+    const auto& a = plan.axes[d];
+    const double per_unit = (x[d + 1] - x[0]) / static_cast<double>(a.step - a.base);
+    out += static_cast<double>(a.full - a.base) * per_unit;
+  }
+  return out;
+}
+
+int64_t extrapolate(const std::vector<int64_t>& x, const SlicePlan& plan) {
+  return std::llround(extrapolate(std::vector<double>(x.begin(), x.end()), plan));
+}
+
+namespace {
+
+template <class Memory>
+int64_t extrapolate_field(const std::vector<Memory>& at, const SlicePlan& plan, int64_t Memory::*field) {
+  std::vector<int64_t> values;
+  for (const auto& m : at) values.push_back(m.*field);
+  return extrapolate(values, plan);
+}
+
+template <class Memory>
+int64_t extrapolate_reserved(const std::vector<Memory>& at, const SlicePlan& plan) {
+  for (const auto& m : at)
+    if (m.peak_reserved < 0) return -1;
+  return extrapolate_field(at, plan, &Memory::peak_reserved);
+}
+
+}  // namespace
+
+TrainingMemory extrapolate(const std::vector<TrainingMemory>& at, const SlicePlan& plan) {
+  auto x = [&](int64_t TrainingMemory::*field) { return extrapolate_field(at, plan, field); };
   TrainingMemory m;
   m.parameters = x(&TrainingMemory::parameters);
   m.gradients = x(&TrainingMemory::gradients);
@@ -35,27 +125,28 @@ TrainingMemory extrapolate(const TrainingMemory& a, const TrainingMemory& b, con
   m.comm_buffers = x(&TrainingMemory::comm_buffers);
   m.other = x(&TrainingMemory::other);
   m.peak = x(&TrainingMemory::peak);
-  m.peak_reserved = a.peak_reserved < 0 || b.peak_reserved < 0 ? -1 : x(&TrainingMemory::peak_reserved);
+  m.peak_reserved = extrapolate_reserved(at, plan);
   m.batch = x(&TrainingMemory::batch);
   return m;
 }
 
-InferenceMemory extrapolate(const InferenceMemory& a, const InferenceMemory& b, const SliceSettings& s,
-                            int64_t layers) {
-  auto x = [&](int64_t InferenceMemory::*field) { return extrapolate(a.*field, b.*field, s, layers); };
+InferenceMemory extrapolate(const std::vector<InferenceMemory>& at, const SlicePlan& plan) {
+  auto x = [&](int64_t InferenceMemory::*field) { return extrapolate_field(at, plan, field); };
   InferenceMemory m;
   m.parameters = x(&InferenceMemory::parameters);
   m.packed_weights = x(&InferenceMemory::packed_weights);
   m.activations = x(&InferenceMemory::activations);
   m.other = x(&InferenceMemory::other);
   m.peak = x(&InferenceMemory::peak);
-  m.peak_reserved = a.peak_reserved < 0 || b.peak_reserved < 0 ? -1 : x(&InferenceMemory::peak_reserved);
+  m.peak_reserved = extrapolate_reserved(at, plan);
   m.batch = x(&InferenceMemory::batch);
   return m;
 }
 
-double extrapolate_time(double at_k1, double at_k2, const SliceSettings& s, int64_t layers) {
-  return at_k2 > at_k1 ? extrapolate(at_k1, at_k2, s, layers) : -1;
+double extrapolate_time(const std::vector<double>& x, const SlicePlan& plan) {
+  for (size_t i = 1; i < x.size(); ++i)
+    if (!(x[i] > x[0])) return -1;
+  return extrapolate(x, plan);
 }
 
 }  // namespace tvie

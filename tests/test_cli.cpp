@@ -290,6 +290,7 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"infer --model gpt --preset huge", "--preset: got 'huge'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1,2", "--batch: got '1,2'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1 --dtype fp32,bf16", "--dtype: got 'fp32,bf16'"},
+           {"cards --cards t4,k80", "--cards: got 'k80'; accepted: all, or ids separated by commas"},
            {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got '1,2'; accepted: none for mlp"},
            {"infer --model gpt --slice-vocab 64,128 --batch 1", "--slice-vocab: got '64,128'; accepted: only with"},
            {"infer --model gpt --slice-layers 1,2 --slice-vocab 128,64 --batch 1", "--slice-vocab: got '128,64'"},
@@ -372,6 +373,7 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
       {"infer_slices",
        "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"cards", "cards --cards all --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
        "--json "}};

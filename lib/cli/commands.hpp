@@ -26,6 +26,8 @@ Runner add_launch_command(CLI::App& app);
 Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie decode`: KV-cached decoding of gpt.
 Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie cards`: the accelerator catalog.
+Runner add_cards_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.

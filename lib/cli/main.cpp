@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
       {"allreduce", [&] { return add_allreduce_command(app, args); }},
       {"decode", [&] { return add_decode_command(app, args); }},
       {"list", [&] { return add_list_command(app); }},
+      {"cards", [&] { return add_cards_command(app, args); }},
       {"info", [&] { return add_info_command(app); }}};
   std::vector<std::pair<CLI::App*, Runner>> commands;
   for (const auto& [name, add] : table) {

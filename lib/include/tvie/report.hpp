@@ -22,6 +22,7 @@ class Reporter {
   virtual void report(const AllreduceReport& report) = 0;
   virtual void report(const MaxBatchReport& report) = 0;
   virtual void report(const SliceReport& report) = 0;
+  virtual void report(const CardsReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -36,6 +37,7 @@ class ConsoleReporter : public Reporter {
   void report(const AllreduceReport& report) override;  // the all_reduce_perf table
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
+  void report(const CardsReport& report) override;
 
  private:
   std::ostream& out_;
@@ -53,6 +55,7 @@ class JsonReporter : public Reporter {
   void report(const AllreduceReport& report) override;
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
+  void report(const CardsReport& report) override;
 
  private:
   std::string path_;
@@ -71,6 +74,7 @@ class CsvReporter : public Reporter {
   void report(const AllreduceReport& report) override;
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
+  void report(const CardsReport& report) override;
 
  private:
   std::string path_;
@@ -84,10 +88,13 @@ std::string to_json_string(const DecodeReport& report, int indent = 2);
 std::string to_json_string(const AllreduceReport& report, int indent = 2);
 std::string to_json_string(const MaxBatchReport& report, int indent = 2);
 std::string to_json_string(const SliceReport& report, int indent = 2);
+std::string to_json_string(const CardsReport& report, int indent = 2);
 // The max-batch probes, one line each: mode,batch,fits,peak_bytes.
 std::string to_csv_string(const MaxBatchReport& report);
 // The all-reduce rows flat, one line a message size, with a header line (no trailing newline).
 std::string to_csv_string(const AllreduceReport& report);
+// The cards, one line each, units in the column names (empty cell: not published).
+std::string to_csv_string(const CardsReport& report);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

@@ -15,12 +15,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <tvie/catalog.hpp>
 #include <tvie/context.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/dist.hpp>
@@ -151,6 +153,16 @@ struct SliceReport {
   std::optional<TrainingSlices> training;    // train, compare
   std::optional<InferenceSlices> inference;  // infer, compare (fresh weights of the same seed, not trained ones)
 };
+// The accelerator catalog (tvie/catalog.hpp), or the cards asked for, with the host's CPU class.
+struct CardsReport {
+  RunContext context;
+  int catalog_schema_version = 0;
+  std::string catalog_description;
+  std::map<std::string, std::string> units;
+  std::vector<Accelerator> cards;
+  std::vector<CpuClass> cpu_classes;
+  std::string host_class;  // the CpuClass id of this machine ("" when none)
+};
 struct SliceRunSettings {
   std::optional<TrainSettings> train;  // at least one of the two
   std::optional<InferSettings> infer;
@@ -192,6 +204,9 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
 // built, only asked for its facts and predictions. A zoo model's source: zoo_slices (tvie/models.hpp).
 SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
                        const RunOptions& options = {});
+
+// The built-in catalog's cards ("all" or ids: "t4,l4"; InvalidArgument("cards", ...) for an unknown id).
+CardsReport run_cards(const std::string& cards = "all", const RunOptions& options = {});
 
 // KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
 // decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).

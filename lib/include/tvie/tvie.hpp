@@ -11,6 +11,7 @@
 //   (probes, ledgers), timing.hpp (StepTimer), stats.hpp, device.hpp, errors.hpp, log.hpp
 #pragma once
 
+#include <tvie/catalog.hpp>
 #include <tvie/checkpoint.hpp>
 #include <tvie/run.hpp>
 #include <tvie/config.hpp>

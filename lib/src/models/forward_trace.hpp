@@ -9,9 +9,11 @@
 //    Under autocast x is cast to the 2-byte dtype first (a new copy unless x already is), and so is W^T: a
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
 //    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies).
-//  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached).
+//  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached). Its
+//    backward (oneDNN) copies the saved input (contiguous clone, freed within) in bf16, and in fp32 when strided.
 //  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
-//  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32).
+//  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32). Its backward
+//    allocates an input-sized temporary beside the input's gradient (freed within).
 //  - gelu, silu: save their input; relu: saves its output; mul: each factor saves the other.
 //  - scaled_dot_product_attention (CPU flash kernel): saves q, k, v, the output ([B, S, a, d] memory
 //    layout, so transpose(1, 2).contiguous() after it copies nothing) and the log-sum-exp [B, a, S] fp32.
@@ -137,7 +139,9 @@ class ForwardTrace {
 
  private:
   void save(const Sym& t, const char* layer);
-  void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes);
+  // The op's backward holds its incoming and outgoing gradients, and `scratch_bytes` that it allocates and frees
+  // inside (a copy of an input, a temporary).
+  void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes = 0);
 
   // One op of the forward, for the reverse sweep that estimates the backward peak.
   struct Op {

@@ -581,6 +581,52 @@ void ConsoleReporter::report(const SliceReport& r) {
         << "\n";
 }
 
+void ConsoleReporter::report(const CardsReport& r) {
+  auto& out = out_;
+  out << "tvie cards: " << r.cards.size() << " accelerators from the catalog (lib/data/accelerators.json, schema "
+      << r.catalog_schema_version << "; tvie " << r.context.tvie_version << ")\n"
+      << "Dense peaks (no structured sparsity) in TFLOPS, int8 in TOPS; '-': not published or no such unit;\n"
+      << "memory in GB (10^9 B), bandwidth and link in GB/s; TDP in W; price in USD for one device (* an "
+         "estimate).\n\n";
+  const auto figure = [](double x) {
+    if (x < 0) return std::string("-");
+    return x == std::floor(x) ? fmt("%.0f", x) : fmt(x >= 10 ? "%.1f" : "%.3g", x);
+  };
+  const std::vector<size_t> w = {22, 13, 7, 6, 6, 7, 8, 8, 7, 7, 6, 6, 9};
+  row(out, {"card", "memory", "GB/s", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "TDP", "link", "price"},
+      w);
+  for (const auto& a : r.cards) {
+    bool price_estimated = false;
+    for (const auto& e : a.estimates) price_estimated = price_estimated || e.rfind("price", 0) == 0;
+    row(out,
+        {a.id, cat(figure(a.memory_gb), " ", a.memory_type), figure(a.memory_bandwidth_gbs), figure(a.fp64_tflops),
+         figure(a.fp32_tflops), figure(a.tf32_tflops), figure(a.fp16_tflops), figure(a.bf16_tflops),
+         figure(a.fp8_tflops), figure(a.int8_tops), figure(a.tdp_w), figure(a.interconnect_gbs),
+         a.price ? cat(figure(a.price->usd), price_estimated ? "*" : "", a.price->kind == "cloud_hourly" ? "/h" : "")
+                 : "-"},
+        w);
+  }
+  bool any = false;
+  for (const auto& a : r.cards) {
+    for (const auto& e : a.estimates) {
+      if (!any) out << "\nEstimates (figures that are not the vendor's own):\n";
+      any = true;
+      out << "  " << a.id << ": " << e << '\n';
+    }
+  }
+  out << "\nHost CPU classes (a machine's peak = cores x GHz x the figure per core and cycle):\n";
+  for (const auto& c : r.cpu_classes)
+    out << "  " << pad(c.id, 12) << pad(c.isa, 24) << "fp32 " << pad(figure(c.fp32_flop_per_cycle_per_core), 6)
+        << "bf16 " << pad(figure(c.bf16_flop_per_cycle_per_core), 6) << "int8 " << figure(c.int8_op_per_cycle_per_core)
+        << (c.id == r.host_class ? "   <- this machine" : "") << '\n';
+  const auto& h = r.context.host;
+  std::string features;
+  for (const auto& f : h.cpu_features) features += (features.empty() ? "" : " ") + f;
+  out << "this machine: " << (h.cpu_model.empty() ? "unknown CPU" : h.cpu_model) << " (" << features << "), class "
+      << (r.host_class.empty() ? "none of the above" : r.host_class) << ".\n"
+      << "Sources, notes and every figure's origin: tvie cards --json PATH, or the catalog file itself.\n";
+}
+
 void ConsoleReporter::report(const DecodeReport& r) {
   const auto& s = r.settings;
   const auto& x = r.result;

@@ -373,6 +373,7 @@ void JsonReporter::report(const DecodeReport& report) { write_file_atomically(pa
 void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const SliceReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const CardsReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
@@ -388,6 +389,7 @@ void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
 void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const SliceReport&) { no_csv("--slice-layers"); }
+void CsvReporter::report(const CardsReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -453,6 +455,75 @@ std::string to_json_string(const SliceReport& r, int indent) {
     out["predicted"] = predicted_json(i.predicted);
   }
   return j.dump(indent);
+}
+
+namespace {
+json figure(double x) { return x < 0 ? json() : json(x); }  // -1 (not published) as null
+}  // namespace
+
+std::string to_json_string(const CardsReport& r, int indent) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(r.context);
+  json cards = json::array();
+  for (const auto& a : r.cards) {
+    json c = {{"id", a.id},
+              {"name", a.name},
+              {"vendor", a.vendor},
+              {"kind", a.kind},
+              {"architecture", a.architecture},
+              {"year", a.year > 0 ? json(a.year) : json()},
+              {"memory_gb", a.memory_gb},
+              {"memory_type", a.memory_type},
+              {"memory_bandwidth_gbs", a.memory_bandwidth_gbs},
+              {"sparse", a.sparse},
+              {"tdp_w", figure(a.tdp_w)},
+              {"interconnect", a.interconnect},
+              {"interconnect_gbs", figure(a.interconnect_gbs)},
+              {"form_factor", a.form_factor},
+              {"estimates", a.estimates},
+              {"notes", a.notes},
+              {"sources", a.sources}};
+    for (const auto& field : accelerator_peak_fields()) c[field] = figure(a.peak(field));
+    c["price"] = a.price ? json{{"usd", a.price->usd}, {"kind", a.price->kind}, {"source", a.price->source}} : json();
+    cards.push_back(c);
+  }
+  json classes = json::array();
+  for (const auto& c : r.cpu_classes)
+    classes.push_back({{"id", c.id},
+                       {"name", c.name},
+                       {"isa", c.isa},
+                       {"fp32_flop_per_cycle_per_core", figure(c.fp32_flop_per_cycle_per_core)},
+                       {"bf16_flop_per_cycle_per_core", figure(c.bf16_flop_per_cycle_per_core)},
+                       {"int8_op_per_cycle_per_core", figure(c.int8_op_per_cycle_per_core)},
+                       {"notes", c.notes},
+                       {"sources", c.sources}});
+  j["catalog"] = {{"schema_version", r.catalog_schema_version},
+                  {"description", r.catalog_description},
+                  {"units", r.units},
+                  {"cards", cards},
+                  {"cpu_classes", classes},
+                  {"host_class", r.host_class}};
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const CardsReport& r) {
+  std::string out = "id,name,memory_gb,memory_bandwidth_gbs";
+  for (const auto& field : accelerator_peak_fields()) out += "," + field;
+  out += ",tdp_w,interconnect_gbs,price_usd,price_kind";
+  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
+  const auto quoted = [](const std::string& s) {
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const auto& a : r.cards) {
+    out += cat("\n", a.id, ",", quoted(a.name), ",", cell(a.memory_gb), ",", cell(a.memory_bandwidth_gbs));
+    for (const auto& field : accelerator_peak_fields()) out += "," + cell(a.peak(field));
+    out += cat(",", cell(a.tdp_w), ",", cell(a.interconnect_gbs), ",", a.price ? cell(a.price->usd) : "", ",",
+               a.price ? a.price->kind : "");
+  }
+  return out;
 }
 
 std::string to_csv_string(const MaxBatchReport& r) {

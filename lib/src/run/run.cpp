@@ -282,6 +282,19 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
   return report;
 }
 
+CardsReport run_cards(const std::string& cards, const RunOptions& options) {
+  const auto& catalog = accelerator_catalog();
+  CardsReport report;
+  report.cards = select_accelerators(catalog, cards);
+  report.context = make_run_context(c10::Device(c10::kCPU), options.argv);
+  report.catalog_schema_version = catalog.schema_version;
+  report.catalog_description = catalog.description;
+  report.units = catalog.units;
+  report.cpu_classes = catalog.cpu_classes;
+  report.host_class = host_cpu_class(report.context.host.cpu_features);
+  return report;
+}
+
 ServeReport run_serve(const Workload& workload, const ServeSettings& settings, const RunOptions& options) {
   const Resolved<ServeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings);

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -215,4 +216,72 @@ TEST_CASE("CsvReporter writes the reports that are tables and refuses the others
   std::getline(in, row);
   CHECK(header.rfind("bytes,count,dtype,", 0) == 0);
   CHECK(row.rfind("64,16,fp32,", 0) == 0);
+}
+
+namespace {
+
+// A fake powercap tree: two packages (one about to wrap), a core subzone, an mmio zone and a psys zone.
+struct FakePowercap {
+  std::filesystem::path root = std::filesystem::temp_directory_path() / ("tvie-powercap-" + std::to_string(::getpid()));
+  FakePowercap() {
+    std::filesystem::remove_all(root);
+    zone("intel-rapl:0", "package-0", 1000, 900);
+    zone("intel-rapl:0:0", "core", 1000, 5);
+    zone("intel-rapl:1", "package-1", 5000, 50);
+    zone("intel-rapl:2", "psys", 5000, 7);
+    zone("intel-rapl-mmio:0", "package-0", 5000, 9);
+  }
+  ~FakePowercap() { std::filesystem::remove_all(root); }
+  void zone(const std::string& dir, const std::string& name, int64_t max, int64_t energy) {
+    std::filesystem::create_directories(root / dir);
+    std::ofstream(root / dir / "name") << name << "\n";
+    std::ofstream(root / dir / "max_energy_range_uj") << max << "\n";
+    set(dir, energy);
+  }
+  void set(const std::string& dir, int64_t energy) { std::ofstream(root / dir / "energy_uj") << energy << "\n"; }
+};
+
+}  // namespace
+
+TEST_CASE("energy: RAPL package domains from powercap, with the counter's wrap", "[energy]") {
+  FakePowercap fake;
+  const auto domains = find_rapl_packages(fake.root.string());
+  REQUIRE(domains.size() == 2);  // the packages only: not the core subzone, psys or the mmio zone
+  CHECK(domains[0].name == "package-0");
+  CHECK(domains[0].max_energy_range_uj == 1000);
+  CHECK(domains[1].name == "package-1");
+  CHECK(rapl_delta_uj(900, 100, 1000) == 200);  // wrapped at 1000
+  CHECK(rapl_delta_uj(100, 900, 1000) == 800);
+  auto meter = make_energy_meter(c10::Device(c10::kCPU), fake.root.string());
+  meter->start();
+  fake.set("intel-rapl:0", 100);  // 900 -> wrap -> 100: 200 uJ
+  fake.set("intel-rapl:1", 60);   // 10 uJ
+  const auto e = meter->stop();
+  REQUIRE(e.available());
+  CHECK(e.joules == Approx(210e-6));
+  CHECK(e.source.find("RAPL package-0 + package-1") == 0);
+  CHECK(e.mean_watts() > 0);
+}
+
+TEST_CASE("energy: no counter is a reason, not zero joules", "[energy]") {
+  auto meter = make_energy_meter(c10::Device(c10::kCPU), "/nonexistent-powercap");
+  meter->start();
+  const auto e = meter->stop();
+  CHECK_FALSE(e.available());
+  CHECK(e.joules == -1);
+  CHECK(e.mean_watts() == -1);
+  CHECK(e.source == "not available: /nonexistent-powercap does not exist (no RAPL here, e.g. a virtual machine)");
+  // A training run reports its energy or why it has none, and J per sample only with a reading.
+  const auto w = make_zoo_workload("mlp", "tiny");
+  TrainSettings s;
+  s.batch_size = 4;
+  s.steps = 2;
+  s.warmup_steps = 0;
+  const auto r = measure_training(*w, s, c10::Device(c10::kCPU));
+  if (r.energy.available()) {
+    CHECK(r.joules_per_sample == Approx(r.energy.joules / 8));
+  } else {
+    CHECK(r.energy.source.rfind("not available: ", 0) == 0);
+    CHECK(r.joules_per_sample == -1);
+  }
 }

@@ -9,6 +9,7 @@
 
 #include <torch/nn/module.h>
 
+#include <tvie/energy.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/settings.hpp>
@@ -77,6 +78,9 @@ struct InferenceResult {
   double tokens_per_s = 0;
   double model_flops_per_batch = 0;  // forward FLOPs x batch
   double achieved_tflops = 0;
+  // Energy over the timed batches (tvie/energy.hpp; "not available: why" where no counter can be read).
+  EnergyReading energy;
+  double joules_per_sample = -1;  // energy / (timed batches x batch); -1 when not available
 };
 
 // Settings validated first (validate(settings, device); tvie/run.hpp's runners do it once).

@@ -13,6 +13,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <tvie/energy.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/precision.hpp>
 #include <tvie/predict.hpp>
@@ -160,11 +161,14 @@ struct TrainingResult {
   int64_t timed_steps = 0;
   int64_t optimizer_steps = 0;  // all of them, untimed included
   int64_t micro_batches = 0;
-  int64_t data_pool_bytes = 0;                         // host memory of the synthetic batches (outside the ledger)
-  double samples_per_s = 0;                            // batch_size / mean step time
-  double tokens_per_s = 0;                             // 0 for models without tokens
-  double model_flops_per_step = 0;                     // 3 x forward FLOPs x batch (forward + backward at 2x forward)
-  double achieved_tflops = 0;                          // model_flops_per_step / mean step time
+  int64_t data_pool_bytes = 0;      // host memory of the synthetic batches (outside the ledger)
+  double samples_per_s = 0;         // batch_size / mean step time
+  double tokens_per_s = 0;          // 0 for models without tokens
+  double model_flops_per_step = 0;  // 3 x forward FLOPs x batch (forward + backward at 2x forward)
+  double achieved_tflops = 0;       // model_flops_per_step / mean step time
+  // Energy over the timed steps (tvie/energy.hpp: RAPL on the CPU, NVML on CUDA; "not available: why" else).
+  EnergyReading energy;
+  double joules_per_sample = -1;                       // energy / (timed steps x batch); -1 when not available
   double first_loss = 0;                               // loss of the first (ledger) step
   double final_loss = 0;                               // loss of the last step
   std::vector<std::pair<int64_t, double>> loss_curve;  // (step number from 1, loss), every loss_every steps

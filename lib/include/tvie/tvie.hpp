@@ -18,6 +18,7 @@
 #include <tvie/context.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/device.hpp>
+#include <tvie/energy.hpp>
 #include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/infer.hpp>

@@ -203,6 +203,13 @@ void training_details(std::ostream& out, const TrainingResult& t, const Distribu
 
 std::string format_bytes(int64_t bytes) { return detail::bytes_text(bytes); }
 
+// "12.3 J in 2.10 s, 5.9 W mean, 0.38 J per sample (RAPL package-0 ...)" or "not available: why".
+std::string energy_text(const EnergyReading& e, double joules_per_sample) {
+  if (!e.available()) return e.source;
+  return cat(fmt("%.3g J", e.joules), " in ", fmt("%.2f s", e.seconds), ", ", fmt("%.3g W", e.mean_watts()), " mean, ",
+             fmt("%.3g J", joules_per_sample), " per sample (", e.source, ")");
+}
+
 void ConsoleReporter::report(const TrainReport& r) {
   const auto& t = r.training;
   auto& out = out_;
@@ -231,7 +238,8 @@ void ConsoleReporter::report(const TrainReport& r) {
   row(out, {"  samples/s", fmt("%.1f", t.samples_per_s)}, w2);
   if (r.facts.tokens_per_sample > 0) row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s)}, w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops)}, w2);
-  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n\n";
+  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n";
+  out << "  energy over the timed steps: " << energy_text(t.energy, t.joules_per_sample) << "\n\n";
   training_details(out, t, distributed);
 }
 
@@ -358,8 +366,9 @@ void ConsoleReporter::report(const CompareReport& r) {
         {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
         w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
-  out << "  timer: " << t.timer
-      << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n\n";
+  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n";
+  out << "  energy, training (timed steps): " << energy_text(t.energy, t.joules_per_sample) << "\n";
+  out << "  energy, inference (timed batches): " << energy_text(i.energy, i.joules_per_sample) << "\n\n";
   training_details(out, t, nullptr);
   out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
       << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";

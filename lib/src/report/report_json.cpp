@@ -120,6 +120,16 @@ json report_head(const RunContext& context, const std::string& workload, const M
   return j;
 }
 
+// null where not available (the source says why).
+json energy_json(const EnergyReading& e, double joules_per_sample) {
+  const auto or_null = [&](double x) { return e.available() && x >= 0 ? json(x) : json(); };
+  return {{"joules", or_null(e.joules)},
+          {"seconds", e.seconds},
+          {"mean_watts", or_null(e.mean_watts())},
+          {"joules_per_sample", or_null(joules_per_sample)},
+          {"source", e.source}};
+}
+
 json training_json(const TrainSettings& s, const TrainingResult& t, const DistributedResult* distributed = nullptr) {
   json phases = json::object();
   for (const auto& p : t.phases) phases[p.name] = {{"p50_ms", p.p50_ms}, {"share", p.share}};
@@ -156,6 +166,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"tokens_per_s", t.tokens_per_s},
               {"model_flops_per_step", t.model_flops_per_step},
               {"achieved_tflops", t.achieved_tflops}}},
+            {"energy", energy_json(t.energy, t.joules_per_sample)},
             {"loss", {{"first", t.first_loss}, {"final", t.final_loss}, {"curve", curve}}}};
   if (t.loss_scaling)
     j["loss_scaling"] = {
@@ -201,7 +212,8 @@ json inference_json(const InferenceResult& i) {
            {{"samples_per_s", i.samples_per_s},
             {"tokens_per_s", i.tokens_per_s},
             {"model_flops_per_batch", i.model_flops_per_batch},
-            {"achieved_tflops", i.achieved_tflops}}}};
+            {"achieved_tflops", i.achieved_tflops}}},
+          {"energy", energy_json(i.energy, i.joules_per_sample)}};
 }
 
 }  // namespace

@@ -89,11 +89,16 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
     if (settings.cuda_graph) session.capture_cuda_graph();
     for (int64_t i = 0; i < settings.warmup_steps; ++i) session.run_batch();
     auto timer = make_step_timer(device);
+    auto meter = make_energy_meter(device);
+    synchronize(device);  // the window holds the timed batches' device work only
+    meter->start();
     for (int64_t i = 0; i < settings.steps; ++i) {
       timer->start();
       session.run_batch();
       timer->stop();
     }
+    synchronize(device);
+    r.energy = meter->stop();
     r.latency_ms = timer->collect_ms();
     r.timer = timer->description();
     if (output) *output = session.run_batch().to(torch::kCPU, torch::kFloat32);
@@ -115,6 +120,8 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
     r.model_flops_per_batch = facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
     r.achieved_tflops = r.model_flops_per_batch / seconds / 1e12;
   }
+  if (r.energy.available() && settings.steps > 0)
+    r.joules_per_sample = r.energy.joules / static_cast<double>(settings.steps * settings.batch_size);
   return r;
 }
 

@@ -324,6 +324,9 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
     losses.push_back(torch::Tensor());  // the second ledger step's loss is not kept
     for (int64_t i = 0; i < settings.warmup_steps; ++i) losses.push_back(trainer.step());
     auto timer = make_step_timer(device);
+    auto meter = make_energy_meter(device);
+    synchronize(device);  // the window holds the timed steps' device work only
+    meter->start();
     if (settings.cuda_graph) {
       auto graph = detail::make_graphed_step(trainer, settings, device);
       r.cuda_graph = true;
@@ -338,6 +341,8 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
         losses.push_back(trainer.step(timer.get()));
       }
     }
+    synchronize(device);
+    r.energy = meter->stop();
     auto phases = training::summarize_phases(timer->collect_phases_ms(kPhaseCount), with_hook);
     r.step_ms = std::move(phases.step_ms);
     r.phases = std::move(phases.phases);
@@ -385,6 +390,8 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
   r.tokens_per_s = t.tokens_per_s;
   r.model_flops_per_step = t.model_flops_per_step;
   r.achieved_tflops = t.achieved_tflops;
+  if (r.energy.available() && settings.steps > 0)
+    r.joules_per_sample = r.energy.joules / static_cast<double>(settings.steps * settings.batch_size);
   return r;
 }
 

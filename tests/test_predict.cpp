@@ -46,10 +46,10 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           int64_t by_layer = 0;
           for (const auto& [layer, bytes] : p.activations_by_layer) by_layer += bytes;
           CHECK(by_layer == p.activations);
-          if (model == "cnn" || model == "resnet") {
-            // Known gap (README, docs/metrics.md): the convolution nets' backward holds buffers the trace does
-            // not model (oneDNN's convolution and batch-norm backward): their peak is off by up to a third at
-            // these sizes (cnn tiny in bf16: 30% under).
+          if ((model == "cnn" || model == "resnet") && precision != TrainPrecision::fp32) {
+            // Known gap (README, docs/metrics.md): in bf16 and amp-bf16 the convolution nets' backward holds
+            // buffers the trace does not model (its rules for batch-norm's temporary and the convolution's input
+            // copy cover fp32): the peak is under by up to 31% at these sizes (resnet tiny in bf16).
             CHECK(relative(p.peak, m.peak) <= 0.35);
           } else if (model == "mlp" && precision == TrainPrecision::bf16) {
             // Known gap: pure-bf16 backward of the mlp holds ~25 KiB the trace does not model, 19% of its

@@ -181,13 +181,13 @@ TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays us
 }
 
 TEST_CASE("slices: linear extrapolation along one or more axes", "[slices][pure]") {
-  const SlicePlan blocks{{{"blocks", 9, 1, 3}}};
+  const SlicePlan blocks{{{SliceAxisKind::blocks, 0, 9, 1, 3}}};
   CHECK(extrapolate(std::vector<double>{10.0, 14.0}, blocks) == Approx(26.0));  // 10 + 8 blocks x 2 per block
-  CHECK(extrapolate(std::vector<double>{10.0, 14.0}, SlicePlan{{{"blocks", 3, 1, 3}}}) == Approx(14.0));
-  CHECK(extrapolate(std::vector<int64_t>{100, 300}, SlicePlan{{{"blocks", 32, 1, 2}}}) == 6300);
+  CHECK(extrapolate(std::vector<double>{10.0, 14.0}, SlicePlan{{{SliceAxisKind::blocks, 0, 3, 1, 3}}}) == Approx(14.0));
+  CHECK(extrapolate(std::vector<int64_t>{100, 300}, SlicePlan{{{SliceAxisKind::blocks, 0, 32, 1, 2}}}) == 6300);
   CHECK_THROWS_AS(extrapolate(std::vector<double>{1.0}, blocks), InvalidArgument);  // one figure per slice
   // Two axes: blocks 1 -> 2 adds 500, vocabulary 100 -> 200 adds 50; full: 4 blocks, 1000 entries.
-  const SlicePlan two{{{"blocks", 4, 1, 2}, {"vocabulary", 1000, 100, 200}}};
+  const SlicePlan two{{{SliceAxisKind::blocks, 0, 4, 1, 2}, {SliceAxisKind::vocabulary, 0, 1000, 100, 200}}};
   CHECK(two.slice_count() == 3);
   CHECK(two.point(0) == std::vector<int64_t>{1, 100});
   CHECK(two.point(1) == std::vector<int64_t>{2, 100});
@@ -209,20 +209,26 @@ TEST_CASE("slices: linear extrapolation along one or more axes", "[slices][pure]
   ib.activations = 12;
   ia.peak_reserved = 100;
   ib.peak_reserved = 150;
-  const auto ix = extrapolate(std::vector<InferenceMemory>{ia, ib}, SlicePlan{{{"blocks", 32, 1, 2}}});
+  const auto ix = extrapolate(std::vector<InferenceMemory>{ia, ib}, SlicePlan{{{SliceAxisKind::blocks, 0, 32, 1, 2}}});
   CHECK(ix.activations == 72);
   CHECK(ix.peak_reserved == 1650);
   CHECK(extrapolate_time({5.0, 7.0, 6.0}, two) == Approx(5.0 + 3 * 2.0 + 9 * 1.0));
   CHECK(extrapolate_time({5.0, 7.0, 5.0}, two) == -1);  // an axis not slower: noise, not a figure
   // ResNet stages: one axis per stage that has more blocks than K1.
-  const SlicePlan stages{{{"stage 2 blocks", 4, 1, 2}, {"stage 3 blocks", 6, 1, 2}}};
+  const SlicePlan stages{{{SliceAxisKind::stage_blocks, 2, 4, 1, 2}, {SliceAxisKind::stage_blocks, 3, 6, 1, 2}}};
   CHECK(stages.label(2) == "blocks per stage 1,2");
   CHECK(stages.full_label() == "blocks per stage 4,6");
-  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 2, 2}}}), InvalidArgument);
-  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 1, 5}}}), InvalidArgument);
-  CHECK_THROWS_AS(validate(SlicePlan{{{"blocks", 4, 0, 2}}}), InvalidArgument);
+  CHECK(stages.value(2, SliceAxisKind::stage_blocks, -1, 3) == 2);  // stage 3 stepped in slice 2
+  CHECK(stages.value(1, SliceAxisKind::stage_blocks, -1, 3) == 1);
+  CHECK(stages.value(1, SliceAxisKind::stage_blocks, 7, 1) == 7);  // no axis for stage 1: the given value
+  CHECK(stages.axes[0].name() == "stage 2 blocks");
+  CHECK_FALSE(two.axes[1].in_inference());
+  CHECK(two.for_inference().axes.size() == 1);
+  CHECK_THROWS_AS(validate(SlicePlan{{{SliceAxisKind::blocks, 0, 4, 2, 2}}}), InvalidArgument);
+  CHECK_THROWS_AS(validate(SlicePlan{{{SliceAxisKind::blocks, 0, 4, 1, 5}}}), InvalidArgument);
+  CHECK_THROWS_AS(validate(SlicePlan{{{SliceAxisKind::blocks, 0, 4, 0, 2}}}), InvalidArgument);
   CHECK_THROWS_AS(validate(SlicePlan{}), InvalidArgument);
-  validate(SlicePlan{{{"blocks", 4, 1, 4}}});
+  validate(SlicePlan{{{SliceAxisKind::blocks, 0, 4, 1, 4}}});
 }
 
 TEST_CASE("slices: the zoo's plans and slices", "[slices][pure]") {
@@ -334,7 +340,9 @@ TEST_CASE("slices: a ResNet from slices of its stages matches the measured ledge
   ResnetConfig c{32, 3, 8, {2, 3, 1, 2}, true, 10};
   const auto full = make_resnet_workload(c, "resnet (2,3,1,2)");
   SliceSource source;
-  source.plan.axes = {{"stage 1 blocks", 2, 1, 2}, {"stage 2 blocks", 3, 1, 2}, {"stage 4 blocks", 2, 1, 2}};
+  source.plan.axes = {{SliceAxisKind::stage_blocks, 1, 2, 1, 2},
+                      {SliceAxisKind::stage_blocks, 2, 3, 1, 2},
+                      {SliceAxisKind::stage_blocks, 4, 2, 1, 2}};
   source.make = [c](const SlicePlan& plan, size_t i) {
     const auto point = plan.point(i);
     auto slice = c;

@@ -31,16 +31,21 @@ struct SliceSettings {
   int64_t vocab_2 = 0;   // V2 (> V1) in the vocabulary's own slice
 };
 
+// What an axis counts: a transformer's blocks, the blocks of one ResNet stage, vocabulary entries.
+enum class SliceAxisKind { blocks, stage_blocks, vocabulary };
+
 // One axis the model repeats along.
 struct SliceAxis {
-  std::string name;  // "blocks", "stage 2 blocks", "vocabulary"
-  int64_t full = 0;  // the preset's value
-  int64_t base = 0;  // the value in every slice but the axis's own
-  int64_t step = 0;  // the value in the axis's own slice (> base)
+  SliceAxisKind kind = SliceAxisKind::blocks;
+  int64_t stage = 0;         // stage_blocks: which stage, from 1
+  int64_t full = 0;          // the preset's value
+  int64_t base = 0;          // the value in every slice but the axis's own
+  int64_t step = 0;          // the value in the axis's own slice (> base)
+  std::string name() const;  // "blocks", "stage 2 blocks", "vocabulary"
   // Sliced in inference too. The vocabulary is not: the inference working set is a maximum over the forward
   // (the largest layer's temporaries), not a sum, and where the head's logits overtake a block's temporaries
   // it bends; inference holds no gradients or optimizer state, so its slices keep the real vocabulary.
-  bool in_inference = true;
+  bool in_inference() const { return kind != SliceAxisKind::vocabulary; }
 };
 struct SlicePlan {
   std::vector<SliceAxis> axes;
@@ -50,8 +55,8 @@ struct SlicePlan {
   // "1 block", "2 blocks, vocabulary 16032", "blocks per stage 2,1,1,1".
   std::string label(size_t i) const;
   std::string full_label() const;  // the full model: "32 blocks", "blocks per stage 3,4,6,3"
-  // The value of the axis named `axis` in slice i; `otherwise` where the plan has no such axis.
-  int64_t value(size_t i, const std::string& axis, int64_t otherwise) const;
+  // The value of the axis of that kind (and stage) in slice i; `otherwise` where the plan has no such axis.
+  int64_t value(size_t i, SliceAxisKind kind, int64_t otherwise, int64_t stage = 0) const;
   // The plan without the axes that inference does not slice.
   SlicePlan for_inference() const;
 };

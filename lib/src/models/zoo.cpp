@@ -183,10 +183,6 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
   return make_zoo_workload(model, preset, shape);
 }
 
-namespace {
-std::string stage_axis(size_t stage) { return cat("stage ", stage + 1, " blocks"); }
-}  // namespace
-
 SliceSource zoo_slices(const std::string& model, const std::string& preset, int64_t seq_tokens,
                        const SliceSettings& settings) {
   preset_names(model);  // an unknown model is named as such
@@ -206,7 +202,8 @@ SliceSource zoo_slices(const std::string& model, const std::string& preset, int6
     for (size_t s = 0; s < blocks.size(); ++s) {
       base[s] = std::min(k.layers_1, blocks[s]);
       if (blocks[s] <= k.layers_1) continue;
-      axes.push_back({stage_axis(s), blocks[s], base[s], std::min(k.layers_2, blocks[s])});
+      axes.push_back({SliceAxisKind::stage_blocks, static_cast<int64_t>(s) + 1, blocks[s], base[s],
+                      std::min(k.layers_2, blocks[s])});
     }
     if (axes.empty()) {
       std::vector<std::string> depths;
@@ -217,7 +214,8 @@ SliceSource zoo_slices(const std::string& model, const std::string& preset, int6
     source.make = [model, preset, seq_tokens, base](const SlicePlan& plan, size_t i) {
       ModelShape shape;
       shape.seq_tokens = seq_tokens;
-      for (size_t s = 0; s < base.size(); ++s) shape.stage_blocks.push_back(plan.value(i, stage_axis(s), base[s]));
+      for (size_t s = 0; s < base.size(); ++s)
+        shape.stage_blocks.push_back(plan.value(i, SliceAxisKind::stage_blocks, base[s], static_cast<int64_t>(s) + 1));
       return make_zoo_workload(model, preset, shape);
     };
     validate(source.plan);
@@ -229,19 +227,19 @@ SliceSource zoo_slices(const std::string& model, const std::string& preset, int6
   if (layers < 2)
     throw InvalidArgument("slices.layers", cat(k.layers_1, ",", k.layers_2),
                           "none for " + model + " (slices: gpt, bert, llama by blocks, resnet by stage)");
-  axes.push_back({"blocks", layers, k.layers_1, k.layers_2});
+  axes.push_back({SliceAxisKind::blocks, 0, layers, k.layers_1, k.layers_2});
   if (vocab) {
     const int64_t v = model == "gpt"    ? gpt_preset(preset).vocab_size
                       : model == "bert" ? bert_preset(preset).vocab_size
                                         : llama_preset(preset).vocab_size;
-    axes.push_back({"vocabulary", v, k.vocab_1, k.vocab_2, /*in_inference=*/false});
+    axes.push_back({SliceAxisKind::vocabulary, 0, v, k.vocab_1, k.vocab_2});
   }
   validate(source.plan);
   source.make = [model, preset, seq_tokens, layers](const SlicePlan& plan, size_t i) {
     ModelShape shape;
     shape.seq_tokens = seq_tokens;
-    shape.layers = plan.value(i, "blocks", layers);
-    shape.vocab = plan.value(i, "vocabulary", 0);
+    shape.layers = plan.value(i, SliceAxisKind::blocks, layers);
+    shape.vocab = plan.value(i, SliceAxisKind::vocabulary, 0);
     return make_zoo_workload(model, preset, shape);
   };
   return source;

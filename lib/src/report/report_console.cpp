@@ -483,14 +483,14 @@ void ConsoleReporter::report(const SliceReport& r) {
     out << "inference: batch " << r.inference->settings.batch_size << ", " << to_string(r.inference->settings.dtype)
         << " copy of freshly initialised weights (seed " << r.inference->settings.seed << ")\n";
   std::string axes;
-  for (const auto& a : plan.axes) axes += (axes.empty() ? "" : ", ") + a.name;
+  for (const auto& a : plan.axes) axes += (axes.empty() ? "" : ", ") + a.name();
   out << "slices: the model at its real width (" << plan.full_label() << ") emulated by slices, each measured.\n"
       << "The full model was NOT run: its column is extrapolated linearly in " << axes << " (one increment per\n"
       << "axis from the slice that steps it; what repeats along no axis counted once), beside the analytic\n"
       << "prediction of the full model.\n";
   for (const auto& a : plan.axes)
-    if (!a.in_inference && r.inference)
-      out << "Inference slices keep the full " << a.name << " (" << a.full << "): the working set is a maximum over\n"
+    if (!a.in_inference() && r.inference)
+      out << "Inference slices keep the full " << a.name() << " (" << a.full << "): the working set is a maximum over\n"
           << "the forward, not a sum, and bends where the head's logits overtake a block's temporaries.\n";
   std::vector<size_t> w;
   std::vector<std::string> heads;

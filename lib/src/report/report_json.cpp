@@ -426,7 +426,7 @@ std::string to_json_string(const SliceReport& r, int indent) {
   const auto head = [](const SlicePlan& plan) {
     json axes = json::array();
     for (const auto& a : plan.axes)
-      axes.push_back({{"name", a.name}, {"full", a.full}, {"base", a.base}, {"step", a.step}});
+      axes.push_back({{"name", a.name()}, {"full", a.full}, {"base", a.base}, {"step", a.step}});
     return json{{"axes", axes}, {"full_model_run", false}};
   };
   // slices[i]: the axes' values at slice i (the plan's order), its ledger and its time.

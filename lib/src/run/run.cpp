@@ -220,10 +220,10 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
   if (!settings.train && !settings.infer) throw InvalidArgument("slices.modes", "none", "training, inference or both");
   if (!settings.train)
     for (const auto& a : plan.axes)
-      if (!a.in_inference)
+      if (!a.in_inference())
         throw InvalidArgument(
-            a.name == "vocabulary" ? "slices.vocab" : "slices.layers", cat(a.base, ",", a.step),
-            cat("none for inference alone (its slices keep the full ", a.name, "; training's can slice it)"));
+            a.kind == SliceAxisKind::vocabulary ? "slices.vocab" : "slices.layers", cat(a.base, ",", a.step),
+            cat("none for inference alone (its slices keep the full ", a.name(), "; training's can slice it)"));
   const c10::Device device = resolve_device(options.device, "device");
   if (settings.train) resolve_training(full, *settings.train, device);
   std::optional<InferSettings> infer = settings.infer;

@@ -16,8 +16,6 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return out;
 }
 
-bool is_stage_axis(const SliceAxis& a) { return a.name.rfind("stage ", 0) == 0; }
-
 // "1 block", "2 blocks, vocabulary 16032", "blocks per stage 2,1,1,1" for the given axis values.
 std::string describe(const SlicePlan& plan, const std::vector<int64_t>& values) {
   std::vector<std::string> parts;
@@ -25,12 +23,12 @@ std::string describe(const SlicePlan& plan, const std::vector<int64_t>& values) 
   for (size_t d = 0; d < plan.axes.size(); ++d) {
     const auto& a = plan.axes[d];
     const int64_t v = values[d];
-    if (is_stage_axis(a))
+    if (a.kind == SliceAxisKind::stage_blocks)
       stages.push_back(cat(v));
-    else if (a.name == "blocks")
+    else if (a.kind == SliceAxisKind::blocks)
       parts.push_back(cat(v, v == 1 ? " block" : " blocks"));
     else
-      parts.push_back(cat(a.name, " ", v));
+      parts.push_back(cat(a.name(), " ", v));
   }
   if (!stages.empty()) parts.insert(parts.begin(), "blocks per stage " + join(stages, ","));
   return join(parts, ", ");
@@ -53,16 +51,28 @@ std::string SlicePlan::full_label() const {
   return describe(*this, full);
 }
 
-int64_t SlicePlan::value(size_t i, const std::string& axis, int64_t otherwise) const {
+std::string SliceAxis::name() const {
+  switch (kind) {
+    case SliceAxisKind::blocks:
+      return "blocks";
+    case SliceAxisKind::stage_blocks:
+      return cat("stage ", stage, " blocks");
+    case SliceAxisKind::vocabulary:
+      return "vocabulary";
+  }
+  return "?";
+}
+
+int64_t SlicePlan::value(size_t i, SliceAxisKind kind, int64_t otherwise, int64_t stage) const {
   for (size_t d = 0; d < axes.size(); ++d)
-    if (axes[d].name == axis) return point(i)[d];
+    if (axes[d].kind == kind && (kind != SliceAxisKind::stage_blocks || axes[d].stage == stage)) return point(i)[d];
   return otherwise;
 }
 
 SlicePlan SlicePlan::for_inference() const {
   SlicePlan out;
   for (const auto& a : axes)
-    if (a.in_inference) out.axes.push_back(a);
+    if (a.in_inference()) out.axes.push_back(a);
   return out;
 }
 
@@ -71,11 +81,12 @@ void validate(const SlicePlan& plan) {
     throw InvalidArgument("slices.layers", "no axis", "a model with blocks: gpt, bert, llama, resnet");
   for (const auto& a : plan.axes) {
     if (a.base >= 1 && a.base < a.step && a.step <= a.full) continue;
-    if (a.name == "vocabulary")
+    if (a.kind == SliceAxisKind::vocabulary)
       throw InvalidArgument("slices.vocab", cat(a.base, ",", a.step),
                             cat("two vocabulary sizes V1,V2 with 1 <= V1 < V2 <= ", a.full, " (the preset's)"));
-    throw InvalidArgument("slices.layers", cat(a.base, ",", a.step),
-                          cat("two block counts K1,K2 with 1 <= K1 < K2 <= ", a.full, " (the preset's ", a.name, ")"));
+    throw InvalidArgument(
+        "slices.layers", cat(a.base, ",", a.step),
+        cat("two block counts K1,K2 with 1 <= K1 < K2 <= ", a.full, " (the preset's ", a.name(), ")"));
   }
 }
 

@@ -31,10 +31,6 @@ struct Reader {
     if (!j.contains(key) || !j.at(key).is_string()) fail(key, "a string");
     return j.at(key).get<std::string>();
   }
-  std::string optional_text(const std::string& key) const {
-    if (j.contains(key) && j.at(key).is_null()) return "";
-    return text(key);
-  }
   // A figure >= 0, or -1 for null (not published).
   double number(const std::string& key, bool nullable = true) const {
     if (!j.contains(key)) fail(key, "a number >= 0 (null: not published)");

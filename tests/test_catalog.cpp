@@ -119,7 +119,13 @@ TEST_CASE("card selection and the host CPU class", "[catalog][pure]") {
 
 TEST_CASE("a malformed catalog names the card and the field", "[catalog][pure]") {
   auto j = nlohmann::json::parse(std::string(
-      R"({"schema_version": 1, "description": "d", "units": {}, "cpu_classes": [], "cards": [
+      R"({"schema_version": 1, "description": "d", "units": {}, "cpu_classes": [],
+        "efficiency_defaults": {"description": "e",
+          "accelerator": {"matmul": 0.7, "convolution": 0.5, "attention": 0.5, "memory": 0.8, "interconnect": 0.8,
+                          "kernel_overhead_us": 5, "basis": {"matmul": "m"}},
+          "cpu": {"matmul": 0.6, "convolution": 0.4, "attention": 0.4, "memory": 0.7, "interconnect": 0.5,
+                  "kernel_overhead_us": 10, "basis": {}}},
+        "cards": [
         {"id": "x1", "name": "X", "vendor": "V", "kind": "gpu", "architecture": "A", "year": 2024,
          "memory_gb": 16, "memory_type": "HBM", "memory_bandwidth_gbs": 800, "fp64_tflops": null,
          "fp32_tflops": 10, "tf32_tflops": null, "fp16_tflops": 100, "bf16_tflops": 100, "fp8_tflops": null,
@@ -142,7 +148,55 @@ TEST_CASE("a malformed catalog names the card and the field", "[catalog][pure]")
   bad["cards"].push_back(j["cards"][0]);
   CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.cards: got 'x1'"));
   CHECK_THROWS_WITH(parse_accelerator_catalog("{"), Catch::Contains("catalog: got"));
+  // Efficiencies: the card's own over the defaults for its kind; a fraction outside (0, 1] names its field.
+  CHECK(parse_accelerator_catalog(j.dump()).cards.at(0).efficiency.matmul == 0.7);
+  bad = j;
+  bad["cards"][0]["efficiency"] = {{"matmul", 0.9}, {"basis", "measured"}};
+  const auto own = parse_accelerator_catalog(bad.dump()).cards.at(0).efficiency;
+  CHECK(own.matmul == 0.9);
+  CHECK(own.basis.at("matmul") == "measured");
+  CHECK(own.memory == 0.8);  // the default for its kind
+  bad["cards"][0]["efficiency"]["matmul"] = 1.5;
+  CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.cards[x1].efficiency.matmul"));
+  bad = j;
+  bad["efficiency_defaults"]["cpu"].erase("memory");
+  CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.efficiency_defaults.cpu.memory"));
   bad = j;
   bad["schema_version"] = 2;
   CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.schema_version"));
+}
+
+TEST_CASE("every card's efficiencies are complete, with a basis for each, and the host CPU as a card",
+          "[catalog][pure]") {
+  const auto& catalog = accelerator_catalog();
+  for (const auto& a : catalog.cards) {
+    INFO(a.id);
+    const auto& e = a.efficiency;
+    for (double f : {e.matmul, e.convolution, e.attention, e.memory, e.interconnect}) {
+      CHECK(f > 0);
+      CHECK(f <= 1);
+    }
+    CHECK(e.kernel_overhead_us >= 0);
+    for (const char* field : {"matmul", "convolution", "attention", "memory", "interconnect", "kernel_overhead_us"})
+      CHECK_FALSE(e.basis.at(field).empty());
+  }
+  // A measured card keeps its own matmul fraction (the MAMF table); the rest are the defaults.
+  const auto h100 = select_accelerators(catalog, "h100-sxm").at(0);
+  CHECK(h100.efficiency.matmul == Approx(0.803));
+  CHECK(h100.efficiency.basis.at("matmul").find("794.5") != std::string::npos);
+  CHECK(select_accelerators(catalog, "t4").at(0).efficiency.matmul ==
+        catalog.efficiency_defaults.at("accelerator").matmul);
+  // The host: peaks = per-cycle figure x cores x GHz.
+  const CpuClass* amx = nullptr;
+  for (const auto& c : catalog.cpu_classes)
+    if (c.id == "cpu-amx") amx = &c;
+  REQUIRE(amx != nullptr);
+  const Accelerator host = host_accelerator(*amx, 2, 2.0, 24);
+  CHECK(host.fp32_tflops == Approx(64 * 2 * 2.0 / 1000));
+  CHECK(host.bf16_tflops == Approx(1024 * 2 * 2.0 / 1000));
+  CHECK(host.memory_bandwidth_gbs == Approx(2 * amx->memory_bandwidth_gbs_per_core));
+  CHECK(host.fp16_tflops == -1);  // no fp16 unit in the class: fp16 is not projected there
+  CHECK(host.efficiency.matmul == catalog.efficiency_defaults.at("cpu").matmul);
+  CHECK_THROWS_WITH(host_accelerator(*amx, 0, 2.0, 24), Catch::Contains("cores"));
+  CHECK_THROWS_WITH(host_accelerator(*amx, 2, 0, 24), Catch::Contains("clock_ghz"));
 }

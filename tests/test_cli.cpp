@@ -291,6 +291,12 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"infer --model gpt --slice-layers 1,2 --batch 1,2", "--batch: got '1,2'"},
            {"infer --model gpt --slice-layers 1,2 --batch 1 --dtype fp32,bf16", "--dtype: got 'fp32,bf16'"},
            {"cards --cards t4,k80", "--cards: got 'k80'; accepted: all, or ids separated by commas"},
+           {"plan --model gpt --cards t4,k80", "--cards: got 'k80'; accepted: all, or ids separated by commas"},
+           {"plan --model gpt --serve-qps 100", "--p99-ms: got 'none'; accepted: a p99 bound in ms"},
+           {"plan --model gpt --train-tokens 100 --train-samples 5", "--train-samples: got '5'"},
+           {"plan --model gpt --usable-memory 1.5", "--usable-memory: got '1.5'; accepted: a fraction in (0, 1]"},
+           {"plan --model gpt --infer-dtype int4", "--infer-dtype: got 'int4'"},
+           {"plan --model gpt --batch 0", "--batch: got '0'"},
            {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got '1,2'; accepted: none for mlp"},
            {"infer --model gpt --slice-vocab 64,128 --batch 1", "--slice-vocab: got '64,128'; accepted: only with"},
            {"infer --model gpt --slice-layers 1,2 --slice-vocab 128,64 --batch 1", "--slice-vocab: got '128,64'"},
@@ -374,6 +380,9 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
        "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"cards", "cards --cards all --json "},
+      {"plan",
+       "plan --model gpt --preset tiny --cards t4,h100-sxm --serve-qps 100 --p99-ms 50 --train-tokens 100000 "
+       "--quiet --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
        "--json "}};
@@ -507,4 +516,74 @@ TEST_CASE("TVIE_REQUIRE_GPU=1 turns a skipped [gpu] test into a failure on a mac
   INFO(required.out);
   CHECK(required.exit_code == 1);
   CHECK(required.out.find("FAILED [gpu] CUDA events time device work") != std::string::npos);
+}
+
+TEST_CASE("cli: plan prints training and inference per card, labelled projected, and the same figures as CSV",
+          "[cli][projection]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "plan.json", csv = dir.path / "plan.csv";
+  const Run r = run_cli(
+      "plan --model llama --preset llama-3-8b --batch 1 --precision amp-bf16 --infer-dtype bf16 "
+      "--cards t4,l4,a100-80gb-sxm,h100-sxm --no-host --serve-qps 50 --p99-ms 1000 "
+      "--train-tokens 1000000000 --json " +
+      json.string() + " --csv " + csv.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const auto* needle : {"PROJECTED: nothing ran", "Training (projected)", "Inference (projected, bf16)",
+                             "n/a: t4 has no bf16_tflops peak", "bound..estimate"})
+    CHECK(r.out.find(needle) != std::string::npos);
+  const auto j = read_json(json);
+  CHECK(j["projected"] == true);
+  REQUIRE(j["cards"].size() == 4);  // --no-host: the four asked for, in the catalog's order
+  CHECK(j["cards"][0]["id"] == "a100-80gb-sxm");
+  for (const auto& c : j["cards"]) {
+    INFO(c["id"]);
+    CHECK(c["training"]["fits"] == false);  // 8B with AdamW: no single card
+    if (c["training"]["supported"] == true) {
+      CHECK(c["training"]["cards"].get<int64_t>() >= 2);
+      CHECK(c["training"]["step"]["bound_s"].get<double>() <= c["training"]["step"]["estimate_s"].get<double>());
+      CHECK(c["training"]["budget_hours"]["estimate"].get<double>() > 0);
+    }
+  }
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header.find("train_step_ms_projected_estimate") != std::string::npos);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].rfind("a100-80gb-sxm,", 0) == 0);
+}
+
+TEST_CASE("cli: plan --measure runs the model here first and calibrates the host card with it", "[cli][projection]") {
+  if (!tvie::local_host_accelerator()) {
+    WARN("this machine's CPU has no class in the catalog: no host card to calibrate");
+    return;
+  }
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "plan.json";
+  // gpt small cut to 2 of its 4 blocks: the slice's factor stands for the whole model.
+  const Run r = run_cli(
+      "plan --model gpt --preset small --batch 4 --measure --measure-layers 2 --steps 2 --warmup 1 "
+      "--infer-dtype fp32 --cards t4 --device cpu --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("calibrated (*) from measured here (--measure, 2 steps)") != std::string::npos);
+  const auto j = read_json(json);
+  const auto& c = j["settings"]["calibration"];
+  CHECK(c["card"] == "host");
+  CHECK(c["training_measured_s"].get<double>() > 0);
+  CHECK(c["training_factor"].get<double>() ==
+        Approx(c["training_measured_s"].get<double>() / c["training_projected_s"].get<double>()));
+  CHECK(c["inference_factor"].get<double>() > 0);
+  REQUIRE(j["cards"].size() == 2);  // t4, then the host
+  CHECK(j["cards"][0]["training_calibration"] == 0.0);
+  CHECK(j["cards"][1]["id"] == "host");
+  CHECK(j["cards"][1]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
+  // --measure and --from together: one line, exit code 2.
+  const Run both = run_cli("plan --model gpt --measure --from " + json.string() + " --device cpu");
+  CHECK(both.exit_code == 2);
+  CHECK(line_count(both.out) == 1);
+  CHECK(both.out.find("--measure") != std::string::npos);
 }

@@ -2,8 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <tvie/tvie.hpp>
+
+#include "helpers.hpp"
+#include "tvie_test_paths.hpp"
 
 using namespace tvie;
 
@@ -98,4 +104,280 @@ TEST_CASE("M/D/1: the simulated waiting-time quantile against Erlang's exact dis
   CHECK(D + md1_waiting_quantile_s(rate, D, 0.99) <= 0.050);
   CHECK(D + md1_waiting_quantile_s(rate * 1.01, D, 0.99) > 0.050 * 0.98);
   CHECK(md1_max_rate_per_s(0.060, 0.050) == 0);  // the service alone is over the bound
+}
+
+// --- the traced work and its projection onto cards ---
+
+TEST_CASE("traced work: the matmul and attention FLOPs are the models' analytic forward FLOPs", "[projection][pure]") {
+  for (const char* preset : {"tiny", "small"}) {
+    INFO("gpt " << preset);
+    const GptConfig c = gpt_preset(preset);
+    const auto w = make_zoo_workload("gpt", preset);
+    TrainSettings t;
+    t.batch_size = 4;
+    const StepWork work = training_step_work(*w, t);
+    const double s = double(c.context_length), h = double(c.d_model), L = double(c.n_layer);
+    // Linears 24 s h^2 per block + the logits 2 s h V; attention 4 s^2 h per block, half of it when causal.
+    CHECK(work.forward[OpClass::matmul].flops == Approx(4 * (L * 24 * s * h * h + 2 * s * h * double(c.vocab_size))));
+    CHECK(work.forward[OpClass::attention].flops == Approx(4 * L * 4 * s * s * h * 0.5));
+    // Backward: dW and dx for every linear but none takes the embedding's input (dx needed everywhere here).
+    CHECK(work.backward[OpClass::matmul].flops == Approx(2 * work.forward[OpClass::matmul].flops));
+    CHECK(work.backward[OpClass::attention].flops == Approx(2.5 * work.forward[OpClass::attention].flops));
+    CHECK(work.forward[OpClass::convolution].flops == 0);
+    // AdamW: 22 elements read or written per parameter, fp32.
+    CHECK(work.optimizer.bytes == Approx(22.0 * 4 * double(w->facts().parameter_count)));
+    CHECK(work.allreduce_bytes == Approx(4.0 * double(w->facts().parameter_count)));
+    CHECK(work.model_flops == Approx(3 * 4 * w->facts().forward_flops_per_sample));
+  }
+  {
+    // ResNet-50: convolutions + the classifier = the analytic forward FLOPs (the published 4.1 GFLOP MACs x 2).
+    const auto w = make_zoo_workload("resnet", "resnet50");
+    InferSettings i;
+    i.batch_size = 2;
+    const StepWork work = inference_batch_work(*w, i);
+    CHECK(work.forward[OpClass::convolution].flops + work.forward[OpClass::matmul].flops ==
+          Approx(2 * w->facts().forward_flops_per_sample).epsilon(1e-9));
+    CHECK(work.backward.total().flops == 0);  // inference: no backward
+    CHECK(work.optimizer.bytes == 0);
+  }
+  // Checkpointing recomputes the blocks' forward in backward: more backward work, the same forward.
+  const auto w = make_zoo_workload("gpt", "small");
+  TrainSettings plain, ckpt;
+  ckpt.checkpoint_every = 1;
+  const StepWork a = training_step_work(*w, plain), b = training_step_work(*w, ckpt);
+  CHECK(b.forward[OpClass::matmul].flops == Approx(a.forward[OpClass::matmul].flops));
+  CHECK(b.backward[OpClass::matmul].flops > a.backward[OpClass::matmul].flops * 1.3);
+  // A workload without a trace cannot be projected.
+  struct Untraced : Workload {
+    std::string name() const override { return "untraced"; }
+    std::shared_ptr<torch::nn::Module> make_module() const override { return nullptr; }
+    torch::Tensor forward(torch::nn::Module&, const torch::Tensor& x) const override { return x; }
+    Batch make_batch(int64_t, const c10::Device&, uint64_t) const override { return {}; }
+    torch::Tensor loss(const torch::Tensor& y, const Batch&) const override { return y.sum(); }
+  } untraced;
+  CHECK_THROWS_WITH(training_step_work(untraced, plain), Catch::Contains("model") && Catch::Contains("trace"));
+}
+
+TEST_CASE("projection onto a card: precision picks the peak, a missing unit is said, bound <= estimate",
+          "[projection][pure]") {
+  const auto w = make_zoo_workload("gpt", "small");
+  const auto& catalog = accelerator_catalog();
+  const Accelerator h100 = select_accelerators(catalog, "h100-sxm").at(0),
+                    t4 = select_accelerators(catalog, "t4").at(0);
+  TrainSettings fp32, amp;
+  amp.precision = TrainPrecision::amp_bf16;
+  const StepWork a = training_step_work(*w, fp32), b = training_step_work(*w, amp);
+  const ProjectedTime p32 = project_time(a, h100), p16 = project_time(b, h100);
+  REQUIRE(p32.supported);
+  REQUIRE(p16.supported);
+  CHECK(p32.bound_s > 0);
+  CHECK(p32.bound_s <= p32.estimate_s);
+  // The matmul class alone: fp32 on the CUDA cores (67 TFLOPS) vs bf16 on the tensor cores (989.5): the compute
+  // side scales by the peaks' ratio.
+  const auto m32 = p32.by_class[size_t(OpClass::matmul)], m16 = p16.by_class[size_t(OpClass::matmul)];
+  CHECK(m32.bound_s ==
+        Approx(
+            std::max((a.forward[OpClass::matmul].flops + a.backward[OpClass::matmul].flops) / (h100.fp32_tflops * 1e12),
+                     (a.forward[OpClass::matmul].bytes + a.backward[OpClass::matmul].bytes +
+                      4 * (a.forward[OpClass::matmul].weight_elements + a.backward[OpClass::matmul].weight_elements)) /
+                         (h100.memory_bandwidth_gbs * 1e9))));
+  CHECK(m16.bound_s < m32.bound_s);
+  // Launch overhead: kernels x the card's figure, in the estimate only.
+  CHECK(p32.launch_s == Approx(p32.kernels * h100.efficiency.kernel_overhead_us * 1e-6));
+  CHECK(p32.kernels > 100);
+  // T4 has no bf16 unit: amp-bf16 is not projected there, and the reason says so.
+  const ProjectedTime t4_16 = project_time(b, t4);
+  CHECK_FALSE(t4_16.supported);
+  CHECK_THAT(t4_16.unsupported, Catch::Contains("t4 has no bf16_tflops"));
+  CHECK(project_time(a, t4).supported);
+}
+
+TEST_CASE("batched serving rate: batch 1 is the M/D/1 bound, batching raises the rate under a loose bound",
+          "[projection][pure]") {
+  const double s = 0.010;
+  const double one = batched_max_rate_per_s(s, 1, 0.050);
+  CHECK(one == Approx(md1_max_rate_per_s(s, 0.050)).epsilon(0.04));  // the table (200k samples) vs 2M samples
+  // Batches of 8 served in 20 ms each (a sublinear batch cost): more requests/s within a 200 ms p99.
+  const double eight = batched_max_rate_per_s(0.020, 8, 0.200);
+  CHECK(eight > batched_max_rate_per_s(s, 1, 0.200));
+  CHECK(eight < 8 / 0.020);                             // below the batch server's capacity
+  CHECK(batched_max_rate_per_s(0.060, 4, 0.050) == 0);  // the service alone misses the bound
+  CHECK_THROWS_AS(batched_max_rate_per_s(s, 0, 0.05), InvalidArgument);
+}
+
+TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow the prediction", "[projection]") {
+  const auto w = make_zoo_workload("llama", "llama-3-8b");
+  PlanSettings s;
+  s.train.batch_size = 1;
+  s.train.precision = TrainPrecision::amp_bf16;
+  s.infer.dtype = InferenceDtype::bf16;
+  s.cards = "h100-sxm,l4,t4";
+  s.serve_qps = 10;
+  s.p99_ms = 2000;
+  s.train_tokens = 1'000'000;
+  const auto plans = plan_cards(*w, s, select_accelerators(accelerator_catalog(), s.cards));
+  REQUIRE(plans.size() == 3);  // in the catalog's order
+  const auto& h100 = plans[0];
+  const auto& t4 = plans[1];
+  const auto& l4 = plans[2];
+  CHECK(h100.card.id == "h100-sxm");
+  CHECK(t4.card.id == "t4");
+  // 8B parameters with AdamW in amp: ~16 B per parameter before activations: no single 80 GB card holds it.
+  CHECK_FALSE(h100.training.fits);
+  CHECK(h100.training.largest_batch == 0);
+  CHECK(h100.training.cards_needed[0] == 0);  // replicated: never fits
+  CHECK(h100.training.cards_needed[3] > 0);
+  // ZeRO-1 leaves 32 GB of fp32 weights, 32 GB of gradients and the bf16 casts on every card: above 72 GB.
+  CHECK(h100.training.cards_needed[1] == 0);
+  CHECK(h100.training.cards_needed[2] > 0);
+  CHECK(h100.training.cards_needed[3] <= h100.training.cards_needed[2]);
+  CHECK(h100.training.cards == h100.training.cards_needed[3]);
+  CHECK(h100.training.allreduce_s > 0);
+  CHECK(h100.training.budget_hours.bound <= h100.training.budget_hours.estimate);
+  CHECK(h100.training.budget_hours.bound > 0);
+  // Inference in bf16: ~16 GB of weights fit on the H100 and the L4 (24 GB), not on the T4 (16 GB).
+  CHECK(h100.inference.fits);
+  CHECK(l4.inference.fits);
+  CHECK_FALSE(t4.inference.fits);
+  CHECK_FALSE(t4.inference.supported);  // nor has it a bf16 unit
+  // Largest batch: its predicted peak fits, the next one's does not.
+  const int64_t b = l4.inference.largest_batch;
+  REQUIRE(b >= 1);
+  InferSettings i = s.infer;
+  i.batch_size = b;
+  CHECK(predict_inference_memory(*w, i, c10::Device(c10::kCUDA)).peak <= l4.inference.usable_bytes);
+  i.batch_size = b + 1;
+  if (b < s.max_batch) CHECK(predict_inference_memory(*w, i, c10::Device(c10::kCUDA)).peak > l4.inference.usable_bytes);
+  // Batch-1 decoding-like latency is bound by reading the weights: at least bytes / bandwidth.
+  CHECK(h100.inference.latency.bound_s >= 16e9 / (h100.card.memory_bandwidth_gbs * 1e9));
+  CHECK(h100.inference.latency.bound_s < l4.inference.latency.bound_s);
+  CHECK(h100.inference.qps_per_card.estimate > 0);
+  CHECK(h100.inference.cards_for_qps == int64_t(std::ceil(10 / h100.inference.qps_per_card.estimate)));
+  CHECK(h100.inference.power_kw == Approx(double(h100.inference.cards_for_qps) * 0.7));
+  // Validation names the field.
+  PlanSettings bad = s;
+  bad.p99_ms = 0;
+  CHECK_THROWS_WITH(validate(bad), Catch::Contains("plan.p99_ms"));
+  bad = s;
+  bad.train_samples = 5;
+  CHECK_THROWS_WITH(validate(bad), Catch::Contains("plan.train_samples"));
+}
+
+TEST_CASE("the host CPU projected from its catalog class lands within 2x of the measured gpt small step",
+          "[projection]") {
+  const auto& catalog = accelerator_catalog();
+  const HostInfo host = describe_host();
+  const std::string cls = host_cpu_class(host.cpu_features);
+  const double ghz = host_clock_ghz();
+  if (cls.empty() || ghz <= 0) {
+    WARN("no CPU class or clock for this machine (" << host.cpu_model << "): nothing to project");
+    return;
+  }
+  const CpuClass* cpu = nullptr;
+  for (const auto& c : catalog.cpu_classes)
+    if (c.id == cls) cpu = &c;
+  REQUIRE(cpu != nullptr);
+  const Accelerator card = host_accelerator(*cpu, host.intra_op_threads, ghz, 1);
+  const auto w = make_zoo_workload("gpt", "small");
+  TrainSettings t;
+  t.steps = 4;
+  t.warmup_steps = 2;
+  const TrainingResult measured = measure_training(*w, t, c10::Device(c10::kCPU));
+  const ProjectedTime p = project_time(training_step_work(*w, t), card);
+  REQUIRE(p.supported);
+  const double step_s = measured.step.mean / 1000;
+  INFO("class " << cls << ", " << host.intra_op_threads << " threads at " << ghz << " GHz: measured " << step_s * 1e3
+                << " ms, projected " << p.bound_s * 1e3 << " .. " << p.estimate_s * 1e3 << " ms");
+  CHECK(p.bound_s <= step_s);  // no run beats the roofline bound
+  CHECK(p.estimate_s <= 2 * step_s);
+  CHECK(p.estimate_s >= step_s / 2);
+}
+
+namespace {
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("calibration from a measured report: the H200 run scales the Hopper cards' estimates", "[projection]") {
+  const std::string path = std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200-compare-gpt2-small.json";
+  const auto report = nlohmann::json::parse(read_text(path));
+  const Calibration c = calibration_from_report(report.dump(), path, std::nullopt);
+  CHECK(c.card_id == "h200");
+  CHECK(c.architecture == "Hopper");
+  CHECK(c.workload == "gpt/gpt2-small");
+  // The factor: what the report measured over what the projection gives for the same workload on the H200.
+  const auto w = make_zoo_workload("gpt", "gpt2-small", 1024);
+  TrainSettings t;
+  t.batch_size = report["training"]["settings"]["batch_size"].get<int64_t>();
+  t.precision = TrainPrecision::amp_bf16;
+  const Accelerator h200 = select_accelerators(accelerator_catalog(), "h200").at(0);
+  const ProjectedTime p = project_time(training_step_work(*w, t), h200);
+  CHECK(c.training_measured_s == Approx(report["training"]["step_ms"]["mean"].get<double>() / 1000));
+  CHECK(c.training_projected_s == Approx(p.estimate_s));
+  CHECK(c.training_factor == Approx(c.training_measured_s / p.estimate_s));
+  CHECK(c.training_bound_s <= c.training_measured_s);  // the measured step is not faster than the roofline
+  CHECK(c.inference_factor > 0);
+  // Applied to the Hopper cards only, the estimate never below the bound.
+  PlanSettings s;
+  s.train = t;
+  s.infer.dtype = InferenceDtype::bf16;
+  s.include_host = false;
+  const auto cards = select_accelerators(accelerator_catalog(), "a100-80gb-sxm,h100-sxm");
+  const auto plain = plan_cards(*w, s, cards);
+  s.calibration = c;
+  const auto tuned = plan_cards(*w, s, cards);
+  CHECK(tuned[0].training_calibration == 0);
+  CHECK(tuned[0].training.step.estimate_s == plain[0].training.step.estimate_s);
+  CHECK(tuned[1].training_calibration == Approx(c.training_factor));
+  CHECK(tuned[1].training.step.estimate_s ==
+        Approx(std::max(plain[1].training.step.bound_s, plain[1].training.step.estimate_s * c.training_factor)));
+  CHECK(
+      tuned[1].inference.latency.estimate_s ==
+      Approx(std::max(plain[1].inference.latency.bound_s, plain[1].inference.latency.estimate_s * c.inference_factor)));
+  // Reports that cannot calibrate name --from's field.
+  auto bad = report;
+  bad["context"]["gpu"]["name"] = "NVIDIA GeForce GTX 480";
+  CHECK_THROWS_WITH(calibration_from_report(bad.dump(), "x.json", std::nullopt),
+                    Catch::Contains("from") && Catch::Contains("GTX 480"));
+  bad = report;
+  bad["model"]["name"] = "my-own-model";
+  CHECK_THROWS_WITH(calibration_from_report(bad.dump(), "x.json", std::nullopt), Catch::Contains("not a zoo model"));
+  bad = report;
+  bad["context"].erase("gpu");
+  bad["context"]["cpu_model"] = "Some Other CPU";
+  const auto host = local_host_accelerator();
+  CHECK_THROWS_WITH(calibration_from_report(bad.dump(), "x.json", host), Catch::Contains("from"));
+  CHECK_THROWS_WITH(calibration_from_report("{", "x.json", host), Catch::Contains("from"));
+}
+
+TEST_CASE("calibration from a CPU report of this machine: the host's estimate becomes the measured step",
+          "[projection]") {
+  const auto host = local_host_accelerator();
+  if (!host) {
+    WARN("this machine's CPU has no class in the catalog: no host card to calibrate");
+    return;
+  }
+  const auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings t;
+  t.steps = 3;
+  t.warmup_steps = 1;
+  const TrainReport r = run_train(*w, t, {"cpu", {}});
+  const std::string text = to_json_string(r);
+  const Calibration c = calibration_from_report(text, "train.json", host);
+  CHECK(c.card_id == "host");
+  CHECK(c.architecture == "host");
+  CHECK(c.training_measured_s == Approx(r.training.step.mean / 1000));
+  PlanSettings s;
+  s.train = t;
+  s.cards = "t4";
+  s.calibration = c;
+  const auto plans = plan_cards(*w, s, {*host, select_accelerators(accelerator_catalog(), "t4").at(0)});
+  CHECK(plans[0].training_calibration == Approx(c.training_factor));
+  CHECK(plans[0].training.step.estimate_s == Approx(std::max(plans[0].training.step.bound_s, c.training_measured_s)));
+  CHECK(plans[1].training_calibration == 0);  // not the host: untouched
 }

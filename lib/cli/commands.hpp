@@ -28,6 +28,8 @@ Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv
 Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie cards`: the accelerator catalog.
 Runner add_cards_command(CLI::App& app, const std::vector<std::string>& argv);
+// `tvie plan`: the workload projected onto the catalog's cards.
+Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       {"decode", [&] { return add_decode_command(app, args); }},
       {"list", [&] { return add_list_command(app); }},
       {"cards", [&] { return add_cards_command(app, args); }},
+      {"plan", [&] { return add_plan_command(app, args); }},
       {"info", [&] { return add_info_command(app); }}};
   std::vector<std::pair<CLI::App*, Runner>> commands;
   for (const auto& [name, add] : table) {

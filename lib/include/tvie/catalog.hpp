@@ -5,6 +5,7 @@
 // its source in the entry; figures that are not the vendor's own are listed in `estimates`.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,19 @@ struct AcceleratorPrice {
   double usd = 0;      // one device
   std::string kind;    // "purchase" (list or street price, dated in the source) or "cloud_hourly" (per hour)
   std::string source;  // where and when
+};
+
+// Achievable fractions of a card's datasheet figures, per operator class (tvie/projection.hpp uses them); -1
+// where not set. `basis` says, per field, where each figure comes from: the card's own entry (a measurement),
+// the catalog's defaults for its kind (an estimate), or a calibration from a measured report.
+struct Efficiency {
+  double matmul = -1;              // of the dense matrix peak at the matmul's precision
+  double convolution = -1;         // of the same peak
+  double attention = -1;           // of the same peak (flash kernels)
+  double memory = -1;              // of the memory bandwidth: elementwise, normalisation, the optimizer
+  double interconnect = -1;        // of the link's one-direction bandwidth: the all-reduce's bus bandwidth
+  double kernel_overhead_us = -1;  // host time per kernel launched, microseconds
+  std::map<std::string, std::string> basis;
 };
 
 struct Accelerator {
@@ -38,6 +52,8 @@ struct Accelerator {
   std::vector<std::string> estimates;  // "field: why it is not the vendor's figure"
   std::vector<std::string> notes;
   std::vector<std::string> sources;
+  // The card's own fractions ("efficiency" in its entry) over the catalog's defaults for its kind: complete.
+  Efficiency efficiency;
 
   // The dense peak by field name ("bf16_tflops"); -1 when absent. InvalidArgument for an unknown name.
   double peak(const std::string& field) const;
@@ -47,13 +63,17 @@ struct Accelerator {
 struct CpuClass {
   std::string id, name, isa;
   double fp32_flop_per_cycle_per_core = -1, bf16_flop_per_cycle_per_core = -1, int8_op_per_cycle_per_core = -1;
-  std::vector<std::string> notes, sources;
+  double memory_bandwidth_gbs_per_core = -1;  // an estimate (see estimates)
+  std::vector<std::string> notes, sources, estimates;
+  Efficiency efficiency;  // the catalog's CPU defaults
 };
 
 struct AcceleratorCatalog {
   int schema_version = 0;
   std::string description;
   std::map<std::string, std::string> units;  // field -> unit
+  std::string efficiency_description;
+  std::map<std::string, Efficiency> efficiency_defaults;  // "accelerator", "cpu"
   std::vector<Accelerator> cards;
   std::vector<CpuClass> cpu_classes;
 };
@@ -72,5 +92,12 @@ std::vector<Accelerator> select_accelerators(const AcceleratorCatalog& catalog, 
 // The CPU class a machine with these ISA features ("avx2", "avx512f", "amx_bf16" ...) belongs to: the id of the
 // best one it has ("cpu-amx", "cpu-avx512", "cpu-avx2"), "" when none.
 std::string host_cpu_class(const std::vector<std::string>& cpu_features);
+
+// The host CPU as a card: its class's peaks per core and cycle x `cores` x `clock_ghz` (fp32 on the FMA units;
+// bf16 and int8 where the class has them), `cores` x the class's per-core bandwidth, `memory_gb` of RAM, the
+// class's efficiency defaults. InvalidArgument unless cores >= 1 and clock_ghz > 0.
+Accelerator host_accelerator(const CpuClass& cpu_class, int64_t cores, double clock_ghz, double memory_gb);
+// The clock this machine's cores report (/proc/cpuinfo "cpu MHz", their mean), in GHz; 0 when unknown.
+double host_clock_ghz();
 
 }  // namespace tvie

@@ -7,6 +7,7 @@
 // formulas they add up to are in docs/metrics.md ("Predicted memory").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -29,6 +30,40 @@ struct ActivationQuery {
   // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
   // states a checkpoint keeps are host tensors (outside the device's ledger).
   bool cuda = false;
+};
+
+// The work of the traced operators, by class, for projecting a workload onto cards it never ran on
+// (tvie/projection.hpp). The trace counts what each operator computes and moves on the shapes it is given
+// (rules beside each operator in lib/src/models/forward_trace.cpp); the optimizer and communication are
+// counted from the parameters (tvie/projection.hpp).
+enum class OpClass { matmul = 0, convolution, attention, normalization, elementwise };
+constexpr int kOpClassCount = 5;
+const char* to_string(OpClass op_class);
+
+struct OpWork {
+  double flops = 0;            // floating-point operations, 2 per multiply-add
+  double bytes = 0;            // activation and gradient bytes read and written, in their dtypes
+  double weight_elements = 0;  // weight elements read (and, in backward, gradient elements written): their bytes
+                               // depend on the dtype the kernel reads them in (int8 inference: 1), so counted apart
+  double kernels = 0;          // kernels launched (each pays a launch overhead, tvie/projection.hpp)
+  OpWork& operator+=(const OpWork& o) {
+    flops += o.flops;
+    bytes += o.bytes;
+    weight_elements += o.weight_elements;
+    kernels += o.kernels;
+    return *this;
+  }
+};
+
+struct PhaseWork {
+  std::array<OpWork, kOpClassCount> by_class{};
+  OpWork& operator[](OpClass c) { return by_class[static_cast<size_t>(c)]; }
+  const OpWork& operator[](OpClass c) const { return by_class[static_cast<size_t>(c)]; }
+  OpWork total() const {
+    OpWork t;
+    for (const auto& w : by_class) t += w;
+    return t;
+  }
 };
 
 // A model's own activation accounting, from its trace (known == false: the workload has none).
@@ -55,6 +90,10 @@ struct ActivationEstimate {
   int64_t buffer_bytes = 0;
   // Saved bytes by layer type ("linear", "layer_norm", "attention", ...), in first-seen order.
   std::vector<std::pair<std::string, int64_t>> by_layer;
+  // The work of one forward (and, when training, its backward; a checkpointed segment's recomputation is
+  // counted in backward, where it runs). Zero when the workload has no trace.
+  PhaseWork forward_work, backward_work;
+  int64_t parameter_tensors = 0;  // the optimizer's step runs its kernels once per parameter tensor
 };
 
 // The training ledger, predicted (fields as in TrainingMemory; -1: not predicted, e.g. a workload without

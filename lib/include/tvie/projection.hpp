@@ -4,9 +4,13 @@
 // ledger (tvie/predict.hpp). Units in the names; seconds unless a name says otherwise.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 
+#include <tvie/catalog.hpp>
 #include <tvie/predict.hpp>
+#include <tvie/settings.hpp>
 
 namespace tvie {
 
@@ -20,6 +24,50 @@ struct RooflineTime {
 };
 // Throws InvalidArgument unless flops, bytes >= 0, peak_tflops, bandwidth_gbs > 0 and 0 < efficiency <= 1.
 RooflineTime roofline_time(double flops, double bytes, double peak_tflops, double bandwidth_gbs, double efficiency);
+// With one fraction for the compute side and one for the memory side: estimate_s = max(flops / (peak x
+// compute_efficiency), bytes / (bandwidth x memory_efficiency)); a matmul at batch 1 is bound by reading its
+// weights, where the matrix units' fraction says nothing. peak_tflops <= 0: no compute side (bytes only).
+RooflineTime roofline_time(double flops, double bytes, double peak_tflops, double bandwidth_gbs,
+                           double compute_efficiency, double memory_efficiency);
+
+// --- a workload's work, projected onto a card ---
+// What one training step or one inference batch computes and moves, per operator class: the traced operators
+// (the zoo models' traces, tvie/predict.hpp) plus, for training, the optimizer's step and the gradients an
+// all-reduce would carry.
+struct StepWork {
+  PhaseWork forward, backward;  // all micro-batches of the step
+  OpWork optimizer;             // training: LibTorch's optimizer step, kernel by kernel (memory-bound)
+  double allreduce_bytes = 0;   // training: the gradients' bytes (what data parallelism all-reduces per step)
+  int64_t samples = 0, tokens = 0;
+  double model_flops = 0;  // analytic: forward FLOPs per sample x samples (x 3 for training), as in the reports
+  // The peaks the kernels run at (catalog fields) and the bytes of a weight element as the matmuls read it.
+  std::string matmul_peak = "fp32_tflops";
+  std::string convolution_peak = "fp32_tflops";  // fp32 on CUDA: cuDNN's TF32 by default, see convolution_tf32
+  std::string attention_peak = "fp32_tflops";
+  bool convolution_tf32 = false;  // fp32 convolutions run at the card's TF32 peak where it has one
+  double weight_element_bytes = 4;
+  std::string precision;  // "fp32", "amp-bf16", "int8" ...: as the settings say it
+};
+
+// The work of one training step / one inference batch of a zoo-traced workload at the settings' batch and
+// precision. InvalidArgument("model", ...) for a workload without a trace (estimate_activations unknown).
+StepWork training_step_work(const Workload& workload, const TrainSettings& settings);
+StepWork inference_batch_work(const Workload& workload, const InferSettings& settings);
+
+// Per class: the roofline time of the forward and backward work together.
+struct ProjectedTime {
+  bool supported = true;
+  std::string unsupported;  // why not, when not: "t4 has no bf16_tflops peak in the catalog"
+  double bound_s = 0;       // the sum of the classes' bounds: datasheet peaks and bandwidth, no overhead
+  double estimate_s = 0;    // the sum of the classes' estimates (the card's efficiencies) + launch overhead
+  std::array<RooflineTime, kOpClassCount> by_class{};
+  RooflineTime optimizer;
+  double launch_s = 0;  // kernels x the card's kernel_overhead_us (in the estimate only)
+  double kernels = 0;
+};
+// Projects the work onto `card` with its efficiency (Accelerator::efficiency). Classes run one after the other
+// (no overlap): the estimate is their sum.
+ProjectedTime project_time(const StepWork& work, const Accelerator& card);
 
 // --- data-parallel sharding, as accounting ---
 // ZeRO's stages (Rajbhandari et al. 2020): 1 splits the optimizer state over the N cards, 2 also the gradients,

@@ -23,6 +23,7 @@ class Reporter {
   virtual void report(const MaxBatchReport& report) = 0;
   virtual void report(const SliceReport& report) = 0;
   virtual void report(const CardsReport& report) = 0;
+  virtual void report(const PlanReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -38,6 +39,7 @@ class ConsoleReporter : public Reporter {
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
   void report(const CardsReport& report) override;
+  void report(const PlanReport& report) override;
 
  private:
   std::ostream& out_;
@@ -56,6 +58,7 @@ class JsonReporter : public Reporter {
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
   void report(const CardsReport& report) override;
+  void report(const PlanReport& report) override;
 
  private:
   std::string path_;
@@ -75,6 +78,7 @@ class CsvReporter : public Reporter {
   void report(const MaxBatchReport& report) override;
   void report(const SliceReport& report) override;
   void report(const CardsReport& report) override;
+  void report(const PlanReport& report) override;
 
  private:
   std::string path_;
@@ -89,12 +93,15 @@ std::string to_json_string(const AllreduceReport& report, int indent = 2);
 std::string to_json_string(const MaxBatchReport& report, int indent = 2);
 std::string to_json_string(const SliceReport& report, int indent = 2);
 std::string to_json_string(const CardsReport& report, int indent = 2);
+std::string to_json_string(const PlanReport& report, int indent = 2);
 // The max-batch probes, one line each: mode,batch,fits,peak_bytes.
 std::string to_csv_string(const MaxBatchReport& report);
 // The all-reduce rows flat, one line a message size, with a header line (no trailing newline).
 std::string to_csv_string(const AllreduceReport& report);
 // The cards, one line each, units in the column names (empty cell: not published).
 std::string to_csv_string(const CardsReport& report);
+// The plan, one line per card: training and inference figures, units in the column names, "projected" in each.
+std::string to_csv_string(const PlanReport& report);
 
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.

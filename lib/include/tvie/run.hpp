@@ -28,6 +28,7 @@
 #include <tvie/dist.hpp>
 #include <tvie/infer.hpp>
 #include <tvie/max_batch.hpp>
+#include <tvie/plan.hpp>
 #include <tvie/serve.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/slices.hpp>
@@ -159,9 +160,24 @@ struct CardsReport {
   int catalog_schema_version = 0;
   std::string catalog_description;
   std::map<std::string, std::string> units;
+  std::string efficiency_description;  // what the cards' efficiency fractions are (catalog)
   std::vector<Accelerator> cards;
   std::vector<CpuClass> cpu_classes;
   std::string host_class;  // the CpuClass id of this machine ("" when none)
+};
+// The workload projected onto cards (tvie/plan.hpp): nothing runs but the predictions.
+struct PlanReport {
+  RunContext context;
+  std::string workload;
+  ModelFacts facts;
+  PlanSettings settings;
+  PredictedTrainingMemory training_predicted;    // at settings.train's batch, CUDA's rules
+  PredictedInferenceMemory inference_predicted;  // at batch 1, CUDA's rules
+  StepWork training_work;                        // one step at settings.train's batch
+  StepWork inference_work;                       // one batch of 1
+  std::string host_class;                        // this machine's CPU class ("" when none: no host card)
+  double host_clock_ghz = 0;                     // /proc/cpuinfo, for the host card
+  std::vector<CardPlan> cards;                   // the catalog's cards asked for, then the host
 };
 struct SliceRunSettings {
   std::optional<TrainSettings> train;  // at least one of the two
@@ -204,6 +220,10 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
 // built, only asked for its facts and predictions. A zoo model's source: zoo_slices (tvie/models.hpp).
 SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
                        const RunOptions& options = {});
+
+// Projects the workload's training and inference onto the cards (tvie/plan.hpp): fits, largest batch, step time,
+// cards needed, serving rate, power and cost, all projected. Runs nothing on a device; seconds.
+PlanReport run_plan(const Workload& workload, const PlanSettings& settings, const RunOptions& options = {});
 
 // The built-in catalog's cards ("all" or ids: "t4,l4"; InvalidArgument("cards", ...) for an unknown id).
 CardsReport run_cards(const std::string& cards = "all", const RunOptions& options = {});

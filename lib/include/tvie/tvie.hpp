@@ -29,6 +29,7 @@
 #include <tvie/models.hpp>
 #include <tvie/precision.hpp>
 #include <tvie/predict.hpp>
+#include <tvie/plan.hpp>
 #include <tvie/projection.hpp>
 #include <tvie/report.hpp>
 #include <tvie/serve.hpp>

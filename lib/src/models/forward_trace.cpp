@@ -65,11 +65,26 @@ void ForwardTrace::save(const Sym& t, const char* layer) {
     it->second += t.storage->bytes;
 }
 
-void ForwardTrace::parameter_gradients(int64_t elements) {
+void ForwardTrace::parameter_gradients(int64_t elements, int64_t tensors) {
+  if (recording_recompute_ < 0) parameter_tensors_ += tensors;  // once per tensor (not again when recomputed)
   largest_parameter_bytes_ = std::max(largest_parameter_bytes_, elements * weight_bytes());
   if (training()) current_.parameter_grads += elements * weight_bytes();
 }
 
+void ForwardTrace::work(OpClass c, const OpWork& forward, const OpWork& backward) {
+  (recording_recompute_ >= 0 ? backward_work_ : forward_work_)[c] += forward;
+  if (training()) backward_work_[c] += backward;
+}
+
+// The work rules (bytes read and written, FLOPs at 2 per multiply-add; backward from the forward's shapes):
+//  - linear/conv: forward reads x and W, writes y; backward computes dW (reads dy and x, writes dW) and, when x
+//    requires grad, dx (reads dy and W, writes dx): twice the forward's FLOPs (once for the first layer).
+//  - attention: forward 4 B a S^2 d FLOPs (Q K^T and P V; half when causal), reads q, k, v, writes the output
+//    and its log-sum-exp; backward 2.5x the FLOPs (the flash kernels recompute P: five matmuls for two) and
+//    reads q, k, v, the output, its gradient and the log-sum-exp, writes dq, dk, dv.
+//  - normalisation, elementwise: bytes only (a few FLOPs per element); backward reads the incoming gradient and
+//    what was saved, writes the outgoing gradient.
+// Element sizes are those of the tensors the trace already carries; autocast's casts count as elementwise.
 void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes) {
   if (training()) {
     current_.transient = grad_in_bytes + grad_out_bytes + scratch_bytes + held_;
@@ -89,6 +104,16 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
     cast_cache_bytes_ += out * 2;  // addmm's bias cast: a leaf, cached
   Sym y = make(rows * out, compute_bytes(), true);
   y.dims = x.dims;
+  {
+    const double f = 2.0 * rows * in * out, w = static_cast<double>(in) * out;
+    const double dx = x.requires_grad ? 1 : 0;
+    work(OpClass::matmul, {f, double(xin.bytes() + y.bytes()), w, 1},
+         {f * (1 + dx), double(y.bytes() * (1 + dx) + xin.bytes() + dx * x.bytes()), w * (1 + dx), 1 + dx});
+    if (query_.autocast) {  // the casts: x (unless 2-byte already) and W each forward; dW back to fp32
+      const double xcast = xin.storage != x.storage ? double(x.bytes() + xin.bytes()) : 0;
+      work(OpClass::elementwise, {0, xcast + w * 6, 0, 1 + (xcast > 0 ? 1.0 : 0.0)}, {0, w * 6, 0, 1});
+    }
+  }
   if (new_weight_grad) parameter_gradients(in * out);
   if (bias) parameter_gradients(out);
   end_op(x.bytes(), y.bytes());
@@ -100,6 +125,14 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   save(xin, layer);  // the weight (or its cached cast) is saved too: not new bytes
   if (query_.autocast && training()) cast_cache_bytes_ += cin * cout * k * k * 2;
   Sym y = make(batch() * cout * out_hw * out_hw, compute_bytes(), true);
+  {
+    const double f = 2.0 * batch() * cout * out_hw * out_hw * cin * k * k, w = double(cin) * cout * k * k;
+    const double dx = x.requires_grad ? 1 : 0;
+    work(OpClass::convolution, {f, double(xin.bytes() + y.bytes()), w, 1},
+         {f * (1 + dx), double(y.bytes() * (1 + dx) + xin.bytes() + dx * x.bytes()), w * (1 + dx), 1 + dx});
+    if (query_.autocast && xin.storage != x.storage)
+      work(OpClass::elementwise, {0, double(x.bytes() + xin.bytes()), 0, 1}, {});
+  }
   parameter_gradients(cin * cout * k * k);
   // CPU backward: a contiguous copy of the saved input in bf16, and in fp32 when the convolution is strided
   // (measured with LibTorch 2.14's profiler over channels, kernels and strides; not so on CUDA).
@@ -118,7 +151,10 @@ Sym ForwardTrace::batch_norm(const Sym& x, int64_t channels) {
     save(make(channels, stat_bytes, false), "batch_norm");
   }
   Sym y = make(x.elements, x.element_bytes, true);
-  parameter_gradients(2 * channels);
+  // Forward reads x twice (statistics, then normalisation) and writes y; backward reads dy and x twice.
+  work(OpClass::normalization, {10.0 * x.elements, double(2 * x.bytes() + y.bytes()), 0, 2},
+       {12.0 * x.elements, double(2 * (x.bytes() + y.bytes()) + x.bytes()), 4.0 * channels, 2});
+  parameter_gradients(2 * channels, 2);
   end_op(x.bytes(), y.bytes(), query_.cuda ? 0 : x.bytes());  // CPU backward: an input-sized temporary
   return y;
 }
@@ -130,10 +166,13 @@ Sym ForwardTrace::layer_norm(const Sym& x, int64_t h) {
   const int64_t stat_bytes = !query_.cuda && xin.element_bytes == 2 && weight_bytes() == 2 ? 2 : 4;
   const Sym mean = make(rows, stat_bytes, false), rstd = make(rows, stat_bytes, false);
   Sym y = make(x.elements, xin.element_bytes, true);
+  work(OpClass::normalization, {8.0 * x.elements, double(xin.bytes() + y.bytes()), 2.0 * h, 1},
+       {12.0 * x.elements, double(y.bytes() + xin.bytes() + x.bytes()), 4.0 * h, 2});
+  if (xin.storage != x.storage) work(OpClass::elementwise, {0, double(x.bytes() + xin.bytes()), 0, 1}, {});
   save(xin, "layer_norm");
   save(mean, "layer_norm");
   save(rstd, "layer_norm");
-  parameter_gradients(2 * h);
+  parameter_gradients(2 * h, 2);
   end_op(x.bytes(), y.bytes());
   return y;
 }
@@ -155,6 +194,13 @@ Sym ForwardTrace::rms_norm(const Sym& x, int64_t h) {
   const Sym cast = x.element_bytes == 4 ? normed : make(x.elements, x.element_bytes, true);
   save(cast, "rms_norm");  // * weight: saves the factor the weight's gradient needs
   Sym y = make(x.elements, std::max(x.element_bytes, weight_bytes()), true);
+  {
+    // Seven kernels over [rows, h]: the fp32 cast (when not fp32), pow, mean, add, rsqrt (rows), x32 * r, the
+    // cast back, * weight. Backward about as many, each reading two tensors and writing one.
+    const double e = double(x.elements), cast = x.element_bytes == 4 ? 0 : double(x.bytes()) + 4 * e;
+    const double bytes = cast + 4 * e * 5 + double(y.bytes()) + (x.element_bytes == 4 ? 0 : 6 * e);
+    work(OpClass::normalization, {6 * e, bytes, double(h), 7}, {9 * e, 1.5 * bytes, 2.0 * h, 9});
+  }
   parameter_gradients(h);
   end_op(x.bytes(), y.bytes());
   return y;
@@ -164,6 +210,8 @@ Sym ForwardTrace::gelu(const Sym& x) {
   save(x, "gelu");
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);
   y.dims = x.dims;
+  work(OpClass::elementwise, {8.0 * x.elements, double(x.bytes() + y.bytes()), 0, 1},
+       {12.0 * x.elements, double(2 * x.bytes() + y.bytes()), 0, 1});
   end_op(x.bytes(), y.bytes());
   return y;
 }
@@ -172,6 +220,8 @@ Sym ForwardTrace::silu(const Sym& x) {
   save(x, "silu");
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);
   y.dims = x.dims;
+  work(OpClass::elementwise, {8.0 * x.elements, double(x.bytes() + y.bytes()), 0, 1},
+       {12.0 * x.elements, double(2 * x.bytes() + y.bytes()), 0, 1});
   end_op(x.bytes(), y.bytes());
   return y;
 }
@@ -180,6 +230,8 @@ Sym ForwardTrace::relu(const Sym& x) {
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);
   y.dims = x.dims;
   save(y, "relu");  // relu saves its output
+  work(OpClass::elementwise, {double(x.elements), double(x.bytes() + y.bytes()), 0, 1},
+       {double(x.elements), double(2 * y.bytes() + x.bytes()), 0, 1});
   end_op(x.bytes(), y.bytes());
   return y;
 }
@@ -190,6 +242,11 @@ Sym ForwardTrace::mul(const Sym& a, const Sym& b) {
   Sym y = make(std::max(a.elements, b.elements), std::max(a.element_bytes, b.element_bytes),
                a.requires_grad || b.requires_grad);
   y.dims = a.dims;
+  {
+    const double grads = (a.requires_grad ? 1 : 0) + (b.requires_grad ? 1 : 0);
+    work(OpClass::elementwise, {double(y.elements), double(a.bytes() + b.bytes() + y.bytes()), 0, 1},
+         {grads * y.elements, grads * double(2 * y.bytes() + std::max(a.bytes(), b.bytes())), 0, grads});
+  }
   end_op(a.bytes() + b.bytes(), y.bytes());
   return y;
 }
@@ -197,6 +254,9 @@ Sym ForwardTrace::mul(const Sym& a, const Sym& b) {
 Sym ForwardTrace::add(const Sym& a, const Sym& b) {
   Sym y = make(a.elements, std::max(a.element_bytes, b.element_bytes), a.requires_grad || b.requires_grad);
   y.dims = a.dims;
+  // Backward passes the gradient to both; where the two paths meet again, autograd adds them (one kernel).
+  work(OpClass::elementwise, {double(y.elements), double(a.bytes() + b.bytes() + y.bytes()), 0, 1},
+       {double(y.elements), 3.0 * y.bytes(), 0, 1});
   return y;  // saves nothing: no backward op worth recording
 }
 
@@ -204,12 +264,16 @@ Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool n
   save(indices, "embedding");
   Sym y = make(indices.elements * h, weight_bytes(), true);
   y.dims = indices.dims + 1;
+  // Forward gathers rows (reads them, writes y); backward writes a dense [V, h] gradient (zeroed, then the
+  // incoming gradient's rows added).
+  work(OpClass::elementwise, {0, double(indices.bytes() + 2 * y.bytes()), 0, 1},
+       {double(y.elements), double(indices.bytes() + 2 * y.bytes()), new_weight_grad ? double(vocab) * h : 0, 2});
   if (new_weight_grad) parameter_gradients(vocab * h);  // a dense [V, h] gradient
   end_op(0, y.bytes());
   return y;
 }
 
-Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S) {
+Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal) {
   auto cast = [&](const Sym& t) { return query_.autocast && t.element_bytes != 2 ? make(t.elements, 2, true) : t; };
   const Sym q2 = cast(q), k2 = cast(k), v2 = cast(v);
   Sym y = make(q.elements, q2.element_bytes, true);  // [B, a, S, d] in [B, S, a, d] memory order
@@ -217,6 +281,17 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   const bool flash = q2.element_bytes == 2;
   const int64_t lse_positions = query_.cuda && !flash ? (S + 31) / 32 * 32 : S;
   const Sym logsumexp = make(B * a * lse_positions, 4, false);
+  {
+    const double d = double(q.elements) / double(B * a * S);
+    const double f = 4.0 * B * a * double(S) * S * d * (causal ? 0.5 : 1.0);
+    const double qkv = double(q2.bytes() + k2.bytes() + v2.bytes());
+    work(OpClass::attention, {f, qkv + double(y.bytes() + logsumexp.bytes()), 0, 1},
+         {2.5 * f, 2 * qkv + double(2 * y.bytes() + logsumexp.bytes()), 0, 1});
+    const double casts = double((q2.storage != q.storage ? q.bytes() + q2.bytes() : 0) +
+                                (k2.storage != k.storage ? k.bytes() + k2.bytes() : 0) +
+                                (v2.storage != v.storage ? v.bytes() + v2.bytes() : 0));
+    if (casts > 0) work(OpClass::elementwise, {0, casts, 0, 3}, {0, casts, 0, 3});
+  }
   save(q2, "attention");
   save(k2, "attention");
   save(v2, "attention");
@@ -242,18 +317,26 @@ Sym ForwardTrace::rotary(const Sym& x, int64_t S, int64_t d) {
   const Sym with_sin = make(x.elements, x.element_bytes, x.requires_grad);  // rotated * sin: saves sin
   save(sin, "rotary");
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);
+  // Five kernels (neg, cat, two muls, add), each reading and writing about x's bytes; backward about as many.
+  work(OpClass::elementwise, {3.0 * x.elements, 9.0 * x.bytes(), 0, 5}, {3.0 * x.elements, 9.0 * x.bytes(), 0, 5});
   end_op(x.bytes(), y.bytes());
   return y;
 }
 
 Sym ForwardTrace::repeat(const Sym& x, int64_t times) {
-  return make(x.elements * times, x.element_bytes, x.requires_grad);  // expand + copy: saves nothing
+  Sym y = make(x.elements * times, x.element_bytes, x.requires_grad);  // expand + copy: saves nothing
+  work(OpClass::elementwise, {0, double(x.bytes() + y.bytes()), 0, 1},
+       {double(y.elements), double(x.bytes() + y.bytes()), 0, 1});
+  return y;
 }
 
 Sym ForwardTrace::max_pool2d(const Sym& x, int64_t out_elements) {
   Sym y = make(out_elements, x.element_bytes, x.requires_grad);
   save(x, "max_pool");
   if (training()) save(make(out_elements, 8, false), "max_pool");  // int64 argmax indices
+  work(OpClass::elementwise,
+       {double(x.elements), double(x.bytes() + y.bytes() + (training() ? out_elements * 8 : 0)), 0, 1},
+       {0, double(x.bytes() + y.bytes() + out_elements * 8), 0, 2});
   end_op(x.bytes(), y.bytes());
   return y;
 }
@@ -261,10 +344,15 @@ Sym ForwardTrace::max_pool2d(const Sym& x, int64_t out_elements) {
 Sym ForwardTrace::mean_pool(const Sym& x, int64_t out_elements) {
   Sym y = make(out_elements, x.element_bytes, x.requires_grad);
   y.dims = 2;
+  work(OpClass::elementwise, {double(x.elements), double(x.bytes() + y.bytes()), 0, 1},
+       {double(x.elements), double(x.bytes() + y.bytes()), 0, 1});
   return y;
 }
 
-Sym ForwardTrace::index_tensor(int64_t elements) { return make(elements, 8, false); }
+Sym ForwardTrace::index_tensor(int64_t elements) {
+  work(OpClass::elementwise, {0, 8.0 * elements, 0, 1}, {});
+  return make(elements, 8, false);
+}
 
 Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes) {
   const Sym l32 = logits.element_bytes == 4 ? logits : make(logits.elements, 4, logits.requires_grad);
@@ -272,6 +360,12 @@ Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes
   save(log_probs, "loss");          // log_softmax saves its output
   save(make(1, 4, false), "loss");  // nll_loss: the total weight
   Sym loss = make(1, 4, true);
+  {
+    // The cast to fp32 (when the logits are not), log_softmax (reads them twice: max and sum, writes), nll_loss.
+    const double e = double(rows) * classes, cast = logits.element_bytes == 4 ? 0 : double(logits.bytes()) + 4 * e;
+    work(OpClass::elementwise, {5 * e, cast + 4 * e * 3 + 4 * e, 0, 3 + (cast > 0 ? 1.0 : 0.0)},
+         {5 * e, 4 * e * 4 + cast, 0, 3 + (cast > 0 ? 1.0 : 0.0)});
+  }
   // Backward starts here: the gradient of the log-probabilities and of the logits, fp32 (+ its cast back).
   end_op(2 * rows * classes * 4 + (logits.element_bytes == 4 ? 0 : logits.bytes()), 0);
   return loss;
@@ -331,6 +425,9 @@ ActivationEstimate ForwardTrace::finish() {
   e.backward_peak_bytes = outer.peak;
   e.backward_peak_accumulating_bytes = outer.peak_accumulating;
   e.largest_parameter_bytes = largest_parameter_bytes_;
+  e.forward_work = forward_work_;
+  e.parameter_tensors = parameter_tensors_;
+  e.backward_work = backward_work_;
   return e;
 }
 

@@ -105,7 +105,8 @@ class ForwardTrace {
   Sym add(const Sym& a, const Sym& b);  // a and b of a's shape (or broadcast into it)
   Sym embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad = true);
   // [B, S, a, d] attention from q, k, v views or tensors of [B, a, S, d].
-  Sym attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S);
+  // causal: the flash kernels skip the masked half of the score matrix (half the FLOPs).
+  Sym attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal = false);
   Sym rotary(const Sym& x, int64_t S, int64_t d);      // x * cos + rotate_half(x) * sin
   Sym repeat(const Sym& x, int64_t times);             // repeat_interleave: a new tensor
   Sym max_pool2d(const Sym& x, int64_t out_elements);  // saves input and int64 indices
@@ -133,7 +134,7 @@ class ForwardTrace {
   };
 
   // Backward bookkeeping (training): parameters' gradient bytes written by the op just traced.
-  void parameter_gradients(int64_t elements);
+  void parameter_gradients(int64_t elements, int64_t tensors = 1);
 
   ActivationEstimate finish();
 
@@ -142,6 +143,9 @@ class ForwardTrace {
   // The op's backward holds its incoming and outgoing gradients, and `scratch_bytes` that it allocates and frees
   // inside (a copy of an input, a temporary).
   void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes = 0);
+  // The work of the op just traced (forward) and of its backward (when training). A checkpointed segment's
+  // forward, traced again for its recomputation, is counted as backward work: that is when it runs.
+  void work(OpClass c, const OpWork& forward, const OpWork& backward);
 
   // One op of the forward, for the reverse sweep that estimates the backward peak.
   struct Op {
@@ -162,6 +166,8 @@ class ForwardTrace {
   int64_t buffer_bytes_ = 0;
   int64_t held_ = 0;  // residual gradients held while the current ops' backward runs (Hold)
   int64_t largest_parameter_bytes_ = 0;
+  PhaseWork forward_work_, backward_work_;
+  int64_t parameter_tensors_ = 0;
   // While a checkpointed segment is traced again with grad (its recomputation in backward): the bytes it
   // saves (>= 0; -1 otherwise), what it saved, and its ops.
   int64_t recording_recompute_ = -1;

@@ -157,7 +157,7 @@ trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::
     {
       const trace::Sym qkv = t.linear(normed, h, 3 * h, true);  // [B, S, 3h]; q, k, v are views of it
       const trace::Sym part = trace::view(qkv, B * S * h);
-      projected = t.linear(t.attention(part, part, part, B, c.n_head, S), h, h, true);
+      projected = t.linear(t.attention(part, part, part, B, c.n_head, S, /*causal=*/true), h, h, true);
     }
     x = t.add(x_in, projected);
   }

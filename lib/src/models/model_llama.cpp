@@ -154,7 +154,7 @@ trace::Sym trace_attention(trace::ForwardTrace& t, const LlamaConfig& c, const t
     k = t.repeat(k, group);
     v = t.repeat(v, group);
   }
-  return t.linear(t.attention(q, k, v, B, c.n_head, S), c.n_head * d, h, false);
+  return t.linear(t.attention(q, k, v, B, c.n_head, S, /*causal=*/true), c.n_head * d, h, false);
 }
 
 trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace::Sym& x_in) {

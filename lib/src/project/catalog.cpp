@@ -2,6 +2,7 @@
 #include <tvie/catalog.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,60 @@ struct Reader {
   }
 };
 
+// An efficiency object: fractions in (0, 1], the overhead >= 0, and a basis per field. `complete`: every field.
+Efficiency parse_efficiency(const json& j, const std::string& where, bool complete) {
+  if (!j.is_object()) throw InvalidArgument(where, j.dump(), "an object {matmul, ..., basis}");
+  const Reader r{j, where};
+  Efficiency e;
+  const auto fraction = [&](const char* key, double& out) {
+    if (!j.contains(key)) {
+      if (complete) r.fail(key, "a number in (0, 1]");
+      return;
+    }
+    out = r.number(key, false);
+    if (out <= 0 || out > 1) r.fail(key, "a number in (0, 1]");
+  };
+  fraction("matmul", e.matmul);
+  fraction("convolution", e.convolution);
+  fraction("attention", e.attention);
+  fraction("memory", e.memory);
+  fraction("interconnect", e.interconnect);
+  if (j.contains("kernel_overhead_us") || complete) e.kernel_overhead_us = r.number("kernel_overhead_us", false);
+  if (!j.contains("basis")) r.fail("basis", complete ? "an object: field -> where it comes from" : "a string");
+  const auto& basis = j.at("basis");
+  if (complete) {
+    if (!basis.is_object()) r.fail("basis", "an object: field -> where it comes from");
+    for (const auto& [field, text] : basis.items()) {
+      if (!text.is_string()) r.fail("basis", "strings");
+      e.basis[field] = text.get<std::string>();
+    }
+  } else {
+    // A card's own figures share one basis (its measurement).
+    const std::string text = r.text("basis");
+    for (const char* key : {"matmul", "convolution", "attention", "memory", "interconnect", "kernel_overhead_us"})
+      if (j.contains(key)) e.basis[key] = text;
+  }
+  return e;
+}
+
+// `own` over `defaults`, field by field.
+Efficiency overlay(const Efficiency& defaults, const Efficiency& own) {
+  Efficiency e = defaults;
+  const auto take = [&](double Efficiency::*field, const char* key) {
+    if (own.*field >= 0) {
+      e.*field = own.*field;
+      e.basis[key] = own.basis.count(key) ? own.basis.at(key) : "";
+    }
+  };
+  take(&Efficiency::matmul, "matmul");
+  take(&Efficiency::convolution, "convolution");
+  take(&Efficiency::attention, "attention");
+  take(&Efficiency::memory, "memory");
+  take(&Efficiency::interconnect, "interconnect");
+  take(&Efficiency::kernel_overhead_us, "kernel_overhead_us");
+  return e;
+}
+
 Accelerator parse_card(const json& j, size_t index) {
   if (!j.is_object()) throw InvalidArgument(cat("catalog.cards[", index, "]"), j.dump(), "an object");
   const std::string id = j.contains("id") && j.at("id").is_string() ? j.at("id").get<std::string>() : cat(index);
@@ -95,6 +150,7 @@ Accelerator parse_card(const json& j, size_t index) {
   a.notes = r.texts("notes");
   a.sources = r.texts("sources");
   if (a.sources.empty()) r.fail("sources", "at least one source");
+  if (j.contains("efficiency")) a.efficiency = parse_efficiency(j.at("efficiency"), r.where + ".efficiency", false);
   return a;
 }
 
@@ -107,8 +163,10 @@ CpuClass parse_cpu_class(const json& j, size_t index) {
   c.fp32_flop_per_cycle_per_core = r.number("fp32_flop_per_cycle_per_core", false);
   c.bf16_flop_per_cycle_per_core = r.number("bf16_flop_per_cycle_per_core");
   c.int8_op_per_cycle_per_core = r.number("int8_op_per_cycle_per_core");
+  c.memory_bandwidth_gbs_per_core = r.number("memory_bandwidth_gbs_per_core", false);
   c.notes = r.texts("notes");
   c.sources = r.texts("sources");
+  c.estimates = r.texts("estimates");
   return c;
 }
 
@@ -147,16 +205,30 @@ AcceleratorCatalog parse_accelerator_catalog(const std::string& text) {
   if (!j.contains("units") || !j.at("units").is_object()) r.fail("units", "an object (field -> unit)");
   for (const auto& [field, unit] : j.at("units").items())
     c.units[field] = unit.is_string() ? unit.get<std::string>() : "";
+  if (!j.contains("efficiency_defaults") || !j.at("efficiency_defaults").is_object())
+    r.fail("efficiency_defaults", "an object {description, accelerator, cpu}");
+  {
+    const auto& e = j.at("efficiency_defaults");
+    c.efficiency_description = Reader{e, "catalog.efficiency_defaults"}.text("description");
+    for (const char* kind : {"accelerator", "cpu"}) {
+      if (!e.contains(kind))
+        throw InvalidArgument(cat("catalog.efficiency_defaults.", kind), "missing", "an object {matmul, ..., basis}");
+      c.efficiency_defaults[kind] = parse_efficiency(e.at(kind), cat("catalog.efficiency_defaults.", kind), true);
+    }
+  }
   if (!j.contains("cards") || !j.at("cards").is_array()) r.fail("cards", "an array of cards");
   std::set<std::string> ids;
   for (size_t i = 0; i < j.at("cards").size(); ++i) {
     c.cards.push_back(parse_card(j.at("cards")[i], i));
+    c.cards.back().efficiency = overlay(c.efficiency_defaults.at("accelerator"), c.cards.back().efficiency);
     if (!ids.insert(c.cards.back().id).second)
       throw InvalidArgument("catalog.cards", c.cards.back().id, "ids that appear once");
   }
   if (!j.contains("cpu_classes") || !j.at("cpu_classes").is_array()) r.fail("cpu_classes", "an array");
-  for (size_t i = 0; i < j.at("cpu_classes").size(); ++i)
+  for (size_t i = 0; i < j.at("cpu_classes").size(); ++i) {
     c.cpu_classes.push_back(parse_cpu_class(j.at("cpu_classes")[i], i));
+    c.cpu_classes.back().efficiency = c.efficiency_defaults.at("cpu");
+  }
   return c;
 }
 
@@ -191,6 +263,50 @@ std::string host_cpu_class(const std::vector<std::string>& features) {
   if (has("avx512f")) return "cpu-avx512";
   if (has("avx2")) return "cpu-avx2";
   return "";
+}
+
+Accelerator host_accelerator(const CpuClass& cpu, int64_t cores, double clock_ghz, double memory_gb) {
+  if (cores < 1) throw InvalidArgument("cores", cat(cores), "at least 1");
+  if (!(clock_ghz > 0)) throw InvalidArgument("clock_ghz", cat(clock_ghz), "a clock above 0 GHz");
+  Accelerator a;
+  a.id = "host";
+  a.name = cat("this machine's CPU (", cpu.id, ", ", cores, " cores at ", clock_ghz, " GHz)");
+  a.vendor = "host";
+  a.kind = "cpu";
+  a.architecture = cpu.id;
+  a.memory_gb = memory_gb;
+  a.memory_type = "DRAM";
+  a.memory_bandwidth_gbs = cpu.memory_bandwidth_gbs_per_core * static_cast<double>(cores);
+  const auto peak = [&](double per_cycle) {
+    return per_cycle > 0 ? per_cycle * static_cast<double>(cores) * clock_ghz / 1000.0 : -1.0;
+  };
+  a.fp32_tflops = peak(cpu.fp32_flop_per_cycle_per_core);
+  a.bf16_tflops = peak(cpu.bf16_flop_per_cycle_per_core);
+  a.int8_tops = peak(cpu.int8_op_per_cycle_per_core);
+  a.interconnect = "none (one host)";
+  a.form_factor = "host CPU";
+  a.estimates = cpu.estimates;
+  a.sources = cpu.sources;
+  a.efficiency = cpu.efficiency;
+  return a;
+}
+
+double host_clock_ghz() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  double sum = 0;
+  int n = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    try {
+      sum += std::stod(line.substr(colon + 1));
+      ++n;
+    } catch (const std::exception&) {
+    }
+  }
+  return n > 0 ? sum / n / 1000.0 : 0.0;
 }
 
 }  // namespace tvie

@@ -9,6 +9,7 @@
 
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
+#include <tvie/workload.hpp>
 
 namespace tvie {
 
@@ -23,6 +24,208 @@ RooflineTime roofline_time(double flops, double bytes, double peak_tflops, doubl
   t.memory_bound = memory_s >= compute_s;
   t.bound_s = std::max(compute_s, memory_s);
   t.estimate_s = t.bound_s / efficiency;
+  return t;
+}
+
+RooflineTime roofline_time(double flops, double bytes, double peak_tflops, double bandwidth_gbs,
+                           double compute_efficiency, double memory_efficiency) {
+  if (!(flops >= 0)) throw InvalidArgument("roofline.flops", cat(flops), ">= 0");
+  if (!(bytes >= 0)) throw InvalidArgument("roofline.bytes", cat(bytes), ">= 0");
+  if (!(bandwidth_gbs > 0)) throw InvalidArgument("roofline.bandwidth_gbs", cat(bandwidth_gbs), "> 0");
+  for (double e : {compute_efficiency, memory_efficiency})
+    if (!(e > 0 && e <= 1)) throw InvalidArgument("roofline.efficiency", cat(e), "0 < e <= 1");
+  const double compute_s = peak_tflops > 0 ? flops / (peak_tflops * 1e12) : 0.0;
+  const double memory_s = bytes / (bandwidth_gbs * 1e9);
+  RooflineTime t;
+  t.memory_bound = memory_s >= compute_s;
+  t.bound_s = std::max(compute_s, memory_s);
+  t.estimate_s = std::max(compute_s / compute_efficiency, memory_s / memory_efficiency);
+  return t;
+}
+
+const char* to_string(OpClass op_class) {
+  switch (op_class) {
+    case OpClass::matmul:
+      return "matmul";
+    case OpClass::convolution:
+      return "convolution";
+    case OpClass::attention:
+      return "attention";
+    case OpClass::normalization:
+      return "normalization";
+    case OpClass::elementwise:
+      return "elementwise";
+  }
+  return "?";
+}
+
+namespace {
+
+ActivationEstimate traced(const Workload& workload, const ActivationQuery& query) {
+  ActivationEstimate a = workload.estimate_activations(query);
+  if (!a.known)
+    throw InvalidArgument("model", workload.name(),
+                          "a workload with a traced forward (the zoo models) to project its work onto cards");
+  return a;
+}
+
+// Elements each optimizer's LibTorch step reads and writes per parameter element, and its kernels per parameter
+// tensor (torch/csrc/api/src/optim: not fused):
+//  - sgd: p.add_(g, -lr): reads 2, writes 1; 1 kernel.
+//  - sgd with momentum: buf.mul_(m).add_(g); p.add_(buf, -lr): 2 + 3 + 3; 3 kernels.
+//  - adam: m.mul_(b1).add_(g, 1 - b1); v.mul_(b2).addcmul_(g, g, 1 - b2); denom = (v.sqrt() / c2).add_(eps);
+//    p.addcdiv_(m, denom, -step): 2 + 3 + 2 + 3 + 2 + 2 + 2 + 4 = 20; 8 kernels. adamw: p.mul_(1 - lr wd) first:
+//    +2, 9 kernels.
+struct OptimizerTraffic {
+  double elements, kernels, flops;
+};
+OptimizerTraffic optimizer_traffic(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd:
+      return {3, 1, 2};
+    case OptimizerKind::sgd_momentum:
+      return {8, 3, 4};
+    case OptimizerKind::adam:
+      return {20, 8, 10};
+    case OptimizerKind::adamw:
+      return {22, 9, 11};
+  }
+  return {0, 0, 0};
+}
+
+void scale(PhaseWork& w, double k) {
+  for (auto& c : w.by_class) {
+    c.flops *= k;
+    c.bytes *= k;
+    c.weight_elements *= k;
+    c.kernels *= k;
+  }
+}
+
+}  // namespace
+
+StepWork training_step_work(const Workload& workload, const TrainSettings& settings) {
+  const ActivationQuery query = activation_query(settings);
+  const ActivationEstimate a = traced(workload, query);
+  const ModelFacts facts = workload.facts();
+  StepWork w;
+  const double micro = static_cast<double>(std::max<int64_t>(1, settings.accumulate));
+  w.forward = a.forward_work;
+  w.backward = a.backward_work;
+  scale(w.forward, micro);
+  scale(w.backward, micro);
+  const double b = static_cast<double>(query.weight_bytes);  // the optimizer's tensors: fp32, or bf16 for pure bf16
+  const OptimizerTraffic o = optimizer_traffic(settings.optimizer);
+  const double n = static_cast<double>(facts.parameter_count);
+  w.optimizer = {o.flops * n, o.elements * n * b, 0, o.kernels * static_cast<double>(a.parameter_tensors)};
+  if (settings.clip_grad_norm > 0)  // the norm reads every gradient, the scaling reads and writes them
+    w.optimizer += {3 * n, 3 * n * b, 0, 3 * static_cast<double>(a.parameter_tensors)};
+  w.allreduce_bytes = n * b;
+  w.samples = settings.batch_size;
+  w.tokens = settings.batch_size * facts.tokens_per_sample;
+  w.model_flops = 3.0 * facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
+  w.precision = to_string(settings.precision);
+  switch (settings.precision) {
+    case TrainPrecision::fp32:
+      w.convolution_tf32 = true;  // cuDNN's default (allow_tf32); LibTorch's matmuls stay fp32 by default
+      break;
+    case TrainPrecision::amp_bf16:
+    case TrainPrecision::bf16:
+      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.weight_element_bytes = 2;
+      break;
+    case TrainPrecision::amp_fp16:
+      w.matmul_peak = w.convolution_peak = w.attention_peak = "fp16_tflops";
+      w.weight_element_bytes = 2;
+      break;
+  }
+  return w;
+}
+
+StepWork inference_batch_work(const Workload& workload, const InferSettings& settings) {
+  const ActivationQuery query = activation_query(settings);
+  const ActivationEstimate a = traced(workload, query);
+  const ModelFacts facts = workload.facts();
+  StepWork w;
+  w.forward = a.forward_work;
+  w.samples = settings.batch_size;
+  w.tokens = settings.batch_size * facts.tokens_per_sample;
+  w.model_flops = facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
+  w.precision = to_string(settings.dtype);
+  switch (settings.dtype) {
+    case InferenceDtype::fp32:
+      w.convolution_tf32 = true;
+      break;
+    case InferenceDtype::fp16:
+      w.matmul_peak = w.convolution_peak = w.attention_peak = "fp16_tflops";
+      w.weight_element_bytes = 2;
+      break;
+    case InferenceDtype::bf16:
+      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.weight_element_bytes = 2;
+      break;
+    case InferenceDtype::int8:  // Linear layers only; the rest stays fp32 (tvie/layers.hpp)
+      w.matmul_peak = "int8_tops";
+      w.convolution_tf32 = true;
+      w.weight_element_bytes = 1;
+      break;
+    case InferenceDtype::fp8:  // Linear layers only; the rest runs in bf16
+      w.matmul_peak = "fp8_tflops";
+      w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.weight_element_bytes = 1;
+      break;
+  }
+  return w;
+}
+
+ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
+  const Efficiency& e = card.efficiency;
+  if (e.matmul <= 0 || e.convolution <= 0 || e.attention <= 0 || e.memory <= 0 || e.kernel_overhead_us < 0)
+    throw InvalidArgument(cat("card[", card.id, "].efficiency"), "incomplete", "every fraction set (the catalog's)");
+  if (!(card.memory_bandwidth_gbs > 0))
+    throw InvalidArgument(cat("card[", card.id, "].memory_bandwidth_gbs"), cat(card.memory_bandwidth_gbs), "> 0");
+  ProjectedTime t;
+  PhaseWork all = work.forward;
+  for (size_t c = 0; c < all.by_class.size(); ++c) all.by_class[c] += work.backward.by_class[c];
+  // The peak each class runs at on this card; a precision the card has no figure for is not projected.
+  const auto peak_of = [&](const std::string& field, bool tf32) {
+    const double tf = tf32 ? card.tf32_tflops : -1;
+    return tf > 0 ? tf : card.peak(field);
+  };
+  const double matmul = peak_of(work.matmul_peak, false);
+  const double conv = peak_of(work.convolution_peak, work.convolution_tf32 && work.convolution_peak == "fp32_tflops");
+  const double attention = peak_of(work.attention_peak, false);
+  const auto need = [&](double peak, const std::string& field, OpClass c) {
+    if (peak > 0 || all[c].flops == 0 || !t.supported) return;
+    t.supported = false;
+    t.unsupported =
+        cat(card.id, " has no ", field, " peak in the catalog (", to_string(c), " in ", work.precision, ")");
+  };
+  need(matmul, work.matmul_peak, OpClass::matmul);
+  need(conv, work.convolution_peak, OpClass::convolution);
+  need(attention, work.attention_peak, OpClass::attention);
+  if (!t.supported) return t;
+  const double vector = card.fp32_tflops;  // elementwise and normalisation FLOPs: the vector units (bytes dominate)
+  for (size_t i = 0; i < all.by_class.size(); ++i) {
+    const auto c = static_cast<OpClass>(i);
+    const OpWork& w = all[c];
+    const double bytes = w.bytes + w.weight_elements * work.weight_element_bytes;
+    double peak = vector, eff = e.memory;
+    if (c == OpClass::matmul) peak = matmul, eff = e.matmul;
+    if (c == OpClass::convolution) peak = conv, eff = e.convolution;
+    if (c == OpClass::attention) peak = attention, eff = e.attention;
+    t.by_class[i] = roofline_time(w.flops, bytes, peak, card.memory_bandwidth_gbs, eff, e.memory);
+    t.bound_s += t.by_class[i].bound_s;
+    t.estimate_s += t.by_class[i].estimate_s;
+    t.kernels += w.kernels;
+  }
+  t.optimizer =
+      roofline_time(work.optimizer.flops, work.optimizer.bytes, vector, card.memory_bandwidth_gbs, e.memory, e.memory);
+  t.bound_s += t.optimizer.bound_s;
+  t.estimate_s += t.optimizer.estimate_s;
+  t.kernels += work.optimizer.kernels;
+  t.launch_s = t.kernels * e.kernel_overhead_us * 1e-6;
+  t.estimate_s += t.launch_s;
   return t;
 }
 

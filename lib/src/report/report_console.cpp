@@ -623,6 +623,15 @@ void ConsoleReporter::report(const CardsReport& r) {
       out << "  " << a.id << ": " << e << '\n';
     }
   }
+  out << "\nEfficiencies (the fractions of the peaks `tvie plan` projects with; estimates unless a card's own):\n";
+  const auto fractions = [&](const Efficiency& e) {
+    return cat("matmul ", e.matmul, ", convolution ", e.convolution, ", attention ", e.attention, ", memory ", e.memory,
+               ", interconnect ", e.interconnect, ", ", e.kernel_overhead_us, " us per kernel");
+  };
+  if (!r.cpu_classes.empty()) out << "  host CPU classes: " << fractions(r.cpu_classes.front().efficiency) << '\n';
+  std::map<std::string, std::vector<std::string>> by_fractions;
+  for (const auto& a : r.cards) by_fractions[fractions(a.efficiency)].push_back(a.id);
+  for (const auto& [text, ids] : by_fractions) out << "  " << detail::join(ids) << ": " << text << '\n';
   out << "\nHost CPU classes (a machine's peak = cores x GHz x the figure per core and cycle):\n";
   for (const auto& c : r.cpu_classes)
     out << "  " << pad(c.id, 12) << pad(c.isa, 24) << "fp32 " << pad(figure(c.fp32_flop_per_cycle_per_core), 6)
@@ -634,6 +643,137 @@ void ConsoleReporter::report(const CardsReport& r) {
   out << "this machine: " << (h.cpu_model.empty() ? "unknown CPU" : h.cpu_model) << " (" << features << "), class "
       << (r.host_class.empty() ? "none of the above" : r.host_class) << ".\n"
       << "Sources, notes and every figure's origin: tvie cards --json PATH, or the catalog file itself.\n";
+}
+
+namespace {
+
+// "1.23 .. 4.56" with a unit: a projected interval, bound first.
+std::string span(double a, double b, const char* unit) {
+  const auto one = [](double x) {
+    if (x <= 0) return std::string("0");
+    if (x >= 100) return fmt("%.0f", x);
+    if (x >= 1) return fmt("%.3g", x);
+    return fmt("%.2g", x);
+  };
+  return cat(one(a), "..", one(b), unit);
+}
+
+std::string gb(int64_t bytes) {
+  return bytes < 0 ? std::string("-") : fmt("%.3g GB", static_cast<double>(bytes) / 1e9);
+}
+
+}  // namespace
+
+void ConsoleReporter::report(const PlanReport& r) {
+  auto& out = out_;
+  const auto& s = r.settings;
+  out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: nothing ran (tvie "
+      << r.context.tvie_version << ")\n"
+      << "The predicted ledger against each card's memory; the traced work on its datasheet peaks and bandwidth\n"
+      << "(tvie cards). Times are bound..estimate: the roofline bound (every peak reached) .. the estimate (the\n"
+      << "catalog's efficiency per operator class and card, plus kernel launches).\n";
+  out << "model: " << with_commas(r.facts.parameter_count) << " parameters, " << flops(r.facts.forward_flops_per_sample)
+      << " forward per sample\n";
+  out << "training: batch " << s.train.batch_size << " per card, " << to_string(s.train.optimizer) << ", "
+      << to_string(s.train.precision) << ", checkpoint " << checkpoint_to_string(s.train.checkpoint_every)
+      << "; predicted peak on one card " << gb(r.training_predicted.peak)
+      << " (CUDA's rules; usable memory = " << fmt("%.0f", s.usable_memory_fraction * 100) << "% of the card's)\n";
+  out << "inference: " << to_string(s.infer.dtype) << "; predicted peak at batch 1 ";
+  if (r.inference_predicted.peak < 0 && !r.cards.empty() && !r.cards.front().inference.peak_note.empty())
+    out << gb(r.cards.front().inference.peak_bytes) << " (" << r.cards.front().inference.peak_note << ")\n";
+  else
+    out << gb(r.inference_predicted.peak) << "\n";
+  const auto work_line = [&](const char* what, const StepWork& w) {
+    const OpWork f = w.forward.total(), b = w.backward.total();
+    out << "work of " << what << ": " << flops(f.flops + b.flops + w.optimizer.flops) << ", "
+        << gb(static_cast<int64_t>(f.bytes + b.bytes + w.optimizer.bytes +
+                                   (f.weight_elements + b.weight_elements) * w.weight_element_bytes))
+        << " moved, " << fmt("%.0f", f.kernels + b.kernels + w.optimizer.kernels)
+        << " kernels (traced, per class in --json)\n";
+  };
+  work_line("one training step", r.training_work);
+  work_line("one inference batch of 1", r.inference_work);
+  if (const auto& c = s.calibration) {
+    out << "calibrated (*) from " << c->source << ": " << c->workload << " measured on " << c->device << " (catalog "
+        << c->card_id << ")";
+    if (c->training_factor > 0)
+      out << "; training step " << fmt("%.3f", c->training_measured_s * 1e3) << " ms measured / "
+          << fmt("%.3f", c->training_projected_s * 1e3) << " ms projected = x" << fmt("%.3g", c->training_factor);
+    if (c->inference_factor > 0)
+      out << "; inference batch " << fmt("%.3f", c->inference_measured_s * 1e3) << " ms / "
+          << fmt("%.3f", c->inference_projected_s * 1e3) << " ms = x" << fmt("%.3g", c->inference_factor);
+    out << "\n  applied to the estimates of the "
+        << (c->architecture == "host" ? "host card" : c->architecture + " cards") << " (never below the bound)\n";
+  }
+  if (s.train_tokens > 0 || s.train_samples > 0)
+    out << "training budget: "
+        << (s.train_tokens > 0 ? cat(s.train_tokens, " tokens") : cat(s.train_samples, " samples")) << "\n";
+  out << "\nTraining (projected), per card:\n";
+  const std::vector<size_t> wt = {22, 9, 6, 7, 19, 20, 6, 14, 16, 12};
+  row(out,
+      {"card", "memory", "fits", "max b", "step ms", "samples/s", "MFU", "cards z0/1/2/3", "budget hours",
+       "budget kWh"},
+      wt);
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    const std::string need =
+        cat(t.cards_needed[0], "/", t.cards_needed[1], "/", t.cards_needed[2], "/", t.cards_needed[3]);
+    if (!t.supported) {
+      row(out,
+          {c.card.id, gb(static_cast<int64_t>(c.card.memory_gb * 1e9)), t.fits ? "yes" : "no", cat(t.largest_batch),
+           "n/a: " + t.unsupported},
+          {22, 9, 6, 7, 0});
+      continue;
+    }
+    row(out,
+        {c.card.id + (c.training_calibration > 0 ? "*" : ""), gb(static_cast<int64_t>(c.card.memory_gb * 1e9)),
+         t.fits ? "yes" : "no", cat(t.largest_batch), span(t.step.bound_s * 1e3, t.step.estimate_s * 1e3, ""),
+         span(t.samples_per_s.estimate, t.samples_per_s.bound, ""), fmt("%.0f%%", t.mfu_estimate * 100), need,
+         t.budget_steps > 0 ? span(t.budget_hours.bound, t.budget_hours.estimate, "") : "-",
+         t.budget_energy_kwh.bound > 0 ? span(t.budget_energy_kwh.bound, t.budget_energy_kwh.estimate, "") : "-"},
+        wt);
+  }
+  out << "  step: on one of the cards the budget uses (its share of the optimizer). MFU: model FLOPs / (estimated "
+         "step\n"
+         "  x the matmul peak), what the estimate assumes.\n";
+  out << "  max b: the largest batch per card whose predicted peak fits (nothing sharded). cards z0/1/2/3: the fewest\n"
+         "  cards with nothing, the optimizer state, + gradients, + parameters sharded (ZeRO 1-3 as accounting; 0:\n"
+         "  none enough). The budget runs on 1 card when it fits, else on the fewest sharded, with a ring all-reduce\n"
+         "  of the gradients over the card's link per step; kWh = TDP x cards x hours (an upper bound).\n";
+  out << "\nInference (projected, " << to_string(s.infer.dtype) << "), per card:\n";
+  const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12};
+  row(out,
+      {"card", "fits", "max b", "latency b1 ms", "best b", "samples/s at best",
+       s.p99_ms > 0 ? cat("QPS/card p99<=", s.p99_ms, "ms") : std::string("QPS/card (no bound)"), "cards", "kW (TDP)",
+       "hardware $"},
+      wi);
+  for (const auto& c : r.cards) {
+    const auto& i = c.inference;
+    if (!i.supported) {
+      row(out, {c.card.id, i.fits ? "yes" : "no", cat(i.largest_batch), "n/a: " + i.unsupported}, {22, 6, 7, 0});
+      continue;
+    }
+    const bool rate = s.serve_qps > 0 && i.cards_for_qps > 0;
+    row(out,
+        {c.card.id + (c.inference_calibration > 0 ? "*" : ""), i.fits ? "yes" : "no", cat(i.largest_batch),
+         span(i.latency.bound_s * 1e3, i.latency.estimate_s * 1e3, ""), cat(i.best_batch),
+         span(i.samples_per_s.estimate, i.samples_per_s.bound, ""),
+         i.qps_per_card.estimate > 0
+             ? span(i.qps_per_card.estimate, i.qps_per_card.bound, cat(" @b", i.serving_batch).c_str())
+             : "0",
+         rate ? cat(i.cards_for_qps) : "-", rate && i.power_kw >= 0 ? fmt("%.3g", i.power_kw) : "-",
+         rate && i.hardware_usd >= 0 ? fmt("%.0f", i.hardware_usd) : "-"},
+        wi);
+  }
+  out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
+  out << "  QPS/card: requests/s one card sustains"
+      << (s.p99_ms > 0 ? " with p99 within the bound: batches of @b requests (a batch waits for its last), an M/D/1 "
+                         "queue\n  of batches at the projected service time"
+                       : " (the throughput at the best batch; no latency bound given)")
+      << ".\n  cards, kW, hardware $: for " << (s.serve_qps > 0 ? cat(s.serve_qps, " requests/s") : "no rate asked")
+      << " at the estimate; $ from the catalog's purchase prices where it\n  has one. Rates are estimate..bound.\n";
+  out << "Efficiencies and their basis per card: --json PATH (cards[].efficiency); the catalog: "
+         "lib/data/accelerators.json.\n";
 }
 
 void ConsoleReporter::report(const DecodeReport& r) {

@@ -386,6 +386,7 @@ void JsonReporter::report(const AllreduceReport& report) { write_file_atomically
 void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const SliceReport& report) { write_file_atomically(path_, to_json_string(report)); }
 void JsonReporter::report(const CardsReport& report) { write_file_atomically(path_, to_json_string(report)); }
+void JsonReporter::report(const PlanReport& report) { write_file_atomically(path_, to_json_string(report)); }
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
@@ -402,6 +403,7 @@ void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(
 void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const SliceReport&) { no_csv("--slice-layers"); }
 void CsvReporter::report(const CardsReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const PlanReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -471,6 +473,12 @@ std::string to_json_string(const SliceReport& r, int indent) {
 
 namespace {
 json figure(double x) { return x < 0 ? json() : json(x); }  // -1 (not published) as null
+json efficiency_json(const Efficiency& e) {
+  return {{"matmul", e.matmul}, {"convolution", e.convolution},   {"attention", e.attention},
+          {"memory", e.memory}, {"interconnect", e.interconnect}, {"kernel_overhead_us", e.kernel_overhead_us},
+          {"basis", e.basis}};
+}
+
 }  // namespace
 
 std::string to_json_string(const CardsReport& r, int indent) {
@@ -498,6 +506,7 @@ std::string to_json_string(const CardsReport& r, int indent) {
               {"sources", a.sources}};
     for (const auto& field : accelerator_peak_fields()) c[field] = figure(a.peak(field));
     c["price"] = a.price ? json{{"usd", a.price->usd}, {"kind", a.price->kind}, {"source", a.price->source}} : json();
+    c["efficiency"] = efficiency_json(a.efficiency);
     cards.push_back(c);
   }
   json classes = json::array();
@@ -508,11 +517,15 @@ std::string to_json_string(const CardsReport& r, int indent) {
                        {"fp32_flop_per_cycle_per_core", figure(c.fp32_flop_per_cycle_per_core)},
                        {"bf16_flop_per_cycle_per_core", figure(c.bf16_flop_per_cycle_per_core)},
                        {"int8_op_per_cycle_per_core", figure(c.int8_op_per_cycle_per_core)},
+                       {"memory_bandwidth_gbs_per_core", figure(c.memory_bandwidth_gbs_per_core)},
+                       {"efficiency", efficiency_json(c.efficiency)},
+                       {"estimates", c.estimates},
                        {"notes", c.notes},
                        {"sources", c.sources}});
   j["catalog"] = {{"schema_version", r.catalog_schema_version},
                   {"description", r.catalog_description},
                   {"units", r.units},
+                  {"efficiency_description", r.efficiency_description},
                   {"cards", cards},
                   {"cpu_classes", classes},
                   {"host_class", r.host_class}};
@@ -588,6 +601,166 @@ std::string to_json_string(const ServeReport& r, int indent) {
                                       {"probes", probes}};
   }
   return j.dump(indent);
+}
+
+namespace {
+
+json interval_json(const Projected& p) { return {{"bound", p.bound}, {"estimate", p.estimate}}; }
+
+json work_json(const StepWork& w) {
+  json classes = json::array();
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const auto c = static_cast<OpClass>(i);
+    const OpWork f = w.forward[c], b = w.backward[c];
+    classes.push_back({{"class", to_string(c)},
+                       {"flops", f.flops + b.flops},
+                       {"bytes", f.bytes + b.bytes},
+                       {"weight_elements", f.weight_elements + b.weight_elements},
+                       {"kernels", f.kernels + b.kernels}});
+  }
+  return {{"precision", w.precision},
+          {"samples", w.samples},
+          {"tokens", w.tokens},
+          {"model_flops", w.model_flops},
+          {"weight_element_bytes", w.weight_element_bytes},
+          {"matmul_peak", w.matmul_peak},
+          {"by_class", classes},
+          {"optimizer", {{"flops", w.optimizer.flops}, {"bytes", w.optimizer.bytes}, {"kernels", w.optimizer.kernels}}},
+          {"allreduce_bytes", w.allreduce_bytes}};
+}
+
+json time_json(const ProjectedTime& t) {
+  json classes = json::array();
+  const auto add = [&](const char* name, const RooflineTime& r) {
+    classes.push_back(
+        {{"class", name}, {"bound_s", r.bound_s}, {"estimate_s", r.estimate_s}, {"memory_bound", r.memory_bound}});
+  };
+  for (int i = 0; i < kOpClassCount; ++i) add(to_string(static_cast<OpClass>(i)), t.by_class[static_cast<size_t>(i)]);
+  add("optimizer", t.optimizer);
+  return {{"supported", t.supported},   {"unsupported", t.unsupported}, {"bound_s", t.bound_s},
+          {"estimate_s", t.estimate_s}, {"launch_s", t.launch_s},       {"kernels", t.kernels},
+          {"by_class", classes}};
+}
+
+}  // namespace
+
+std::string to_json_string(const PlanReport& r, int indent) {
+  json j = report_head(r.context, r.workload, r.facts);
+  const auto& s = r.settings;
+  j["projected"] = true;
+  j["settings"] = {{"train",
+                    {{"batch_size", s.train.batch_size},
+                     {"accumulate", s.train.accumulate},
+                     {"optimizer", to_string(s.train.optimizer)},
+                     {"precision", to_string(s.train.precision)},
+                     {"checkpoint", checkpoint_to_string(s.train.checkpoint_every)}}},
+                   {"infer", {{"dtype", to_string(s.infer.dtype)}}},
+                   {"cards", s.cards},
+                   {"include_host", s.include_host},
+                   {"serve_qps", s.serve_qps},
+                   {"p99_ms", s.p99_ms},
+                   {"train_tokens", s.train_tokens},
+                   {"train_samples", s.train_samples},
+                   {"usable_memory_fraction", s.usable_memory_fraction},
+                   {"max_batch", s.max_batch}};
+  if (const auto& c = s.calibration)
+    j["settings"]["calibration"] = {{"source", c->source},
+                                    {"device", c->device},
+                                    {"card", c->card_id},
+                                    {"architecture", c->architecture},
+                                    {"workload", c->workload},
+                                    {"training_factor", c->training_factor},
+                                    {"training_measured_s", c->training_measured_s},
+                                    {"training_projected_s", c->training_projected_s},
+                                    {"training_bound_s", c->training_bound_s},
+                                    {"inference_factor", c->inference_factor},
+                                    {"inference_measured_s", c->inference_measured_s},
+                                    {"inference_projected_s", c->inference_projected_s},
+                                    {"inference_bound_s", c->inference_bound_s}};
+  j["training_predicted"] = predicted_json(r.training_predicted);
+  j["inference_predicted"] = predicted_json(r.inference_predicted);
+  j["training_work"] = work_json(r.training_work);
+  j["inference_work"] = work_json(r.inference_work);
+  j["host"] = {{"class", r.host_class}, {"clock_ghz", r.host_clock_ghz}};
+  json cards = json::array();
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    const auto& i = c.inference;
+    cards.push_back(
+        {{"id", c.card.id},
+         {"name", c.card.name},
+         {"memory_gb", c.card.memory_gb},
+         {"tdp_w", figure(c.card.tdp_w)},
+         {"efficiency", efficiency_json(c.card.efficiency)},
+         {"training_calibration", c.training_calibration},
+         {"inference_calibration", c.inference_calibration},
+         {"training",
+          {{"supported", t.supported},
+           {"unsupported", t.unsupported},
+           {"usable_bytes", t.usable_bytes},
+           {"peak_bytes", t.peak_bytes},
+           {"fits", t.fits},
+           {"largest_batch", t.largest_batch},
+           {"step", time_json(t.step)},
+           {"samples_per_s", interval_json(t.samples_per_s)},
+           {"tokens_per_s", interval_json(t.tokens_per_s)},
+           {"mfu_estimate", t.mfu_estimate},
+           {"cards_needed",
+            {{"none", t.cards_needed[0]},
+             {"zero1", t.cards_needed[1]},
+             {"zero2", t.cards_needed[2]},
+             {"zero3", t.cards_needed[3]}}},
+           {"cards", t.cards},
+           {"sharding", to_string(t.stage)},
+           {"allreduce_s", t.allreduce_s},
+           {"allreduce_note", t.allreduce_note},
+           {"budget_steps", t.budget_steps},
+           {"budget_hours", interval_json(t.budget_hours)},
+           {"budget_energy_kwh", t.budget_energy_kwh.bound < 0 ? json() : interval_json(t.budget_energy_kwh)}}},
+         {"inference",
+          {{"supported", i.supported},
+           {"unsupported", i.unsupported},
+           {"usable_bytes", i.usable_bytes},
+           {"peak_bytes", i.peak_bytes < 0 ? json() : json(i.peak_bytes)},
+           {"peak_note", i.peak_note},
+           {"fits", i.fits},
+           {"largest_batch", i.largest_batch},
+           {"latency", time_json(i.latency)},
+           {"best_batch", i.best_batch},
+           {"samples_per_s", interval_json(i.samples_per_s)},
+           {"qps_per_card", interval_json(i.qps_per_card)},
+           {"serving_batch", i.serving_batch},
+           {"cards_for_qps", i.cards_for_qps},
+           {"power_kw", figure(i.power_kw)},
+           {"hardware_usd", figure(i.hardware_usd)},
+           {"usd_per_million", figure(i.usd_per_million)}}}});
+  }
+  j["cards"] = cards;
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const PlanReport& r) {
+  std::string out =
+      "card,memory_gb,train_fits,train_peak_bytes,train_largest_batch,train_step_ms_projected_bound,"
+      "train_step_ms_projected_estimate,train_samples_per_s_projected_estimate,train_mfu_estimate,train_cards,"
+      "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
+      "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
+      "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
+      "infer_power_kw_tdp,infer_hardware_usd";
+  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    const auto& i = c.inference;
+    out += cat("\n", c.card.id, ",", c.card.memory_gb, ",", t.fits ? 1 : 0, ",", t.peak_bytes, ",", t.largest_batch,
+               ",", t.supported ? cat(t.step.bound_s * 1e3) : "", ",", t.supported ? cat(t.step.estimate_s * 1e3) : "",
+               ",", t.supported ? cat(t.samples_per_s.estimate) : "", ",", t.mfu_estimate, ",", t.cards, ",",
+               to_string(t.stage), ",", t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", ",",
+               i.fits ? 1 : 0, ",", i.largest_batch, ",", i.supported ? cat(i.latency.bound_s * 1e3) : "", ",",
+               i.supported ? cat(i.latency.estimate_s * 1e3) : "", ",", i.best_batch, ",",
+               i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate), ",",
+               i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd));
+  }
+  return out;
 }
 
 }  // namespace tvie

@@ -290,8 +290,91 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
   report.catalog_schema_version = catalog.schema_version;
   report.catalog_description = catalog.description;
   report.units = catalog.units;
+  report.efficiency_description = catalog.efficiency_description;
   report.cpu_classes = catalog.cpu_classes;
   report.host_class = host_cpu_class(report.context.host.cpu_features);
+  return report;
+}
+
+namespace {
+
+// `tvie plan --measure`: the workload (or its slice) measured here, as a calibration.
+Calibration measure_for_plan(const Workload& workload, const PlanSettings& settings, const RunOptions& options) {
+  const PlanMeasure& m = settings.measure;
+  const c10::Device device = resolve_device(options.device, "device");
+  const std::string name = workload.name();
+  std::unique_ptr<Workload> slice;
+  if (m.layers > 0 || m.vocab > 0) {
+    const auto slash = name.find('/');
+    if (slash == std::string::npos)
+      throw InvalidArgument("plan.measure.layers", cat(m.layers), "0 for a workload that is not a zoo model");
+    ModelShape shape;
+    shape.seq_tokens = workload.facts().tokens_per_sample;
+    shape.layers = m.layers;
+    shape.vocab = m.vocab;
+    slice = make_zoo_workload(name.substr(0, slash), name.substr(slash + 1), shape);
+  }
+  const Workload& measured = slice ? *slice : workload;
+  std::optional<Accelerator> card;
+  if (device.is_cuda()) {
+    const GpuInfo gpu = describe_gpu(device).value_or(GpuInfo{});
+    if (const Accelerator* c = catalog_card_of_device(gpu.name, static_cast<double>(gpu.memory_bytes))) card = *c;
+    if (!card) throw InvalidArgument("device", gpu.name, "a device in the catalog to calibrate (tvie cards)");
+  } else {
+    card = local_host_accelerator();
+    if (!card) throw InvalidArgument("device", "cpu", "a CPU with a class in the catalog to calibrate");
+  }
+  TrainSettings train = settings.train;
+  train.steps = m.steps;
+  train.warmup_steps = m.warmup_steps;
+  validate(train, device);
+  log::info(cat("measuring ", measured.name(), " on ", device.str(), " to calibrate the projection"));
+  const TrainingResult t = measure_training(measured, train, device);
+  std::optional<InferSettings> infer;
+  double latency_s = 0;
+  InferSettings i = settings.infer;
+  i.batch_size = settings.train.batch_size;
+  i.steps = m.steps;
+  i.warmup_steps = m.warmup_steps;
+  try {
+    validate(i, device);
+    latency_s = measure_inference(measured, i, device).latency.mean / 1000;
+    infer = i;
+  } catch (const InvalidArgument& e) {
+    log::warn(cat("--measure: inference in ", to_string(i.dtype), " not measured on ", device.str(), ": ", e.what(),
+                  "; the inference estimates stay uncalibrated"));
+  }
+  Calibration c = calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s);
+  c.source = cat("measured here (--measure, ", m.steps, " steps)");
+  c.device = device.is_cuda() ? cat(device.str(), " (", describe_gpu(device).value_or(GpuInfo{}).name, ")") : "cpu";
+  return c;
+}
+
+}  // namespace
+
+PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings, const RunOptions& options) {
+  validate(plan_settings);
+  PlanSettings settings = plan_settings;
+  if (settings.measure.enabled) settings.calibration = measure_for_plan(workload, settings, options);
+  const auto& catalog = accelerator_catalog();
+  std::vector<Accelerator> cards = select_accelerators(catalog, settings.cards);
+  PlanReport report;
+  report.context = make_run_context(c10::Device(c10::kCPU), options.argv);
+  report.workload = workload.name();
+  report.facts = workload.facts();
+  report.settings = settings;
+  report.training_predicted = predict_training_memory(workload, settings.train, false, c10::Device(c10::kCUDA));
+  InferSettings one = settings.infer;
+  one.batch_size = 1;
+  report.inference_predicted = predict_inference_memory(workload, one, c10::Device(c10::kCUDA));
+  report.training_work = training_step_work(workload, settings.train);
+  report.inference_work = inference_batch_work(workload, one);
+  report.host_class = host_cpu_class(report.context.host.cpu_features);
+  report.host_clock_ghz = host_clock_ghz();
+  if (settings.include_host)
+    if (auto host = local_host_accelerator()) cards.push_back(*host);
+  log::info(cat("projecting ", workload.name(), " onto ", cards.size(), " cards (nothing runs: analytic + catalog)"));
+  report.cards = plan_cards(workload, settings, cards);
   return report;
 }
 

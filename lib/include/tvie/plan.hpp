@@ -1,0 +1,162 @@
+// Sizing (`tvie plan`): a workload's training and inference projected onto each card of the catalog, from its
+// predicted ledger (tvie/predict.hpp) and its traced work (tvie/projection.hpp). Nothing here is measured: every
+// time is an interval, the roofline bound (datasheet peaks and bandwidth) .. the estimate (the card's
+// efficiencies and launch overhead), and every energy figure is TDP x time, an upper bound.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tvie/catalog.hpp>
+#include <tvie/predict.hpp>
+#include <tvie/projection.hpp>
+#include <tvie/settings.hpp>
+
+namespace tvie {
+
+class Workload;
+
+// A measured report turned into a correction of the projection: the workload the report measured, projected
+// onto the catalog card it ran on, against what it measured. factor = measured / projected estimate; applied
+// to the estimates of every card of the same architecture (a report from an H200 calibrates the Hopper
+// cards; a CPU report calibrates the host card, on the machine that made it), the estimate never below the
+// bound. One factor per mode for all operator classes: the report gives one time per mode, not one per class.
+struct Calibration {
+  std::string source;          // the report's path
+  std::string device;          // as the report names it: "cuda:0 (NVIDIA H200)"
+  std::string card_id;         // the catalog card it ran on: "h200", or "host"
+  std::string architecture;    // the cards it calibrates: "Hopper"; "host" for the host card only
+  std::string workload;        // "gpt/gpt2-small"
+  double training_factor = 0;  // measured / projected estimate; 0: the report has no training
+  double training_measured_s = 0, training_projected_s = 0, training_bound_s = 0;
+  double inference_factor = 0;  // the same for an inference batch; 0: none
+  double inference_measured_s = 0, inference_projected_s = 0, inference_bound_s = 0;
+};
+
+// `tvie plan --measure`: run the workload here first (run_plan's device) and calibrate with what it measured.
+struct PlanMeasure {
+  bool enabled = false;
+  int64_t steps = 3, warmup_steps = 1;  // timed training steps / inference batches, and warm-up
+  int64_t layers = 0;                   // measure the zoo model cut to this many blocks (0: whole): a big model's slice
+  int64_t vocab = 0;  // ... and to this vocabulary (0: the preset's); training's embedding and head at full size
+};
+
+struct PlanSettings {
+  TrainSettings train;                     // per card: batch, precision, optimizer, accumulation, checkpointing
+  InferSettings infer;                     // dtype; the throughput batch is searched, latency is at batch 1
+  std::string cards = "all";               // "all" or catalog ids: "t4,l4,h100-sxm"
+  bool include_host = true;                // also this machine's CPU (its class from the catalog), as card "host"
+  double serve_qps = 0;                    // the request rate to serve (0: none: no card count for serving)
+  double p99_ms = 0;                       // the bound on a request's p99 latency (0: none: the rate is the throughput)
+  int64_t train_tokens = 0;                // the training budget in tokens (token models) ...
+  int64_t train_samples = 0;               // ... or in samples (0 and 0: no budget)
+  double usable_memory_fraction = 0.9;     // of a card's memory the allocator can give the run
+  int64_t max_batch = 4096;                // the largest batch the searches try
+  std::optional<Calibration> calibration;  // from a measured report (calibration_from_report)
+  PlanMeasure measure;                     // or from a measurement made first (run_plan; not with calibration)
+};
+
+// Validates once (InvalidArgument names the field): the settings' own rules, plus p99_ms > 0 when serve_qps
+// > 0, at most one budget, fraction in (0, 1], max_batch >= 1.
+void validate(const PlanSettings& settings);
+
+// A projected figure: at the roofline bound (best case) and at the estimate.
+struct Projected {
+  double bound = 0, estimate = 0;
+};
+
+struct TrainingPlan {
+  bool supported = true;
+  std::string unsupported;    // why not: the card has no peak for the precision
+  int64_t usable_bytes = 0;   // memory x usable_memory_fraction
+  int64_t peak_bytes = 0;     // predicted peak at the batch asked, one card, nothing sharded
+  bool fits = false;          // peak_bytes <= usable_bytes
+  int64_t largest_batch = 0;  // per card, nothing sharded (0: not even batch 1 fits)
+  ProjectedTime step;         // one step at the batch asked on one of `cards` cards (its 1/cards of the optimizer)
+  Projected samples_per_s;    // per card (bound: the higher)
+  Projected tokens_per_s;     // 0 for a model without tokens
+  double mfu_estimate = 0;    // model FLOPs / (estimated step x the matmul peak): the utilisation assumed
+  // The fewest cards per ZeRO stage (index 0: none .. 3: parameters) for the batch asked per card; 0: none
+  // up to 65,536 cards is enough.
+  std::array<int64_t, 4> cards_needed{};
+  int64_t cards = 0;                          // what the budget uses: 1 when it fits, else the fewest sharded
+  ShardingStage stage = ShardingStage::none;  // with that stage
+  double allreduce_s = 0;      // one step's gradient all-reduce over `cards` (ring, its link; 1.5x for ZeRO-3)
+  std::string allreduce_note;  // "no link figure" when the card has none
+  // The budget (when one is asked): steps of `cards` x batch samples.
+  double budget_steps = 0;
+  Projected budget_hours;       // bound: the shorter
+  Projected budget_energy_kwh;  // TDP x cards x time (upper bounds of the energy); -1: no TDP
+};
+
+struct InferencePlan {
+  bool supported = true;
+  std::string unsupported;
+  int64_t usable_bytes = 0;
+  int64_t peak_bytes = 0;  // predicted peak at batch 1 (-1: not predicted: a workload without a trace)
+  std::string peak_note;   // int8/fp8: how the peak was estimated (the ledger's prediction has no such rule)
+  bool fits = false;
+  int64_t largest_batch = 0;  // 0: not even batch 1 fits (or not predicted: then max_batch)
+  ProjectedTime latency;      // batch 1
+  int64_t best_batch = 0;     // the batch with the highest estimated throughput
+  Projected samples_per_s;    // at best_batch
+  // Serving: requests/s one card sustains with its p99 within the bound (settings.p99_ms), batching requests
+  // into batches of serving_batch (a batch waits for its last request; M/D/1 queue of batches); without a
+  // bound, the throughput at best_batch.
+  Projected qps_per_card;
+  int64_t serving_batch = 0;
+  int64_t cards_for_qps = 0;    // for settings.serve_qps at the estimate (0: no rate asked or none sustained)
+  double power_kw = -1;         // cards_for_qps x TDP (an upper bound); -1: no TDP
+  double hardware_usd = -1;     // cards_for_qps x purchase price; -1: no purchase price in the catalog
+  double usd_per_million = -1;  // at a cloud hourly price; -1: no hourly price in the catalog
+};
+
+struct CardPlan {
+  Accelerator card;
+  // The calibration factors applied to this card's estimates (0: none: not the calibrated architecture).
+  double training_calibration = 0, inference_calibration = 0;
+  TrainingPlan training;
+  InferencePlan inference;
+};
+
+// This machine's CPU as a card: its catalog class (host_cpu_class), LibTorch's intra-op threads as cores, the
+// clock /proc/cpuinfo reports and the RAM. nullopt when the CPU has no class in the catalog or no clock is known.
+std::optional<Accelerator> local_host_accelerator();
+
+// Reads a tvie JSON report (compare, train; infer and serve have no single batch time and are refused) and
+// projects what it measured onto the catalog card it ran on. `host` is the host card (host_accelerator) when
+// this machine has a CPU class: a CPU report calibrates it only when the report's CPU model is this machine's.
+// InvalidArgument("from", ...) for a report that is not JSON, not of a zoo model, or from a device the catalog
+// does not have.
+Calibration calibration_from_report(const std::string& json_text, const std::string& source,
+                                    const std::optional<Accelerator>& host);
+
+// The calibration from times measured here or elsewhere: `workload` at `train` (its mean step, s) and `infer` (its
+// mean batch latency, s) projected onto `card` (either may be absent: no factor for that mode). source, device
+// are left empty for the caller.
+Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
+                                         const std::optional<TrainSettings>& train, double step_s,
+                                         const std::optional<InferSettings>& infer, double latency_s);
+// The catalog card a CUDA device is (its name as CUDA reports it, "NVIDIA H200", and its memory in bytes):
+// the card whose model is a word of the name, PCIe or not as the name says, memory within 15%; nullptr when
+// none or more than one.
+const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes);
+
+// Each card's plan (the building block of run_plan, tvie/run.hpp), in the order given. Validates the settings;
+// InvalidArgument("model", ...) for a workload without a traced forward. Cards of kind "cpu" are planned with
+// the CPU kernels' ledger rules, the others with CUDA's (tvie/predict.hpp).
+std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
+                                 const std::vector<Accelerator>& cards);
+
+// Requests/s a server sustains when it runs batches of `batch` requests in `service_s` each (a deterministic
+// service), the requests arriving as a Poisson stream, with the `quantile` of a request's latency at most
+// `bound_s`. A request waits for its batch to fill ((batch - 1) / rate, the first request's wait) and for the
+// batches ahead (an M/D/1 queue of batches at rate / batch); the waiting quantile comes from a table of the
+// M/D/1 queue in units of the service time (Lindley's recursion, 200,000 arrivals per utilisation, fixed
+// seed). 0 when even one request alone misses the bound.
+double batched_max_rate_per_s(double service_s, int64_t batch, double bound_s, double quantile = 0.99);
+
+}  // namespace tvie

@@ -1,0 +1,494 @@
+// Sizing a workload on each card (tvie/plan.hpp): the predicted ledger against the card's memory, the traced
+// work projected onto its peaks, the all-reduce over its link, the serving queue.
+#include <tvie/plan.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.hpp"
+#include <tvie/device.hpp>
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+#include <tvie/models.hpp>
+#include <tvie/workload.hpp>
+
+namespace tvie {
+
+void validate(const PlanSettings& s) {
+  validate(s.train);
+  validate(s.infer);
+  if (!(s.serve_qps >= 0)) throw InvalidArgument("plan.serve_qps", cat(s.serve_qps), "a rate >= 0 (0: none)");
+  if (!(s.p99_ms >= 0)) throw InvalidArgument("plan.p99_ms", cat(s.p99_ms), "a bound >= 0 ms (0: none)");
+  if (s.serve_qps > 0 && s.p99_ms <= 0)
+    throw InvalidArgument("plan.p99_ms", "none", "a p99 bound in ms with --serve-qps (e.g. --p99-ms 100)");
+  if (s.train_tokens < 0) throw InvalidArgument("plan.train_tokens", cat(s.train_tokens), ">= 0 (0: none)");
+  if (s.train_samples < 0) throw InvalidArgument("plan.train_samples", cat(s.train_samples), ">= 0 (0: none)");
+  if (s.train_tokens > 0 && s.train_samples > 0)
+    throw InvalidArgument("plan.train_samples", cat(s.train_samples),
+                          "0 when a budget in tokens is given (one of the two)");
+  if (!(s.usable_memory_fraction > 0 && s.usable_memory_fraction <= 1))
+    throw InvalidArgument("plan.usable_memory_fraction", cat(s.usable_memory_fraction), "a fraction in (0, 1]");
+  if (s.max_batch < 1) throw InvalidArgument("plan.max_batch", cat(s.max_batch), ">= 1");
+  if (s.measure.enabled && s.calibration)
+    throw InvalidArgument("plan.measure", "with a report", "--measure or --from, not both (each calibrates)");
+  if (s.measure.steps < 1) throw InvalidArgument("plan.measure.steps", cat(s.measure.steps), ">= 1");
+  if (s.measure.warmup_steps < 0)
+    throw InvalidArgument("plan.measure.warmup_steps", cat(s.measure.warmup_steps), ">= 0");
+  if (s.measure.layers < 0) throw InvalidArgument("plan.measure.layers", cat(s.measure.layers), ">= 0 (0: whole)");
+  if (s.measure.vocab < 0) throw InvalidArgument("plan.measure.vocab", cat(s.measure.vocab), ">= 0 (0: whole)");
+}
+
+namespace {
+
+// The M/D/1 waiting time's quantile in units of the service time, as a function of the utilisation only
+// (W / s depends on rho = rate x s alone), on a grid of rho = k / 1000, computed when first asked.
+double md1_waiting_units(double rho, double quantile) {
+  constexpr int kGrid = 1000;
+  constexpr int64_t kWarmup = 20000, kSamples = 200000;
+  static std::mutex mutex;
+  static std::map<std::pair<int, double>, double> table;
+  const auto at = [&](int k) {
+    if (k <= 0) return 0.0;
+    if (k >= kGrid) return std::numeric_limits<double>::infinity();
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = table.find({k, quantile});
+    if (it != table.end()) return it->second;
+    const double r = static_cast<double>(k) / kGrid;
+    std::mt19937_64 gen(0x7e57 + static_cast<uint64_t>(k));
+    std::exponential_distribution<double> gap(r);  // service 1, arrivals at rate rho
+    std::vector<double> waits;
+    waits.reserve(kSamples);
+    double w = 0;
+    for (int64_t i = 0; i < kWarmup + kSamples; ++i) {
+      if (i >= kWarmup) waits.push_back(w);
+      w = std::max(0.0, w + 1.0 - gap(gen));
+    }
+    const auto n = static_cast<size_t>(std::ceil(quantile * static_cast<double>(kSamples))) - 1;
+    std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(n), waits.end());
+    return table[{k, quantile}] = waits[n];
+  };
+  const double x = rho * kGrid;
+  const int k = static_cast<int>(std::floor(x));
+  const double lo = at(k), hi = at(k + 1);
+  if (std::isinf(hi)) return hi;
+  return lo + (hi - lo) * (x - k);
+}
+
+}  // namespace
+
+double batched_max_rate_per_s(double service_s, int64_t batch, double bound_s, double quantile) {
+  if (!(service_s > 0)) throw InvalidArgument("queue.service_s", cat(service_s), "> 0");
+  if (batch < 1) throw InvalidArgument("queue.batch", cat(batch), ">= 1");
+  if (!(quantile > 0 && quantile < 1)) throw InvalidArgument("queue.quantile", cat(quantile), "0 < q < 1");
+  if (service_s > bound_s) return 0;
+  // Latency (in service times) at utilisation rho of the batch server: the batch fills in (b - 1) / rate =
+  // (b - 1) / (b rho) service times, then waits its turn, then runs.
+  const double b = static_cast<double>(batch), budget = bound_s / service_s;
+  const auto latency = [&](double rho) { return (b - 1) / (b * rho) + md1_waiting_units(rho, quantile) + 1.0; };
+  // The feasible utilisations form an interval (the fill time falls with the rate, the queue grows): scan down
+  // from the top for the first that meets the bound, then refine between it and the step above.
+  double feasible = 0;
+  for (double rho = 0.99; rho > 0.005; rho -= 0.01) {
+    if (latency(rho) <= budget) {
+      feasible = rho;
+      break;
+    }
+  }
+  if (feasible == 0) return 0;
+  double lo = feasible, hi = std::min(0.999, feasible + 0.01);
+  for (int i = 0; i < 12; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (latency(mid) <= budget ? lo : hi) = mid;
+  }
+  return lo * b / service_s;
+}
+
+std::optional<Accelerator> local_host_accelerator() {
+  const HostInfo host = describe_host();
+  const std::string id = host_cpu_class(host.cpu_features);
+  const double ghz = host_clock_ghz();
+  if (id.empty() || ghz <= 0) return std::nullopt;
+  for (const auto& c : accelerator_catalog().cpu_classes) {
+    if (c.id != id) continue;
+    const double memory_gb =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE)) / 1e9;
+    return host_accelerator(c, std::max<int64_t>(1, host.intra_op_threads), ghz, memory_gb);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad_report(const std::string& source, const std::string& why, const std::string& accepted) {
+  throw InvalidArgument("from", cat(source, ": ", why), accepted);
+}
+
+// The catalog card a CUDA device name belongs to: the card whose model ("H200", "A100", "L4": the word after
+// the vendor in its name) is a word of the device's name, SXM or PCIe as the name says, memory within 15%.
+const Accelerator* card_of_device(const std::string& gpu_name, double memory_bytes) {
+  const auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::string w;
+    for (char c : text + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (!w.empty()) {
+        out.push_back(w);
+        w.clear();
+      }
+    }
+    return out;
+  };
+  const auto device_words = words(gpu_name);
+  const auto has = [&](const std::string& w) {
+    return std::find(device_words.begin(), device_words.end(), w) != device_words.end();
+  };
+  const bool pcie = has("pcie");
+  const Accelerator* found = nullptr;
+  for (const auto& card : accelerator_catalog().cards) {
+    const auto name = words(card.name);
+    if (name.size() < 2 || !has(name[1])) continue;
+    const bool card_pcie = std::find(name.begin(), name.end(), "pcie") != name.end();
+    if (card_pcie != pcie) continue;
+    if (memory_bytes > 0 && std::abs(memory_bytes / (card.memory_gb * 1e9) - 1) > 0.15) continue;
+    if (found != nullptr) return nullptr;  // ambiguous
+    found = &card;
+  }
+  return found;
+}
+
+}  // namespace
+
+Calibration calibration_from_report(const std::string& text, const std::string& source,
+                                    const std::optional<Accelerator>& host) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad_report(source, detail::first_line(e.what()), "a tvie JSON report (compare or train, --json)");
+  }
+  const std::string accepted =
+      "a tvie report of a zoo model (compare or train --json) from a catalog card or this host";
+  Calibration c;
+  c.source = source;
+  try {
+    c.workload = j.at("model").at("name").get<std::string>();
+    c.device = j.at("context").at("device").get<std::string>();
+  } catch (const json::exception&) {
+    bad_report(source, "no model.name or context.device", accepted);
+  }
+  const auto slash = c.workload.find('/');
+  if (slash == std::string::npos) bad_report(source, cat("model '", c.workload, "' is not a zoo model"), accepted);
+  std::unique_ptr<Workload> workload;
+  try {
+    workload = make_zoo_workload(c.workload.substr(0, slash), c.workload.substr(slash + 1),
+                                 j.at("model").value("tokens_per_sample", int64_t{0}));
+  } catch (const InvalidArgument&) {
+    bad_report(source, cat("model '", c.workload, "' is not a zoo model"), accepted);
+  }
+  // The card it ran on.
+  Accelerator card;
+  const auto& context = j.at("context");
+  if (context.contains("gpu")) {
+    const std::string name = context.at("gpu").value("name", std::string());
+    const Accelerator* found = card_of_device(name, context.at("gpu").value("memory_bytes", 0.0));
+    if (found == nullptr)
+      bad_report(source, cat("device '", name, "' is not one card of the catalog"), "a report from a catalog card");
+    card = *found;
+    c.architecture = card.architecture;
+  } else {
+    if (!host) bad_report(source, "a CPU report, and this machine's CPU has no class in the catalog", accepted);
+    if (context.value("cpu_model", std::string()) != describe_host().cpu_model)
+      bad_report(source, cat("a CPU report from '", context.value("cpu_model", std::string()), "'"),
+                 "a CPU report made on this machine (its clock and cores are this machine's)");
+    card = *host;
+    c.architecture = "host";
+  }
+  std::optional<TrainSettings> train;
+  std::optional<InferSettings> infer;
+  double step_s = 0, latency_s = 0;
+  const auto read_train = [&](const json& t) {
+    TrainSettings s;
+    const auto& k = t.at("settings");
+    s.batch_size = k.at("batch_size").get<int64_t>();
+    s.accumulate = k.value("accumulate", int64_t{1});
+    s.optimizer = parse_optimizer(k.at("optimizer").get<std::string>(), "from");
+    s.precision = parse_train_precision(k.at("precision").get<std::string>(), "from");
+    s.checkpoint_every = parse_checkpoint(k.value("checkpoint", std::string("none")), "from");
+    s.clip_grad_norm = k.value("clip_grad_norm", 0.0);
+    return s;
+  };
+  try {
+    if (j.contains("training") && j.at("training").contains("step_ms")) {
+      train = read_train(j.at("training"));
+      step_s = j.at("training").at("step_ms").at("mean").get<double>() / 1000;
+    }
+    if (j.contains("inference") && j.at("inference").contains("latency_ms")) {
+      InferSettings s;
+      s.batch_size = j.at("inference").at("settings").at("batch_size").get<int64_t>();
+      s.dtype = parse_inference_dtype(j.at("inference").at("settings").at("dtype").get<std::string>(), "from");
+      infer = s;
+      latency_s = j.at("inference").at("latency_ms").at("mean").get<double>() / 1000;
+    }
+  } catch (const json::exception& e) {
+    bad_report(source, detail::first_line(e.what()), accepted);
+  }
+  Calibration m = calibration_from_measurement(*workload, card, train, step_s, infer, latency_s);
+  m.source = c.source;
+  m.device = c.device;
+  m.workload = c.workload;
+  m.architecture = c.architecture;
+  if (m.training_factor == 0 && m.inference_factor == 0)
+    bad_report(source, "no training step time and no inference latency to calibrate with", accepted);
+  return m;
+}
+
+Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
+                                         const std::optional<TrainSettings>& train, double step_s,
+                                         const std::optional<InferSettings>& infer, double latency_s) {
+  Calibration c;
+  c.workload = workload.name();
+  c.card_id = card.id;
+  c.architecture = card.id == "host" ? "host" : card.architecture;
+  if (train && step_s > 0) {
+    const ProjectedTime p = project_time(training_step_work(workload, *train), card);
+    c.training_measured_s = step_s;
+    c.training_projected_s = p.estimate_s;
+    c.training_bound_s = p.bound_s;
+    if (p.supported && p.estimate_s > 0) c.training_factor = step_s / p.estimate_s;
+  }
+  if (infer && latency_s > 0) {
+    const ProjectedTime p = project_time(inference_batch_work(workload, *infer), card);
+    c.inference_measured_s = latency_s;
+    c.inference_projected_s = p.estimate_s;
+    c.inference_bound_s = p.bound_s;
+    if (p.supported && p.estimate_s > 0) c.inference_factor = latency_s / p.estimate_s;
+  }
+  return c;
+}
+
+const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes) {
+  return card_of_device(gpu_name, memory_bytes);
+}
+
+namespace {
+
+// The largest batch in [1, max_batch] whose predicted peak is at most `usable` (peaks grow with the batch);
+// 0 when batch 1 does not fit.
+int64_t largest_batch(const std::function<int64_t(int64_t)>& peak, int64_t usable, int64_t max_batch) {
+  if (peak(1) > usable) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= max_batch && peak(hi) <= usable) lo = hi, hi *= 2;
+  if (hi > max_batch) {
+    if (peak(max_batch) <= usable) return max_batch;
+    hi = max_batch;
+  }
+  while (hi - lo > 1) {  // peak(lo) fits, peak(hi) does not
+    const int64_t mid = lo + (hi - lo) / 2;
+    (peak(mid) <= usable ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// The estimate scaled by a calibration factor, never below the bound.
+ProjectedTime calibrated(ProjectedTime t, double factor) {
+  if (factor > 0 && t.supported) t.estimate_s = std::max(t.bound_s, t.estimate_s * factor);
+  return t;
+}
+
+Projected per_second(double units, const ProjectedTime& t) {
+  return {t.bound_s > 0 ? units / t.bound_s : 0, t.estimate_s > 0 ? units / t.estimate_s : 0};
+}
+
+// Memoised predictions: they depend on the card only through its kind (the CPU's kernels save a little
+// more than CUDA's, tvie/predict.hpp).
+struct Predictions {
+  const Workload& workload;
+  const PlanSettings& settings;
+  c10::Device device;
+  std::map<int64_t, int64_t> train_peak, infer_peak;
+  std::map<int64_t, StepWork> infer_work;
+
+  int64_t training_peak(int64_t batch) {
+    auto it = train_peak.find(batch);
+    if (it != train_peak.end()) return it->second;
+    TrainSettings t = settings.train;
+    t.batch_size = batch;
+    t.accumulate = batch % settings.train.accumulate == 0 ? settings.train.accumulate : 1;
+    return train_peak[batch] = predict_training_memory(workload, t, false, device).peak;
+  }
+  int64_t inference_peak(int64_t batch) {
+    auto it = infer_peak.find(batch);
+    if (it != infer_peak.end()) return it->second;
+    InferSettings i = settings.infer;
+    i.batch_size = batch;
+    const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
+    if (p.peak >= 0 || !quantised()) return infer_peak[batch] = p.peak;
+    // int8/fp8 (not predicted by predict_inference_memory): the Linear weights at 1 byte (the matmuls' weight
+    // elements), the other parameters in the dtype the rest runs in, plus the trace's working set. An estimate:
+    // the packed layouts and quantisation scratch are not modelled.
+    const ActivationQuery q = activation_query(i, device);
+    const ActivationEstimate a = workload.estimate_activations(q);
+    if (!a.known) return infer_peak[batch] = -1;
+    const double linear = inference_work(1).forward[OpClass::matmul].weight_elements;
+    const double rest = std::max(0.0, static_cast<double>(workload.facts().parameter_count) - linear);
+    const double weights =
+        linear * 1.0 + rest * static_cast<double>(q.weight_bytes) + static_cast<double>(a.buffer_bytes);
+    return infer_peak[batch] = static_cast<int64_t>(weights) + a.forward_peak_bytes + p.batch;
+  }
+  bool quantised() const {
+    return settings.infer.dtype == InferenceDtype::int8 || settings.infer.dtype == InferenceDtype::fp8;
+  }
+  const StepWork& inference_work(int64_t batch) {
+    auto it = infer_work.find(batch);
+    if (it != infer_work.end()) return it->second;
+    InferSettings i = settings.infer;
+    i.batch_size = batch;
+    return infer_work[batch] = inference_batch_work(workload, i);
+  }
+};
+
+TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
+  TrainingPlan t;
+  const StepWork work = training_step_work(p.workload, s.train);
+  t.step = calibrated(project_time(work, card), factor);
+  t.supported = t.step.supported;
+  t.unsupported = t.step.unsupported;
+  t.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
+  const PredictedTrainingMemory whole = predict_training_memory(p.workload, s.train, false, p.device);
+  t.peak_bytes = whole.peak;
+  t.fits = whole.peak >= 0 && whole.peak <= t.usable_bytes;
+  t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
+  for (int stage = 0; stage < 4; ++stage)
+    t.cards_needed[stage] = cards_needed(whole, t.usable_bytes, static_cast<ShardingStage>(stage));
+  // The cards the budget uses: one when it fits, else the stage that needs the fewest.
+  if (t.fits) {
+    t.cards = 1;
+  } else {
+    for (int stage = 1; stage < 4; ++stage)
+      if (t.cards_needed[stage] > 0 && (t.cards == 0 || t.cards_needed[stage] < t.cards))
+        t.cards = t.cards_needed[stage], t.stage = static_cast<ShardingStage>(stage);
+  }
+  if (!t.supported) return t;
+  if (t.cards > 1) {
+    // Sharded optimizer state: each card steps its 1/N of the parameters.
+    StepWork sharded = work;
+    const double n = static_cast<double>(t.cards);
+    sharded.optimizer.flops /= n;
+    sharded.optimizer.bytes /= n;
+    t.step = calibrated(project_time(sharded, card), factor);
+  }
+  t.samples_per_s = per_second(static_cast<double>(work.samples), t.step);
+  t.tokens_per_s = per_second(static_cast<double>(work.tokens), t.step);
+  const double peak = card.peak(work.matmul_peak);
+  if (peak > 0 && t.step.estimate_s > 0) t.mfu_estimate = work.model_flops / (t.step.estimate_s * peak * 1e12);
+  if (t.cards > 1) {
+    // ZeRO-1/2 move what an all-reduce moves (a reduce-scatter of the gradients, an all-gather of the updated
+    // parameters); ZeRO-3 gathers the parameters again for backward: 1.5x (Rajbhandari et al. 2020, 3 vs 2 x
+    // the parameters' bytes per card).
+    const double volume = t.stage == ShardingStage::parameters ? 1.5 : 1.0;
+    if (card.interconnect_gbs > 0)
+      t.allreduce_s = volume * ring_allreduce_seconds(work.allreduce_bytes, t.cards,
+                                                      card.interconnect_gbs / 2 * card.efficiency.interconnect);
+    else
+      t.allreduce_note = "no link figure in the catalog: the all-reduce is not counted";
+  }
+  const double budget_samples =
+      s.train_samples > 0 ? static_cast<double>(s.train_samples)
+      : s.train_tokens > 0 && work.tokens > 0
+          ? static_cast<double>(s.train_tokens) * static_cast<double>(work.samples) / static_cast<double>(work.tokens)
+          : 0;
+  if (budget_samples > 0 && t.cards > 0) {
+    t.budget_steps = std::ceil(budget_samples / (static_cast<double>(t.cards) * static_cast<double>(work.samples)));
+    t.budget_hours = {t.budget_steps * (t.step.bound_s + t.allreduce_s) / 3600,
+                      t.budget_steps * (t.step.estimate_s + t.allreduce_s) / 3600};
+    const double kw = card.tdp_w > 0 ? card.tdp_w * static_cast<double>(t.cards) / 1000 : -1;
+    t.budget_energy_kwh =
+        kw > 0 ? Projected{kw * t.budget_hours.bound, kw * t.budget_hours.estimate} : Projected{-1, -1};
+  }
+  return t;
+}
+
+InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
+  InferencePlan i;
+  i.latency = calibrated(project_time(p.inference_work(1), card), factor);
+  i.supported = i.latency.supported;
+  i.unsupported = i.latency.unsupported;
+  i.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
+  i.peak_bytes = p.inference_peak(1);
+  if (p.quantised() && i.peak_bytes >= 0)
+    i.peak_note = "estimated: Linear weights at 1 byte, the rest as the dtype keeps it; packing not modelled";
+  const bool predicted = i.peak_bytes >= 0;
+  i.fits = !predicted || i.peak_bytes <= i.usable_bytes;
+  i.largest_batch = predicted
+                        ? largest_batch([&](int64_t b) { return p.inference_peak(b); }, i.usable_bytes, s.max_batch)
+                        : s.max_batch;
+  if (!i.supported || i.largest_batch == 0) return i;
+  // Candidate batches: powers of two up to the largest that fits, and that one.
+  std::vector<int64_t> batches;
+  for (int64_t b = 1; b <= i.largest_batch; b *= 2) batches.push_back(b);
+  if (batches.back() != i.largest_batch) batches.push_back(i.largest_batch);
+  for (int64_t b : batches) {
+    const ProjectedTime t = calibrated(project_time(p.inference_work(b), card), factor);
+    const Projected rate = per_second(static_cast<double>(b), t);
+    if (rate.estimate > i.samples_per_s.estimate) i.best_batch = b, i.samples_per_s = rate;
+    if (s.p99_ms > 0) {
+      const double bound = s.p99_ms / 1000;
+      const Projected q{batched_max_rate_per_s(t.bound_s, b, bound), batched_max_rate_per_s(t.estimate_s, b, bound)};
+      if (q.estimate > i.qps_per_card.estimate) i.serving_batch = b, i.qps_per_card = q;
+      i.qps_per_card.bound = std::max(i.qps_per_card.bound, q.bound);
+    }
+  }
+  if (s.p99_ms <= 0) i.qps_per_card = i.samples_per_s, i.serving_batch = i.best_batch;
+  if (s.serve_qps > 0 && i.qps_per_card.estimate > 0) {
+    i.cards_for_qps = static_cast<int64_t>(std::ceil(s.serve_qps / i.qps_per_card.estimate));
+    const double n = static_cast<double>(i.cards_for_qps);
+    if (card.tdp_w > 0) i.power_kw = n * card.tdp_w / 1000;
+    if (card.price && card.price->kind == "purchase") i.hardware_usd = n * card.price->usd;
+    if (card.price && card.price->kind == "cloud_hourly")
+      i.usd_per_million = n * card.price->usd / (s.serve_qps * 3600) * 1e6;
+  }
+  return i;
+}
+
+}  // namespace
+
+std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
+                                 const std::vector<Accelerator>& cards) {
+  {
+    PlanSettings checked = settings;
+    checked.measure = {};  // plan_cards measures nothing: run_plan has turned --measure into the calibration
+    validate(checked);
+  }
+  Predictions cpu{workload, settings, c10::Device(c10::kCPU), {}, {}, {}};
+  Predictions accelerator{workload, settings, c10::Device(c10::kCUDA), {}, {}, {}};
+  std::vector<CardPlan> plans;
+  for (const auto& card : cards) {
+    Predictions& p = card.kind == "cpu" ? cpu : accelerator;
+    CardPlan plan;
+    plan.card = card;
+    if (const auto& c = settings.calibration) {
+      const bool same = c->architecture == "host" ? card.id == "host" : card.architecture == c->architecture;
+      if (same) plan.training_calibration = c->training_factor, plan.inference_calibration = c->inference_factor;
+    }
+    plan.training = plan_training(p, settings, card, plan.training_calibration);
+    plan.inference = plan_inference(p, settings, card, plan.inference_calibration);
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+}  // namespace tvie

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The worked example of `tvie plan` (issue 13): training cards vs inference cards, computed.
+
+Runs build/bin/tvie plan for each case below, keeps every JSON report under docs/results/plan-*.json and writes
+docs/results/plan-worked-example.md from them (no figure typed by hand). Nothing runs on a device: the figures
+are projections from the predicted ledger, the traced work and the catalog (lib/data/accelerators.json).
+
+  scripts/plan-example.py [--tvie build/bin/tvie]
+"""
+import argparse
+import json
+import pathlib
+import shlex
+import subprocess
+
+root = pathlib.Path(__file__).resolve().parent.parent
+results = root / "docs" / "results"
+H200_REPORT = "docs/results/gpu-h200-compare-gpt2-small.json"  # measured on an H200 (scripts/gpu-check.sh)
+
+SERVE_CARDS = "t4,l4,a100-80gb-sxm,h100-sxm"
+TRAIN_CARDS = "a100-80gb-sxm,h100-sxm"
+
+CASES = [
+    # name, what it is, arguments
+    ("plan-llama-3-8b-serve-fp16", "Llama 3 8B served in fp16, 5,000 requests/s, p99 <= 200 ms",
+     f"--model llama --preset llama-3-8b --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
+    ("plan-llama-3-8b-serve-int8", "Llama 3 8B served in int8 (Linear layers), 5,000 requests/s, p99 <= 200 ms",
+     f"--model llama --preset llama-3-8b --infer-dtype int8 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
+    ("plan-mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
+     "5,000 requests/s, p99 <= 20 ms",
+     f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20"),
+    ("plan-llama-3-8b-train", "Llama 3 8B trained on 1B tokens: amp-bf16, AdamW, sequences of 2048, batch 1 per "
+     "card, every block checkpointed",
+     f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
+     f"--train-tokens 1000000000 --cards {TRAIN_CARDS}"),
+    ("plan-llama-3-8b-train-calibrated", "The same, calibrated with gpt2-small measured on the H200 (Hopper)",
+     f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
+     f"--train-tokens 1000000000 --cards {TRAIN_CARDS} --from {H200_REPORT}"),
+]
+
+
+def run(tvie, name, args):
+    out = results / f"{name}.json"
+    cmd = f"{tvie} plan {args} --no-host --quiet --json {out.relative_to(root)}"
+    subprocess.run(shlex.split(cmd), cwd=root, check=True, stdout=subprocess.DEVNULL)
+    return f"tvie plan {args} --no-host", json.loads(out.read_text())
+
+
+def span(bound, estimate, scale=1.0, digits=3):
+    return f"{bound * scale:.{digits}g} .. {estimate * scale:.{digits}g}"
+
+
+def money(x):
+    return "-" if x is None else f"${x:,.0f}"
+
+
+def serve_table(report):
+    s = report["settings"]
+    rows = ["| card | fits (peak at batch 1) | largest batch | latency, batch 1 (ms) | best batch: samples/s | "
+            f"requests/s per card, p99 <= {s['p99_ms']:g} ms | cards for {s['serve_qps']:,.0f}/s | kW (TDP) | "
+            "hardware (list price) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for c in report["cards"]:
+        i = c["inference"]
+        peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
+        if not i["supported"]:
+            rows.append(f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak}) | {i['largest_batch']} | "
+                        f"n/a: {i['unsupported']} | | | | | |")
+            continue
+        q = i["qps_per_card"]
+        kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
+        rows.append(
+            f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | {i['largest_batch']} | "
+            f"{span(i['latency']['bound_s'], i['latency']['estimate_s'], 1e3)} | "
+            f"{i['best_batch']}: {span(i['samples_per_s']['estimate'], i['samples_per_s']['bound'])} | "
+            f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']}) | "
+            f"{i['cards_for_qps'] or '-'} | {kw} | "
+            f"{money(i['hardware_usd'])} |")
+    return "\n".join(rows)
+
+
+def train_table(report):
+    s = report["settings"]
+    rows = ["| card | fits one card | cards (sharding) | step on one card (ms) | tokens/s per card | MFU assumed | "
+            f"{s['train_tokens'] / 1e9:g}B tokens: hours | energy, kWh (TDP x time) | calibration |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for c in report["cards"]:
+        t = c["training"]
+        if not t["supported"]:
+            rows.append(f"| {c['id']} | n/a: {t['unsupported']} | | | | | | | |")
+            continue
+        e = t["budget_energy_kwh"]
+        rows.append(
+            f"| {c['id']} | {'yes' if t['fits'] else 'no'} ({t['peak_bytes'] / 1e9:.0f} GB) | {t['cards']} "
+            f"({t['sharding'].split(' ')[0]}) | {span(t['step']['bound_s'], t['step']['estimate_s'], 1e3)} | "
+            f"{span(t['tokens_per_s']['estimate'], t['tokens_per_s']['bound'])} | {t['mfu_estimate'] * 100:.0f}% | "
+            f"{span(t['budget_hours']['bound'], t['budget_hours']['estimate'])} | "
+            f"{'-' if e is None else span(e['bound'], e['estimate'])} | "
+            f"{'x' + format(c['training_calibration'], '.3g') if c['training_calibration'] else '-'} |")
+    return "\n".join(rows)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tvie", default="build/bin/tvie")
+    a = p.parse_args()
+    parts = ["# `tvie plan`, worked: training cards vs inference cards",
+             "",
+             "Generated by `scripts/plan-example.py` from the JSON reports beside this file (`plan-*.json`); no "
+             "figure typed by hand. **Every figure is projected, nothing ran**: the predicted ledger against each "
+             "card's memory (90% usable), the traced work of one step or batch on the card's datasheet peaks and "
+             "bandwidth (`tvie cards`). Times and rates are intervals: the roofline bound (every peak reached) and "
+             "the estimate (the catalog's efficiency per operator class and card, and a launch overhead per "
+             "kernel); rates are written estimate .. bound. How the projection works and what it leaves out: "
+             "[docs/plan.md](../plan.md).",
+             "",
+             "A request here is one forward of one sample: for Llama, a 128-token sequence (a prefill, as in "
+             "ranking or embedding; tvie's plan does not model token-by-token generation). The serving rate per "
+             "card batches requests (a batch waits for its last request) and queues batches (M/D/1) at the "
+             "projected service time.",
+             ""]
+    for name, what, args in CASES:
+        cmd, report = run(a.tvie, name, args)
+        parts += [f"## {what}", "", f"`{cmd}` ([{name}.json]({name}.json))", ""]
+        if "serve" in name:
+            note = report["cards"][0]["inference"]["peak_note"]
+            parts += [serve_table(report), ""]
+            if note:
+                parts += [f"Memory with int8: {note}.", ""]
+        else:
+            c = report["settings"].get("calibration")
+            if c:
+                parts += [f"Calibration: {c['workload']} measured on {c['device']}: training step "
+                          f"{c['training_measured_s'] * 1e3:.1f} ms against {c['training_projected_s'] * 1e3:.1f} ms "
+                          f"projected for that card, factor x{c['training_factor']:.3g}, applied to the "
+                          f"{c['architecture']} cards' estimates.", ""]
+            parts += [train_table(report), ""]
+    parts += ["Hardware prices are the catalog's dated list prices where it has one (`-`: none there); the catalog "
+              "has no cloud hourly prices yet, so no cost per million requests is given.", ""]
+    (results / "plan-worked-example.md").write_text("\n".join(parts))
+    print(f"wrote {(results / 'plan-worked-example.md').relative_to(root)}")
+
+
+if __name__ == "__main__":
+    main()

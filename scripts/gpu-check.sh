@@ -13,8 +13,9 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare infer
-# decode train-graph allreduce slices llama; 474 s in all on an H200 with the build); for a rerun of what
-# failed, or for max-batch, which is not in the default (its two searches did not end within 120 s there).
+# decode train-graph allreduce slices llama plan; 474 s in all on an H200 with the build, before plan was added);
+# for a rerun of what failed, or for max-batch, which is not in the default (its two searches did not end within
+# 120 s there).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dry_run=0
@@ -65,7 +66,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare infer decode train-graph allreduce slices llama} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare infer decode train-graph allreduce slices llama plan} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -180,6 +181,9 @@ gpu_step slices "slices llama-3-8b" 120 figure slices-llama-3-8b-bf16 train --mo
   --json {json}
 gpu_step llama "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
   --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet --json {json}
+# tvie plan --measure: gpt2-small measured here, the Hopper (or this card's architecture) estimates calibrated.
+gpu_step plan "plan --measure gpt2-small" 60 figure plan-gpt2-small plan --model gpt --preset gpt2-small --batch 8 \
+  --precision amp-bf16 --infer-dtype bf16 --measure --steps 10 --warmup 3 --device cuda --no-host --quiet --json {json}
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet \
   --json {json}

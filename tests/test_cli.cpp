@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -586,4 +587,71 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(both.exit_code == 2);
   CHECK(line_count(both.out) == 1);
   CHECK(both.out.find("--measure") != std::string::npos);
+}
+
+TEST_CASE("cli: --csv writes each command's table, equal to its JSON figures", "[cli][report]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto lines_of = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream s(line);
+    for (std::string cell; std::getline(s, cell, ',');) out.push_back(cell);
+    if (!line.empty() && line.back() == ',') out.emplace_back();
+    return out;
+  };
+  const struct {
+    const char* kind;
+    const char* args;
+    const char* header;
+    size_t rows;
+  } runs[] = {
+      {"compare", "compare --model mlp --batch 4 --steps 1 --warmup 0 --device cpu --quiet",
+       "category,training_bytes,training_predicted_bytes,inference_bytes,inference_predicted_bytes", 12},
+      {"train", "train --model mlp --batch 4 --steps 1 --warmup 0 --device cpu --quiet",
+       "category,training_bytes,training_predicted_bytes", 12},
+      {"infer", "infer --model mlp --batch 1,2 --dtype fp32,int8 --steps 1 --warmup 0 --device cpu --quiet",
+       "batch,dtype,fits,latency_ms_mean", 4},
+      {"serve", "serve --model mlp --qps 1000 --queries 20 --min-queries 10 --min-duration-ms 0 --device cpu --quiet",
+       "quantity,count,mean_ms,p50_ms", 3},
+      {"decode", "decode --preset tiny --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 --device cpu --quiet",
+       "quantity,count,mean_ms,p50_ms", 2}};
+  for (const auto& run : runs) {
+    const auto csv = dir.path / (std::string(run.kind) + ".csv"), json = dir.path / (std::string(run.kind) + ".json");
+    const Run r = run_cli(std::string(run.args) + " --csv " + csv.string() + " --json " + json.string());
+    INFO(run.args << "\n" << r.out);
+    REQUIRE(r.exit_code == 0);
+    const auto lines = lines_of(csv);
+    REQUIRE(lines.size() == run.rows + 1);
+    CHECK(lines[0].rfind(run.header, 0) == 0);
+    for (const auto& line : lines) CHECK(cells(line).size() == cells(lines[0]).size());
+    const auto j = read_json(json);
+    if (std::string(run.kind) == "compare") {
+      const auto peak = cells(lines[11]);  // parameters .. peak: the 11th category
+      CHECK(peak[0] == "peak");
+      CHECK(std::stoll(peak[1]) == j["training"]["memory"]["peak"].get<int64_t>());
+      CHECK(std::stoll(peak[3]) == j["inference"]["memory"]["peak"].get<int64_t>());
+      CHECK(std::stoll(cells(lines[3])[1]) == j["training"]["memory"]["gradients"].get<int64_t>());
+      CHECK(cells(lines[3])[3].empty());  // inference has no gradients
+    }
+    if (std::string(run.kind) == "infer") {
+      CHECK(cells(lines[1])[1] == "fp32");
+      CHECK(std::stod(cells(lines[1])[4]) ==
+            Approx(j["inference_sweep"]["rows"][0]["result"]["latency_ms"]["p50"].get<double>()));
+      CHECK(cells(lines[1])[11].empty());  // fp32: no accuracy against itself
+      CHECK_FALSE(cells(lines[2])[11].empty());
+    }
+    if (std::string(run.kind) == "serve")
+      CHECK(std::stod(cells(lines[1])[5]) == Approx(j["serving"]["latency_ms"]["p99"].get<double>()));
+  }
+  const Run slices = run_cli("train --model gpt --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --csv " +
+                             (dir.path / "s.csv").string());
+  CHECK(slices.exit_code == 2);
+  CHECK(line_count(slices.out) == 1);
+  CHECK(slices.out.find("--csv") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path / "s.csv"));
 }

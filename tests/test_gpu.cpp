@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "tvie_test_paths.hpp"
@@ -418,4 +421,45 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   // timed alone in one run, and above half of it in another: docs/results/gpu-h200-tests.txt.)
   CHECK(dist.comm_ms.min > 0);
   CHECK(dist.comm_ms.p50 < r.step.p50);
+}
+
+TEST_CASE("NVML energy over the timed steps on CUDA: joules, watts within the board's range", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  auto w = make_zoo_workload("gpt", "small");
+  TrainSettings s = test::small_train(OptimizerKind::adamw);
+  s.steps = 40;  // NVML's counter updates every 20-100 ms: enough steps to span several updates
+  const auto r = measure_training(*w, s, kCuda);
+  INFO(r.energy.source);
+  REQUIRE(r.energy.available());
+  CHECK(r.energy.source.rfind("NVML", 0) == 0);
+  CHECK(r.energy.joules > 0);
+  CHECK(r.energy.mean_watts() > 20);    // an H100-class board idles above 20 W
+  CHECK(r.energy.mean_watts() < 1500);  // and no catalog card draws more
+  CHECK(r.joules_per_sample == Approx(r.energy.joules / (s.steps * s.batch_size)));
+}
+
+TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architecture", "[gpu][projection]") {
+  TVIE_REQUIRE_CUDA();
+  const auto gpu = describe_gpu(kCuda).value_or(GpuInfo{});
+  const Accelerator* card = catalog_card_of_device(gpu.name, static_cast<double>(gpu.memory_bytes));
+  if (card == nullptr) {
+    WARN("this GPU (" << gpu.name << ") is not a catalog card: nothing to calibrate");
+    return;
+  }
+  test::TempDir dir("tvie-gpu-plan");
+  const auto json = (dir.path / "plan.json").string();
+  const Run r = run_cli(
+      "plan --model gpt --preset small --batch 8 --precision amp-bf16 --infer-dtype bf16 --measure "
+      "--steps 5 --warmup 2 --device cuda --cards " +
+      card->id + " --no-host --quiet --json " + json);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  const auto& c = j["settings"]["calibration"];
+  CHECK(c["card"] == card->id);
+  CHECK(c["architecture"] == card->architecture);
+  // The measured step is not faster than the roofline bound of the same work on this card.
+  CHECK(c["training_bound_s"].get<double>() <= c["training_measured_s"].get<double>());
+  CHECK(j["cards"][0]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
 }

@@ -317,11 +317,11 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
   t.precision = TrainPrecision::amp_bf16;
   const Accelerator h200 = select_accelerators(accelerator_catalog(), "h200").at(0);
   const ProjectedTime p = project_time(training_step_work(*w, t), h200);
-  CHECK(c.training_measured_s == Approx(report["training"]["step_ms"]["mean"].get<double>() / 1000));
-  CHECK(c.training_projected_s == Approx(p.estimate_s));
-  CHECK(c.training_factor == Approx(c.training_measured_s / p.estimate_s));
-  CHECK(c.training_bound_s <= c.training_measured_s);  // the measured step is not faster than the roofline
-  CHECK(c.inference_factor > 0);
+  CHECK(c.training.measured_s == Approx(report["training"]["step_ms"]["mean"].get<double>() / 1000));
+  CHECK(c.training.projected_s == Approx(p.estimate_s));
+  CHECK(c.training.factor == Approx(c.training.measured_s / p.estimate_s));
+  CHECK(c.training.bound_s <= c.training.measured_s);  // the measured step is not faster than the roofline
+  CHECK(c.inference.factor > 0);
   // Applied to the Hopper cards only, the estimate never below the bound.
   PlanSettings s;
   s.train = t;
@@ -333,12 +333,12 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
   const auto tuned = plan_cards(*w, s, cards);
   CHECK(tuned[0].training_calibration == 0);
   CHECK(tuned[0].training.step.estimate_s == plain[0].training.step.estimate_s);
-  CHECK(tuned[1].training_calibration == Approx(c.training_factor));
+  CHECK(tuned[1].training_calibration == Approx(c.training.factor));
   CHECK(tuned[1].training.step.estimate_s ==
-        Approx(std::max(plain[1].training.step.bound_s, plain[1].training.step.estimate_s * c.training_factor)));
+        Approx(std::max(plain[1].training.step.bound_s, plain[1].training.step.estimate_s * c.training.factor)));
   CHECK(
       tuned[1].inference.latency.estimate_s ==
-      Approx(std::max(plain[1].inference.latency.bound_s, plain[1].inference.latency.estimate_s * c.inference_factor)));
+      Approx(std::max(plain[1].inference.latency.bound_s, plain[1].inference.latency.estimate_s * c.inference.factor)));
   // Reports that cannot calibrate name --from's field.
   auto bad = report;
   bad["context"]["gpu"]["name"] = "NVIDIA GeForce GTX 480";
@@ -371,13 +371,13 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   const Calibration c = calibration_from_report(text, "train.json", host);
   CHECK(c.card_id == "host");
   CHECK(c.architecture == "host");
-  CHECK(c.training_measured_s == Approx(r.training.step.mean / 1000));
+  CHECK(c.training.measured_s == Approx(r.training.step.mean / 1000));
   PlanSettings s;
   s.train = t;
   s.cards = "t4";
   s.calibration = c;
   const auto plans = plan_cards(*w, s, {*host, select_accelerators(accelerator_catalog(), "t4").at(0)});
-  CHECK(plans[0].training_calibration == Approx(c.training_factor));
-  CHECK(plans[0].training.step.estimate_s == Approx(std::max(plans[0].training.step.bound_s, c.training_measured_s)));
+  CHECK(plans[0].training_calibration == Approx(c.training.factor));
+  CHECK(plans[0].training.step.estimate_s == Approx(std::max(plans[0].training.step.bound_s, c.training.measured_s)));
   CHECK(plans[1].training_calibration == 0);  // not the host: untouched
 }

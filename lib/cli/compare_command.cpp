@@ -66,6 +66,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
+      refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
       const SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto};
       emit(run_slices(*workload, slice_source(o->model, *slices), run, {o->model.device, argv}), o->output);

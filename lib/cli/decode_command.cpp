@@ -35,7 +35,7 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--dtype", o->dtype, "Weights and cache: fp32, fp16 (CUDA), bf16, int8", "decode.dtype")
       ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the weights and the prompt", "decode.seed")->capture_default_str();
-  add_output_options(cmd, o->output, false, "Write the JSON report (docs/metrics.md) to this file (atomically)");
+  add_output_options(cmd, o->output, true, "Write the JSON report (docs/metrics.md) to this file (atomically)");
   return [o, argv]() {
     apply_log_level(o->output);
     auto s = o->settings;

@@ -98,6 +98,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
     }
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
+      refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
       if (!o->script_path.empty())
         throw InvalidArgument("slices.layers", o->slices.layers, "a zoo model with blocks (not --torchscript)");

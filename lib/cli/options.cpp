@@ -53,7 +53,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
 
 void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv, const std::string& json_help) {
   add_field_option(cmd, "--json", o.json_path, json_help, "json");
-  if (with_csv) add_field_option(cmd, "--csv", o.csv_path, "Rank 0 writes the rows as CSV here (atomically)", "csv");
+  if (with_csv)
+    add_field_option(cmd, "--csv", o.csv_path,
+                     "Write the report's table as CSV here (atomically; one header row, units in the column names)",
+                     "csv");
   cmd->add_flag("-v,--verbose", o.verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o.quiet, "Log only errors");
 }
@@ -239,6 +242,13 @@ void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limi
         ->capture_default_str();
   else
     record_field(cmd, "max_batch.cpu_memory_limit_mb", "--cpu-memory-limit-mb");
+}
+
+void refuse_csv_with_slices(const OutputOptions& output) {
+  if (!output.csv_path.empty())
+    throw InvalidArgument("csv", output.csv_path,
+                          "no CSV with --slice-layers (slices, extrapolation and prediction are several tables: "
+                          "use --json)");
 }
 
 }  // namespace tvie::cli

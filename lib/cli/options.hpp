@@ -54,7 +54,7 @@ struct OutputOptions {
   std::string json_path, csv_path;
   bool verbose = false, quiet = false;
 };
-void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = false,
+void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = true,
                         const std::string& json_help = "Also write the report as JSON to this file (atomically)");
 // The log level the flags ask for.
 void apply_log_level(const OutputOptions& o);
@@ -99,6 +99,8 @@ void add_slice_options(CLI::App* cmd, SliceOptions& o);
 std::optional<SliceSettings> slice_settings(const SliceOptions& o);
 // --slice-layers and --find-max-batch ask for two different runs: InvalidArgument("slices.layers", ...).
 void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch);
+// --slice-layers makes several tables (slices, extrapolation, prediction): no one CSV; InvalidArgument("csv", ...).
+void refuse_csv_with_slices(const OutputOptions& output);
 // The slices of the zoo model of `m` (zoo_slices).
 SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings);
 

@@ -37,6 +37,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     const RunOptions run{o->model.device, argv};
     const bool distributed = dist_env_from_environment().world_size > 1 || cmd->count("--backend") > 0;
     if (const auto slices = slice_settings(o->slices)) {
+      refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
       if (distributed) throw InvalidArgument("slices.layers", o->slices.layers, "a single process");
       check_outputs(o->output);

@@ -24,16 +24,20 @@ class Workload;
 // to the estimates of every card of the same architecture (a report from an H200 calibrates the Hopper
 // cards; a CPU report calibrates the host card, on the machine that made it), the estimate never below the
 // bound. One factor per mode for all operator classes: the report gives one time per mode, not one per class.
+// One mode's comparison: what a run measured against the projection of the same work on the card it ran on.
+struct CalibrationFactor {
+  double factor = 0;  // measured / projected estimate; 0: the report has no such mode
+  double measured_s = 0, projected_s = 0, bound_s = 0;
+};
+
 struct Calibration {
-  std::string source;          // the report's path
-  std::string device;          // as the report names it: "cuda:0 (NVIDIA H200)"
-  std::string card_id;         // the catalog card it ran on: "h200", or "host"
-  std::string architecture;    // the cards it calibrates: "Hopper"; "host" for the host card only
-  std::string workload;        // "gpt/gpt2-small"
-  double training_factor = 0;  // measured / projected estimate; 0: the report has no training
-  double training_measured_s = 0, training_projected_s = 0, training_bound_s = 0;
-  double inference_factor = 0;  // the same for an inference batch; 0: none
-  double inference_measured_s = 0, inference_projected_s = 0, inference_bound_s = 0;
+  std::string source;           // the report's path
+  std::string device;           // as the report names it: "cuda:0 (NVIDIA H200)"
+  std::string card_id;          // the catalog card it ran on: "h200", or "host"
+  std::string architecture;     // the cards it calibrates: "Hopper"; "host" for the host card only
+  std::string workload;         // "gpt/gpt2-small"
+  CalibrationFactor training;   // one training step
+  CalibrationFactor inference;  // one inference batch
 };
 
 // `tvie plan --measure`: run the workload here first (run_plan's device) and calibrate with what it measured.

@@ -64,8 +64,10 @@ class JsonReporter : public Reporter {
   std::string path_;
 };
 
-// CSV of the reports that are tables (one header row, units in the column names), written atomically.
-// Today: the all-reduce sweep; the other report kinds throw InvalidArgument("csv", ...).
+// CSV of the reports' tables (one header row, units in the column names), written atomically: compare and train
+// the memory ledger (one row per category, measured and predicted bytes), infer the sweep's rows, serve and
+// decode their latency statistics, max-batch its probes, allreduce its rows, cards the catalog, plan its cards.
+// Slice reports throw InvalidArgument("csv", ...): they are several tables (use --json).
 class CsvReporter : public Reporter {
  public:
   explicit CsvReporter(std::string path) : path_(std::move(path)) {}
@@ -94,6 +96,11 @@ std::string to_json_string(const MaxBatchReport& report, int indent = 2);
 std::string to_json_string(const SliceReport& report, int indent = 2);
 std::string to_json_string(const CardsReport& report, int indent = 2);
 std::string to_json_string(const PlanReport& report, int indent = 2);
+std::string to_csv_string(const CompareReport& report);
+std::string to_csv_string(const TrainReport& report);
+std::string to_csv_string(const InferReport& report);
+std::string to_csv_string(const ServeReport& report);
+std::string to_csv_string(const DecodeReport& report);
 // The max-batch probes, one line each: mode,batch,fits,peak_bytes.
 std::string to_csv_string(const MaxBatchReport& report);
 // The all-reduce rows flat, one line a message size, with a header line (no trailing newline).

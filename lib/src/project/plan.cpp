@@ -251,7 +251,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   m.device = c.device;
   m.workload = c.workload;
   m.architecture = c.architecture;
-  if (m.training_factor == 0 && m.inference_factor == 0)
+  if (m.training.factor == 0 && m.inference.factor == 0)
     bad_report(source, "no training step time and no inference latency to calibrate with", accepted);
   return m;
 }
@@ -263,20 +263,14 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
   c.workload = workload.name();
   c.card_id = card.id;
   c.architecture = card.id == "host" ? "host" : card.architecture;
-  if (train && step_s > 0) {
-    const ProjectedTime p = project_time(training_step_work(workload, *train), card);
-    c.training_measured_s = step_s;
-    c.training_projected_s = p.estimate_s;
-    c.training_bound_s = p.bound_s;
-    if (p.supported && p.estimate_s > 0) c.training_factor = step_s / p.estimate_s;
-  }
-  if (infer && latency_s > 0) {
-    const ProjectedTime p = project_time(inference_batch_work(workload, *infer), card);
-    c.inference_measured_s = latency_s;
-    c.inference_projected_s = p.estimate_s;
-    c.inference_bound_s = p.bound_s;
-    if (p.supported && p.estimate_s > 0) c.inference_factor = latency_s / p.estimate_s;
-  }
+  const auto compare = [&](const StepWork& work, double measured_s) {
+    const ProjectedTime p = project_time(work, card);
+    CalibrationFactor f{0, measured_s, p.estimate_s, p.bound_s};
+    if (p.supported && p.estimate_s > 0) f.factor = measured_s / p.estimate_s;
+    return f;
+  };
+  if (train && step_s > 0) c.training = compare(training_step_work(workload, *train), step_s);
+  if (infer && latency_s > 0) c.inference = compare(inference_batch_work(workload, *infer), latency_s);
   return c;
 }
 
@@ -482,7 +476,7 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
     plan.card = card;
     if (const auto& c = settings.calibration) {
       const bool same = c->architecture == "host" ? card.id == "host" : card.architecture == c->architecture;
-      if (same) plan.training_calibration = c->training_factor, plan.inference_calibration = c->inference_factor;
+      if (same) plan.training_calibration = c->training.factor, plan.inference_calibration = c->inference.factor;
     }
     plan.training = plan_training(p, settings, card, plan.training_calibration);
     plan.inference = plan_inference(p, settings, card, plan.inference_calibration);

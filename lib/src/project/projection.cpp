@@ -14,17 +14,8 @@
 namespace tvie {
 
 RooflineTime roofline_time(double flops, double bytes, double peak_tflops, double bandwidth_gbs, double efficiency) {
-  if (!(flops >= 0)) throw InvalidArgument("roofline.flops", cat(flops), ">= 0");
-  if (!(bytes >= 0)) throw InvalidArgument("roofline.bytes", cat(bytes), ">= 0");
   if (!(peak_tflops > 0)) throw InvalidArgument("roofline.peak_tflops", cat(peak_tflops), "> 0 (a published peak)");
-  if (!(bandwidth_gbs > 0)) throw InvalidArgument("roofline.bandwidth_gbs", cat(bandwidth_gbs), "> 0");
-  if (!(efficiency > 0 && efficiency <= 1)) throw InvalidArgument("roofline.efficiency", cat(efficiency), "0 < e <= 1");
-  const double compute_s = flops / (peak_tflops * 1e12), memory_s = bytes / (bandwidth_gbs * 1e9);
-  RooflineTime t;
-  t.memory_bound = memory_s >= compute_s;
-  t.bound_s = std::max(compute_s, memory_s);
-  t.estimate_s = t.bound_s / efficiency;
-  return t;
+  return roofline_time(flops, bytes, peak_tflops, bandwidth_gbs, efficiency, efficiency);
 }
 
 RooflineTime roofline_time(double flops, double bytes, double peak_tflops, double bandwidth_gbs,

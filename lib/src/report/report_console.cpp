@@ -696,12 +696,12 @@ void ConsoleReporter::report(const PlanReport& r) {
   if (const auto& c = s.calibration) {
     out << "calibrated (*) from " << c->source << ": " << c->workload << " measured on " << c->device << " (catalog "
         << c->card_id << ")";
-    if (c->training_factor > 0)
-      out << "; training step " << fmt("%.3f", c->training_measured_s * 1e3) << " ms measured / "
-          << fmt("%.3f", c->training_projected_s * 1e3) << " ms projected = x" << fmt("%.3g", c->training_factor);
-    if (c->inference_factor > 0)
-      out << "; inference batch " << fmt("%.3f", c->inference_measured_s * 1e3) << " ms / "
-          << fmt("%.3f", c->inference_projected_s * 1e3) << " ms = x" << fmt("%.3g", c->inference_factor);
+    if (c->training.factor > 0)
+      out << "; training step " << fmt("%.3f", c->training.measured_s * 1e3) << " ms measured / "
+          << fmt("%.3f", c->training.projected_s * 1e3) << " ms projected = x" << fmt("%.3g", c->training.factor);
+    if (c->inference.factor > 0)
+      out << "; inference batch " << fmt("%.3f", c->inference.measured_s * 1e3) << " ms / "
+          << fmt("%.3f", c->inference.projected_s * 1e3) << " ms = x" << fmt("%.3g", c->inference.factor);
     out << "\n  applied to the estimates of the "
         << (c->architecture == "host" ? "host card" : c->architecture + " cards") << " (never below the bound)\n";
   }

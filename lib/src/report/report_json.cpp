@@ -390,15 +390,15 @@ void JsonReporter::report(const PlanReport& report) { write_file_atomically(path
 
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
-  throw InvalidArgument("csv", kind, "a report that is a table (tvie allreduce); use --json for this one");
+  throw InvalidArgument("csv", kind, "a report that is one table (not slices); use --json for this one");
 }
 }  // namespace
 
-void CsvReporter::report(const CompareReport&) { no_csv("compare"); }
-void CsvReporter::report(const TrainReport&) { no_csv("train"); }
-void CsvReporter::report(const ServeReport&) { no_csv("serve"); }
-void CsvReporter::report(const InferReport&) { no_csv("infer"); }
-void CsvReporter::report(const DecodeReport&) { no_csv("decode"); }
+void CsvReporter::report(const CompareReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const TrainReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const ServeReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const InferReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+void CsvReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
 void CsvReporter::report(const SliceReport&) { no_csv("--slice-layers"); }
@@ -669,14 +669,14 @@ std::string to_json_string(const PlanReport& r, int indent) {
                                     {"card", c->card_id},
                                     {"architecture", c->architecture},
                                     {"workload", c->workload},
-                                    {"training_factor", c->training_factor},
-                                    {"training_measured_s", c->training_measured_s},
-                                    {"training_projected_s", c->training_projected_s},
-                                    {"training_bound_s", c->training_bound_s},
-                                    {"inference_factor", c->inference_factor},
-                                    {"inference_measured_s", c->inference_measured_s},
-                                    {"inference_projected_s", c->inference_projected_s},
-                                    {"inference_bound_s", c->inference_bound_s}};
+                                    {"training_factor", c->training.factor},
+                                    {"training_measured_s", c->training.measured_s},
+                                    {"training_projected_s", c->training.projected_s},
+                                    {"training_bound_s", c->training.bound_s},
+                                    {"inference_factor", c->inference.factor},
+                                    {"inference_measured_s", c->inference.measured_s},
+                                    {"inference_projected_s", c->inference.projected_s},
+                                    {"inference_bound_s", c->inference.bound_s}};
   j["training_predicted"] = predicted_json(r.training_predicted);
   j["inference_predicted"] = predicted_json(r.inference_predicted);
   j["training_work"] = work_json(r.training_work);
@@ -761,6 +761,90 @@ std::string to_csv_string(const PlanReport& r) {
                i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd));
   }
   return out;
+}
+
+// --- CSV of the console's tables: one header row, units in the column names, an empty cell where a figure does
+// not apply ---
+namespace {
+
+std::string csv_bytes(int64_t bytes) { return bytes < 0 ? std::string() : cat(bytes); }
+
+// The ledger: one row per category, training's and inference's measured and predicted bytes.
+std::string ledger_csv(const TrainingResult* t, const InferenceResult* i) {
+  std::string out = "category";
+  if (t) out += ",training_bytes,training_predicted_bytes";
+  if (i) out += ",inference_bytes,inference_predicted_bytes";
+  struct Row {
+    const char* name;
+    int64_t train, train_predicted, infer, infer_predicted;
+  };
+  const TrainingMemory tm = t ? t->memory : TrainingMemory{};
+  const PredictedTrainingMemory tp = t ? t->predicted : PredictedTrainingMemory{};
+  const InferenceMemory im = i ? i->memory : InferenceMemory{};
+  const PredictedInferenceMemory ip = i ? i->predicted : PredictedInferenceMemory{};
+  const std::vector<Row> rows = {{"parameters", tm.parameters, tp.parameters, im.parameters, ip.parameters},
+                                 {"packed_weights", -1, -1, im.packed_weights, -1},
+                                 {"gradients", tm.gradients, tp.gradients, -1, -1},
+                                 {"optimizer_state", tm.optimizer_state, tp.optimizer_state, -1, -1},
+                                 {"activations", tm.activations, tp.activations, im.activations, ip.activations},
+                                 {"weight_copies", tm.weight_copies, tp.weight_copies, -1, -1},
+                                 {"loss_scaler", tm.loss_scaler, tp.loss_scaler, -1, -1},
+                                 {"comm_buffers", tm.comm_buffers, tp.comm_buffers, -1, -1},
+                                 {"other", tm.other, -1, im.other, -1},
+                                 {"batch", tm.batch, tp.batch, im.batch, ip.batch},
+                                 {"peak", tm.peak, tp.peak, im.peak, ip.peak},
+                                 {"peak_reserved", tm.peak_reserved, -1, im.peak_reserved, -1}};
+  for (const auto& r : rows) {
+    out += cat("\n", r.name);
+    if (t) out += cat(",", csv_bytes(r.train), ",", csv_bytes(r.train_predicted));
+    if (i) out += cat(",", csv_bytes(r.infer), ",", csv_bytes(r.infer_predicted));
+  }
+  return out;
+}
+
+std::string summary_cells(const Summary& s) {
+  return cat(s.count, ",", s.mean, ",", s.p50, ",", s.p90, ",", s.p95, ",", s.p99, ",", s.p999, ",", s.max);
+}
+constexpr const char* kSummaryColumns = "count,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,p99_9_ms,max_ms";
+
+}  // namespace
+
+std::string to_csv_string(const CompareReport& r) { return ledger_csv(&r.training, &r.inference); }
+std::string to_csv_string(const TrainReport& r) { return ledger_csv(&r.training, nullptr); }
+
+std::string to_csv_string(const InferReport& r) {
+  std::string out =
+      "batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
+      "activation_bytes,peak_bytes,mean_abs_error_relative,top1_agreement";
+  for (const auto& row : r.sweep.rows) {
+    out += cat("\n", row.batch_size, ",", to_string(row.dtype), ",", row.fits ? 1 : 0);
+    if (!row.fits) {
+      out += ",,,,,,,,,";
+      continue;
+    }
+    const auto& x = row.result;
+    out += cat(",", x.latency.mean, ",", x.latency.p50, ",", x.latency.p99, ",", x.samples_per_s, ",",
+               x.memory.parameters, ",", x.memory.activations, ",", x.memory.peak, ",");
+    if (row.has_accuracy && row.accuracy.reference_mean_abs > 0)
+      out += cat(row.accuracy.mean_abs_error / row.accuracy.reference_mean_abs, ",", row.accuracy.top1_agreement);
+    else
+      out += ",";
+  }
+  return out;
+}
+
+std::string to_csv_string(const ServeReport& r) {
+  const auto& x = r.result;
+  std::string out = cat("quantity,", kSummaryColumns);
+  out += cat("\nlatency,", summary_cells(x.latency_ms), "\nqueue,", summary_cells(x.queue_ms), "\ncompute,",
+             summary_cells(x.compute_ms));
+  return out;
+}
+
+std::string to_csv_string(const DecodeReport& r) {
+  const auto& x = r.result;
+  return cat("quantity,", kSummaryColumns, "\ntime_to_first_token,", summary_cells(x.ttft_ms),
+             "\ntime_per_output_token,", summary_cells(x.tpot_ms));
 }
 
 }  // namespace tvie

@@ -136,9 +136,9 @@ using json = nlohmann::json;
   throw InvalidArgument("from", cat(source, ": ", why), accepted);
 }
 
-// The catalog card a CUDA device name belongs to: the card whose model ("H200", "A100", "L4": the word after
-// the vendor in its name) is a word of the device's name, SXM or PCIe as the name says, memory within 15%.
-const Accelerator* card_of_device(const std::string& gpu_name, double memory_bytes) {
+}  // namespace
+
+const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes) {
   const auto words = [](const std::string& text) {
     std::vector<std::string> out;
     std::string w;
@@ -170,7 +170,7 @@ const Accelerator* card_of_device(const std::string& gpu_name, double memory_byt
   return found;
 }
 
-}  // namespace
+namespace {}  // namespace
 
 Calibration calibration_from_report(const std::string& text, const std::string& source,
                                     const std::optional<Accelerator>& host) {
@@ -204,7 +204,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   const auto& context = j.at("context");
   if (context.contains("gpu")) {
     const std::string name = context.at("gpu").value("name", std::string());
-    const Accelerator* found = card_of_device(name, context.at("gpu").value("memory_bytes", 0.0));
+    const Accelerator* found = catalog_card_of_device(name, context.at("gpu").value("memory_bytes", 0.0));
     if (found == nullptr)
       bad_report(source, cat("device '", name, "' is not one card of the catalog"), "a report from a catalog card");
     card = *found;
@@ -274,10 +274,6 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
   return c;
 }
 
-const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes) {
-  return card_of_device(gpu_name, memory_bytes);
-}
-
 namespace {
 
 // The largest batch in [1, max_batch] whose predicted peak is at most `usable` (peaks grow with the batch);
@@ -315,6 +311,12 @@ struct Predictions {
   c10::Device device;
   std::map<int64_t, int64_t> train_peak, infer_peak;
   std::map<int64_t, StepWork> infer_work;
+  std::optional<StepWork> train_work;  // one step at settings.train's batch: the same for every card
+
+  const StepWork& training_work() {
+    if (!train_work) train_work = training_step_work(workload, settings.train);
+    return *train_work;
+  }
 
   int64_t training_peak(int64_t batch) {
     auto it = train_peak.find(batch);
@@ -357,7 +359,7 @@ struct Predictions {
 
 TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
   TrainingPlan t;
-  const StepWork work = training_step_work(p.workload, s.train);
+  const StepWork& work = p.training_work();
   t.step = calibrated(project_time(work, card), factor);
   t.supported = t.step.supported;
   t.unsupported = t.step.unsupported;
@@ -467,8 +469,8 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
     checked.measure = {};  // plan_cards measures nothing: run_plan has turned --measure into the calibration
     validate(checked);
   }
-  Predictions cpu{workload, settings, c10::Device(c10::kCPU), {}, {}, {}};
-  Predictions accelerator{workload, settings, c10::Device(c10::kCUDA), {}, {}, {}};
+  Predictions cpu{workload, settings, c10::Device(c10::kCPU), {}, {}, {}, {}};
+  Predictions accelerator{workload, settings, c10::Device(c10::kCUDA), {}, {}, {}, {}};
   std::vector<CardPlan> plans;
   for (const auto& card : cards) {
     Predictions& p = card.kind == "cpu" ? cpu : accelerator;

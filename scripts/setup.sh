@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tvie needs and is missing; idempotent (a second run with everything present takes seconds).
-#  - Debian packages: compiler, CMake, spdlog, fmt, Catch2 v2, CLI11, nlohmann-json (apt-get, as root or via sudo)
+#  - Debian packages: compiler, CMake, spdlog, fmt, Catch2 v2, CLI11, nlohmann-json (apt-get, as root or via sudo);
+#    with TVIE_WITH_BROWSER=1 (scripts/test.sh) also chromium, for the HTML report's browser test
 #  - LibTorch: the PyPI torch==2.14.1 wheel in a virtual environment outside the clone
 #    ($TVIE_VENV, default ~/.cache/tvie/venv-torch-2.14.1). Skipped when the user brings their own:
 #    TVIE_PYTHON=<python with torch> or CMAKE_PREFIX_PATH containing a LibTorch.
@@ -26,6 +27,16 @@ if ((${#missing[@]})); then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+# Headless Chromium for the [browser] tests (scripts/test.sh asks for it with TVIE_WITH_BROWSER=1; the demo does
+# not need it). A failed install is not fatal here: those tests then say that chromium is missing.
+if [ "${TVIE_WITH_BROWSER:-0}" = "1" ] && ! command -v chromium >/dev/null 2>&1 \
+    && ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+  say "installing chromium (headless, for the HTML report's browser test)"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium; } >&2 \
+    || say "could not install chromium: the [browser] tests will report it missing"
 fi
 
 # --- Gloo headers ---------------------------------------------------------------------------------

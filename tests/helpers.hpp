@@ -41,6 +41,28 @@ inline bool gpu_required() {
     }                                                                                          \
   } while (0)
 
+// TVIE_REQUIRE_BROWSER=1 (CI): a [browser] test without chromium fails instead of being skipped.
+inline bool browser_required() {
+  const char* v = std::getenv("TVIE_REQUIRE_BROWSER");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// Headless Chromium for the [browser] tests: $TVIE_CHROMIUM, else chromium / chromium-browser / google-chrome on
+// the PATH; "" when there is none.
+inline std::string chromium_path() {
+  if (const char* v = std::getenv("TVIE_CHROMIUM"); v != nullptr && *v != '\0') return v;
+  const char* path = std::getenv("PATH");
+  std::string rest = path ? path : "";
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const std::filesystem::path dir = rest.substr(0, colon);
+    for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+      if (std::filesystem::exists(dir / name)) return (dir / name).string();
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  return "";
+}
+
 // A fresh directory under the system's temporary directory, removed with everything in it at scope exit.
 struct TempDir {
   explicit TempDir(const std::string& prefix = "tvie-test") {

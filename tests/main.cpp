@@ -1,6 +1,7 @@
 // Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
 // a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available (unless
-// TVIE_REQUIRE_GPU=1: then they fail), and [dist] tests when the build has no Gloo backend.
+// TVIE_REQUIRE_GPU=1: then they fail), [dist] tests when the build has no Gloo backend, and [browser] tests when
+// no chromium is installed (unless TVIE_REQUIRE_BROWSER=1).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -52,6 +53,19 @@ int main(int argc, char* argv[]) {
                   << ": this build has no Gloo backend (no gloo headers at configure time; scripts/setup.sh fetches "
                      "them)\n";
       return 77;
+    }
+  }
+  if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && tvie::test::chromium_path().empty()) {
+    const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
+    const bool all_browser = !selected.empty() && std::all_of(selected.begin(), selected.end(),
+                                                              [](const auto& t) { return has_tag(t, "browser"); });
+    if (all_browser) {
+      const bool required = tvie::test::browser_required();
+      for (const auto& t : selected)
+        std::cout << (required ? "FAILED [browser] " : "SKIPPED [browser] ") << t.getTestCaseInfo().name
+                  << ": needs chromium (apt-get install chromium; scripts/setup.sh installs it)"
+                  << (required ? " (TVIE_REQUIRE_BROWSER=1)" : "") << "\n";
+      return required ? 1 : 77;
     }
   }
   return session.run();

@@ -655,3 +655,41 @@ TEST_CASE("cli: --csv writes each command's table, equal to its JSON figures", "
   CHECK(slices.out.find("--csv") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path / "s.csv"));
 }
+
+TEST_CASE("progress: n of N and elapsed on a terminal's stderr, nothing through a pipe", "[cli]") {
+  CHECK(tvie::log::progress_line("infer sweep", 3, 18, "batch 16, bf16", 12.34) ==
+        "[tvie] infer sweep 3/18: batch 16, bf16 (12.3 s)");
+  CHECK(tvie::log::progress_line("max-batch search (training), probe", 2, 0, "batch 64", 0.04) ==
+        "[tvie] max-batch search (training), probe 2: batch 64 (0.0 s)");
+  const std::string args =
+      "infer --model mlp --preset tiny --batch 1,2 --dtype fp32,bf16 --steps 1 --warmup 0 --device cpu";
+  // A pipe (CI logs): no progress line.
+  const Run piped = run_cli(args);
+  REQUIRE(piped.exit_code == 0);
+  CHECK(piped.out.find("infer sweep") == std::string::npos);
+  // A terminal: util-linux's script(1) runs the command on a pseudo-terminal.
+  if (tvie::test::run_command("command -v script").exit_code != 0) {
+    WARN("SKIPPED the terminal half: no script(1) (util-linux) here");
+    return;
+  }
+  const Run tty = tvie::test::run_command("script -qec '" + std::string(TVIE_CLI_PATH) + " " + args + "' /dev/null");
+  INFO(tty.out);
+  REQUIRE(tty.exit_code == 0);
+  for (const char* line :
+       {"infer sweep 1/4: batch 1, fp32", "infer sweep 2/4: batch 1, bf16", "infer sweep 4/4: batch 2, bf16"})
+    CHECK(tty.out.find(line) != std::string::npos);
+  CHECK(tty.out.find("\r\033[K") != std::string::npos);  // rewritten in place, and cleared
+}
+
+TEST_CASE("docs/cli.md is what tvie reference prints (every command and option, from the tool itself)", "[cli]") {
+  const Run r = run_cli("reference");
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/cli.md");
+  REQUIRE(in.good());
+  const std::string doc{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  INFO("regenerate: build/bin/tvie reference > docs/cli.md");
+  CHECK(doc == r.out);
+  for (const char* command : {"## tvie compare", "## tvie plan", "## tvie launch"})
+    CHECK(doc.find(command) != std::string::npos);
+  CHECK(doc.find("`--html`") != std::string::npos);
+}

@@ -93,6 +93,25 @@ TEST_CASE("CUDA ledger from the caching allocator's statistics", "[gpu]") {
   CHECK(i.memory.peak < r.memory.peak);
 }
 
+TEST_CASE("CUDA memory timeline from the caching allocator's trace: phases, peak = the ledger's peak", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  auto w = make_zoo_workload("gpt", "tiny");
+  const auto r = measure_training(*w, test::small_train(OptimizerKind::adamw), kCuda);
+  const auto& t = r.memory_timeline;
+  REQUIRE_FALSE(t.empty());
+  std::vector<std::string> names;
+  for (const auto& p : t.phases) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"data", "forward", "backward", "optimizer"});
+  // Requested bytes, as the ledger's: the step starts and ends with weights and moments, and its highest point
+  // is the ledger's peak.
+  CHECK(t.start_bytes == r.memory.parameters + r.memory.optimizer_state);
+  CHECK(t.end_bytes == t.start_bytes);
+  CHECK(t.peak_bytes == r.memory.peak);
+  CHECK(t.counter.find("trace callbacks") != std::string::npos);
+  const auto i = measure_inference(*w, test::small_infer(), kCuda);
+  CHECK(i.memory_timeline.peak_bytes == i.memory.peak);
+}
+
 TEST_CASE("a fresh process whose first CUDA work is inference, decoding or NCCL runs", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   for (const std::string args :

@@ -34,5 +34,8 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv);
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.
 Runner add_list_command(CLI::App& app);
+// `tvie reference`: every command and option as Markdown (docs/cli.md).
+Runner add_reference_command(CLI::App& app);
+std::string cli_reference(const CLI::App& app);
 
 }  // namespace tvie::cli

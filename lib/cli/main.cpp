@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
       {"list", [&] { return add_list_command(app); }},
       {"cards", [&] { return add_cards_command(app, args); }},
       {"plan", [&] { return add_plan_command(app, args); }},
-      {"info", [&] { return add_info_command(app); }}};
+      {"info", [&] { return add_info_command(app); }},
+      {"reference", [&] { return add_reference_command(app); }}};
   std::vector<std::pair<CLI::App*, Runner>> commands;
   for (const auto& [name, add] : table) {
     Runner run = add();

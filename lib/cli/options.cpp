@@ -57,6 +57,9 @@ void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv, const st
     add_field_option(cmd, "--csv", o.csv_path,
                      "Write the report's table as CSV here (atomically; one header row, units in the column names)",
                      "csv");
+  add_field_option(cmd, "--html", o.html_path,
+                   "Write the report as one self-contained HTML page with SVG charts here (atomically; no network)",
+                   "html");
   cmd->add_flag("-v,--verbose", o.verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o.quiet, "Log only errors");
 }
@@ -69,6 +72,7 @@ void apply_log_level(const OutputOptions& o) {
 void check_outputs(const OutputOptions& o) {
   if (!o.json_path.empty()) check_output_path(o.json_path, "json");
   if (!o.csv_path.empty()) check_output_path(o.csv_path, "csv");
+  if (!o.html_path.empty()) check_output_path(o.html_path, "html");
 }
 
 void add_train_options(CLI::App* cmd, TrainOptions& o) {

@@ -49,9 +49,9 @@ struct ModelOptions {
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help = "Size preset",
                        const std::string& fixed_model = "");
 
-// --json [--csv] --verbose --quiet.
+// --json [--csv] --html --verbose --quiet.
 struct OutputOptions {
-  std::string json_path, csv_path;
+  std::string json_path, csv_path, html_path;
   bool verbose = false, quiet = false;
 };
 void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = true,
@@ -125,6 +125,10 @@ void emit(const Report& report, const OutputOptions& o) {
   if (!o.csv_path.empty()) {
     CsvReporter(o.csv_path).report(report);
     log::info(cat("wrote ", o.csv_path));
+  }
+  if (!o.html_path.empty()) {
+    HtmlReporter(o.html_path).report(report);
+    log::info(cat("wrote ", o.html_path));
   }
 }
 

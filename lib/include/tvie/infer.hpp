@@ -11,6 +11,7 @@
 
 #include <tvie/energy.hpp>
 #include <tvie/memory.hpp>
+#include <tvie/timeline.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
@@ -34,7 +35,7 @@ class InferenceSession {
   // One forward pass of the given rows of the batch (a serving batch), under InferenceMode.
   torch::Tensor run_rows(const std::vector<int64_t>& rows);
   // One forward pass instrumented for the ledger (synchronises: never time it).
-  InferenceMemory ledger_batch(MemoryProbe& probe);
+  InferenceMemory ledger_batch(MemoryProbe& probe, MemoryTimeline* timeline = nullptr);
   // CUDA: captures the batch's forward in a CUDA graph; run_batch() replays it from then on (its output
   // is a static tensor, overwritten by the next replay).
   void capture_cuda_graph();
@@ -64,6 +65,7 @@ struct InferenceResult {
   InferenceMemory memory;
   PredictedInferenceMemory predicted;  // predict_inference_memory, before the run
   std::string memory_counter;
+  MemoryTimeline memory_timeline;  // the ledger batch's live bytes at every allocation and free
   InferenceDtype dtype = InferenceDtype::fp32;
   std::vector<double> latency_ms;  // every timed batch
   Summary latency;

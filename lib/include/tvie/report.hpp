@@ -86,6 +86,44 @@ class CsvReporter : public Reporter {
   std::string path_;
 };
 
+// The HTML report: one self-contained page (inline SVG charts, CSS and a check script; nothing fetched) with the
+// report's charts (the ledger measured and predicted, memory over time, phases, latency distributions, sweep
+// curves, bandwidth, projected intervals), its CSV table and the run's context in a footer. Written atomically.
+class HtmlReporter : public Reporter {
+ public:
+  explicit HtmlReporter(std::string path) : path_(std::move(path)) {}
+  void report(const CompareReport& report) override;
+  void report(const TrainReport& report) override;
+  void report(const ServeReport& report) override;
+  void report(const InferReport& report) override;
+  void report(const DecodeReport& report) override;
+  void report(const AllreduceReport& report) override;
+  void report(const MaxBatchReport& report) override;
+  void report(const SliceReport& report) override;
+  void report(const CardsReport& report) override;
+  void report(const PlanReport& report) override;
+
+ private:
+  std::string path_;
+};
+
+std::string to_html_string(const CompareReport& report);
+std::string to_html_string(const TrainReport& report);
+std::string to_html_string(const ServeReport& report);
+std::string to_html_string(const InferReport& report);
+std::string to_html_string(const DecodeReport& report);
+std::string to_html_string(const AllreduceReport& report);
+std::string to_html_string(const MaxBatchReport& report);
+std::string to_html_string(const SliceReport& report);
+std::string to_html_string(const CardsReport& report);
+std::string to_html_string(const PlanReport& report);
+
+// Two of the report's charts as standalone SVG files (what --html embeds; either argument may be nullptr): the
+// ledger as stacked bars, measured beside predicted, and memory over time through one training step beside one
+// inference batch, the step's phases shaded.
+std::string ledger_svg(const TrainingResult* training, const InferenceResult* inference);
+std::string memory_timeline_svg(const TrainingResult* training, const InferenceResult* inference);
+
 std::string to_json_string(const CompareReport& report, int indent = 2);
 std::string to_json_string(const TrainReport& report, int indent = 2);
 std::string to_json_string(const ServeReport& report, int indent = 2);

@@ -19,6 +19,7 @@
 #include <tvie/predict.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
+#include <tvie/timeline.hpp>
 #include <tvie/timing.hpp>
 #include <tvie/workload.hpp>
 
@@ -86,8 +87,9 @@ class Trainer {
 
   // The first two optimizer steps, instrumented to fill the ledger: the first measures the categories
   // (it creates the optimizer state), the peak is the maximum over both (the second is a steady-state
-  // step with the optimizer state live throughout). Synchronises the device: never time it.
-  TrainingMemory ledger_step(MemoryProbe& probe);
+  // step with the optimizer state live throughout). Synchronises the device: never time it. With `timeline`, the
+  // second step's memory over time is recorded into it (tvie/timeline.hpp).
+  TrainingMemory ledger_step(MemoryProbe& probe, MemoryTimeline* timeline = nullptr);
   static constexpr int64_t kLedgerSteps = 2;
 
   // Data parallelism: called around every backward from now on (not owned; nullptr: none).
@@ -147,6 +149,7 @@ struct TrainingResult {
   TrainingMemory memory;
   PredictedTrainingMemory predicted;  // predict_training_memory, before the run
   std::string memory_counter;         // which counter the figures are
+  MemoryTimeline memory_timeline;     // the second ledger step's live bytes at every allocation and free
   TrainPrecision precision = TrainPrecision::fp32;
   int64_t checkpoint_every = 0;  // 0: none, 1: every block, K: every K-th block (checkpoint_to_string)
   int64_t checkpointed_blocks = 0;

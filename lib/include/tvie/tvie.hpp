@@ -36,6 +36,7 @@
 #include <tvie/settings.hpp>
 #include <tvie/slices.hpp>
 #include <tvie/stats.hpp>
+#include <tvie/timeline.hpp>
 #include <tvie/timing.hpp>
 #include <tvie/torchscript.hpp>
 #include <tvie/train.hpp>

@@ -19,6 +19,16 @@ inline std::string join(const std::vector<std::string>& items) {
 // Up to the first newline: LibTorch's and Gloo's messages carry backtraces and hints after it.
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// "25,557,032"
+inline std::string with_commas(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
 // "463.0 KiB", "2.38 MiB", "14.96 GiB", "512 B" (binary units).
 inline std::string bytes_text(int64_t bytes) {
   const double b = static_cast<double>(bytes), a = std::fabs(b);

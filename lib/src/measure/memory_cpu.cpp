@@ -7,10 +7,23 @@
 #include <mutex>
 
 #include "core/compat.hpp"
+#include "measure/allocation_events.hpp"
 #include <tvie/errors.hpp>
 
 namespace tvie {
 namespace {
+
+// The memory timeline's sink (allocation_events.hpp): checked without a lock on every allocation, called under
+// one only while a recording runs.
+std::atomic<bool> g_sink_active{false};
+std::mutex g_sink_mutex;
+detail::AllocationSink* g_sink = nullptr;
+
+void notify_sink(int64_t live) {
+  if (!g_sink_active.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(g_sink_mutex);
+  if (g_sink != nullptr) g_sink->live_bytes(live);
+}
 
 // Each allocation carries a 64-byte header (keeping LibTorch's 64-byte alignment) that stores its size,
 // so that the DataPtr stays "simple" (data == context, plain function deleter): oneDNN and other
@@ -57,8 +70,10 @@ class CountingCpuAllocator final : public c10::Allocator {
     if (data == nullptr) return;
     char* base = static_cast<char*>(data) - kHeader;
     const size_t n = *reinterpret_cast<size_t*>(base);
-    instance->current_.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+    const int64_t now =
+        instance->current_.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed) - static_cast<int64_t>(n);
     instance->inner_deleter_(base);
+    notify_sink(now);
   }
 
   void add(int64_t n) {
@@ -66,6 +81,7 @@ class CountingCpuAllocator final : public c10::Allocator {
     int64_t seen = peak_.load(std::memory_order_relaxed);
     while (now > seen && !peak_.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
     }
+    notify_sink(now);
   }
 
   c10::Allocator* inner_;
@@ -109,6 +125,13 @@ void install_cpu_memory_counter() {
     c10::SetCPUAllocator(&counter, /*priority=*/100);
     g_counter = &counter;
   });
+}
+
+void detail::set_cpu_allocation_sink(detail::AllocationSink* sink) {
+  install_cpu_memory_counter();
+  std::lock_guard<std::mutex> lock(g_sink_mutex);
+  g_sink = sink;
+  g_sink_active.store(sink != nullptr, std::memory_order_release);
 }
 
 bool cpu_memory_counter_installed() { return g_counter != nullptr && c10::GetCPUAllocator() == g_counter; }

@@ -5,10 +5,14 @@
 #include <tvie/log.hpp>
 
 #include "core/compat.hpp"
+#include "measure/allocation_events.hpp"
 
 #if TVIE_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+
+#include <atomic>
+#include <mutex>
 
 namespace tvie {
 namespace {
@@ -79,7 +83,43 @@ class CudaProbe final : public MemoryProbe {
   int64_t reserved_baseline_ = 0;
 };
 
+// The memory timeline's sink (allocation_events.hpp). The caching allocator calls its trace trackers under its
+// own per-device lock for every allocation and free (whether or not history is recorded); a tracker cannot be
+// detached, so one is attached for the process and does nothing unless a recording runs. Lock order: the
+// allocator's, then ours; ours is never held while calling into the allocator.
+struct CudaSink {
+  std::atomic<bool> active{false};
+  std::mutex mutex;
+  detail::AllocationSink* sink = nullptr;
+  c10::DeviceIndex device = 0;
+  int64_t live = 0;  // requested bytes of live blocks on `device`
+};
+CudaSink g_cuda_sink;
+std::once_flag g_tracker_once;
+
+void on_trace(const cca::TraceEntry& entry) {
+  if (!g_cuda_sink.active.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(g_cuda_sink.mutex);
+  if (g_cuda_sink.sink == nullptr || entry.device_ != g_cuda_sink.device) return;
+  if (entry.action_ == cca::TraceEntry::ALLOC)
+    g_cuda_sink.live += static_cast<int64_t>(entry.size_);
+  else if (entry.action_ == cca::TraceEntry::FREE_COMPLETED)
+    g_cuda_sink.live -= static_cast<int64_t>(entry.size_);
+  else
+    return;
+  g_cuda_sink.sink->live_bytes(g_cuda_sink.live);
+}
+
 }  // namespace
+
+void detail::set_cuda_allocation_sink(detail::AllocationSink* sink, c10::DeviceIndex device, int64_t start_bytes) {
+  std::call_once(g_tracker_once, [] { cca::attachAllocatorTraceTracker(&on_trace); });
+  std::lock_guard<std::mutex> lock(g_cuda_sink.mutex);
+  g_cuda_sink.sink = sink;
+  g_cuda_sink.device = device;
+  g_cuda_sink.live = start_bytes;
+  g_cuda_sink.active.store(sink != nullptr, std::memory_order_release);
+}
 
 std::unique_ptr<MemoryProbe> make_cuda_memory_probe(const c10::Device& device) {
   const auto index = device.has_index() ? device.index() : c10::DeviceIndex{0};

@@ -44,6 +44,23 @@ nlohmann::json memory_json(const InferenceMemory& m) {
           {"batch", m.batch}};
 }
 
+// The memory timeline (tvie/timeline.hpp): what was recorded, how, and the thinned points and phases.
+nlohmann::json timeline_json(const MemoryTimeline& t) {
+  nlohmann::json points = nlohmann::json::array(), phases = nlohmann::json::array();
+  for (const auto& p : t.points) points.push_back({{"time_ms", p.time_ms}, {"bytes", p.bytes}});
+  for (const auto& p : t.phases) phases.push_back({{"name", p.name}, {"start_ms", p.start_ms}, {"end_ms", p.end_ms}});
+  return {{"what", t.what},
+          {"counter", t.counter},
+          {"clock", t.clock},
+          {"events", t.events},
+          {"start_bytes", t.start_bytes},
+          {"end_bytes", t.end_bytes},
+          {"peak_bytes", t.peak_bytes},
+          {"duration_ms", t.duration_ms},
+          {"points", points},
+          {"phases", phases}};
+}
+
 nlohmann::json max_batch_json(const MaxBatchResult& r) {
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& p : r.probes) probes.push_back({{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak_bytes}});
@@ -149,6 +166,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
             {"memory_counter", t.memory_counter},
             {"memory", memory_json(t.memory)},
             {"memory_predicted", predicted_json(t.predicted)},
+            {"memory_timeline", timeline_json(t.memory_timeline)},
             {"data_pool_bytes", t.data_pool_bytes},
             {"checkpointed_blocks", t.checkpointed_blocks},
             {"timer", t.timer},
@@ -332,6 +350,7 @@ std::string to_json_string(const CompareReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
   j["inference"] = inference_json(i);
+  j["inference"]["memory_timeline"] = timeline_json(i.memory_timeline);  // the sweep's rows leave it out
   j["inference"]["settings"] = {{"batch_size", r.settings.infer.batch_size},
                                 {"dtype", to_string(i.dtype)},
                                 {"dtype_choice", r.inference_dtype_choice},

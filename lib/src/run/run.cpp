@@ -239,9 +239,14 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
                " (the full model is not run)");
   };
   // Each mode measures its plan's slices in turn; each is built, measured and freed before the next.
+  log::Progress progress("slice", static_cast<long long>((settings.train ? plan.slice_count() : 0) +
+                                                         (settings.infer ? plan.for_inference().slice_count() : 0)));
   const auto measure_all = [&](const SlicePlan& p, const auto& measure) {
     std::vector<decltype(measure(full))> out;
-    for (size_t i = 0; i < p.slice_count(); ++i) out.push_back(measure(*source.make(p, i)));
+    for (size_t i = 0; i < p.slice_count(); ++i) {
+      progress.next(p.label(i));
+      out.push_back(measure(*source.make(p, i)));
+    }
     return out;
   };
   const auto times = [](const auto& slices, const auto& time) {

@@ -53,7 +53,7 @@ torch::Tensor InferenceSession::run_rows(const std::vector<int64_t>& rows) {
   return workload_.forward(*module_, batch_.input.index_select(0, index));
 }
 
-InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
+InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe, MemoryTimeline* timeline) {
   InferenceMemory m;
   m.parameters = parameter_bytes_;
   m.packed_weights = packed_bytes_;
@@ -62,7 +62,15 @@ InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe) {
   synchronize(device_);
   const int64_t start = probe.allocated_bytes();
   probe.reset_peak();
-  {
+  if (timeline != nullptr) {
+    MemoryTimelineRecorder recorder(device_, probe, baseline_bytes_);
+    {
+      auto out = run_batch();
+      synchronize(device_);
+    }
+    recorder.add_phase("forward", 0, recorder.now_ms());
+    *timeline = recorder.finish("one inference batch (the ledger batch, after one untimed batch)");
+  } else {
     auto out = run_batch();
     synchronize(device_);
   }
@@ -83,7 +91,7 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
   r.predicted = predict_inference_memory(workload, settings, device);
   try {
     InferenceSession session(workload, settings, device, weights, probe.get());
-    r.memory = session.ledger_batch(*probe);  // eager, also with cuda_graph
+    r.memory = session.ledger_batch(*probe, &r.memory_timeline);  // eager, also with cuda_graph
     r.linears_converted = session.linears_converted();
     r.linears_kept_dense = session.linears_kept_dense();
     if (settings.cuda_graph) session.capture_cuda_graph();

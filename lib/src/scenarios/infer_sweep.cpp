@@ -107,6 +107,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
     return row;
   };
 
+  log::Progress progress("infer sweep", static_cast<long long>(s.batch_sizes.size() * s.dtypes.size()));
   for (int64_t batch : s.batch_sizes) {
     std::vector<InferSweepRow> rows(s.dtypes.size());
     std::vector<bool> done(s.dtypes.size(), false);
@@ -115,6 +116,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
       if (lists_fp32) {
         const auto i =
             static_cast<size_t>(std::find(s.dtypes.begin(), s.dtypes.end(), InferenceDtype::fp32) - s.dtypes.begin());
+        progress.next(cat("batch ", batch, ", fp32"));
         rows[i] = run_row(row_settings(s, batch, InferenceDtype::fp32), &reference);
         done[i] = true;
       } else {
@@ -127,6 +129,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
     for (size_t i = 0; i < s.dtypes.size(); ++i) {
       if (done[i]) continue;
       torch::Tensor output;
+      progress.next(cat("batch ", batch, ", ", to_string(s.dtypes[i])));
       rows[i] = run_row(row_settings(s, batch, s.dtypes[i]), &output);
       if (rows[i].fits && s.dtypes[i] != InferenceDtype::fp32 && reference.defined()) {
         rows[i].has_accuracy = true;

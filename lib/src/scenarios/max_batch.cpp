@@ -96,7 +96,9 @@ int64_t predicted_largest(const MaxBatchSettings& s, int64_t limit, Peak predict
 
 // One probe: `work` under the emulated limit (CPU); out-of-memory -> does not fit, the cache handed back.
 template <typename Work>
-MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::Device& device, Work work) {
+MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::Device& device, Work work,
+                         log::Progress& progress) {
+  progress.next(cat("batch ", batch));
   MaxBatchProbe p;
   p.batch = batch;
   {
@@ -129,13 +131,17 @@ MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSett
   };
   MaxBatchResult limits;
   set_limit(limits, s, device);
+  log::Progress progress("max-batch search (training), probe", 0);
   auto result = search_max_batch(s, [&](int64_t batch) {
-    return probe_once(batch, s, device, [&](int64_t b) {
-      auto probe = make_memory_probe(device);
-      Trainer trainer(workload, at(b), device, probe.get());
-      const TrainingMemory m = trainer.ledger_step(*probe);
-      return m.peak;
-    });
+    return probe_once(
+        batch, s, device,
+        [&](int64_t b) {
+          auto probe = make_memory_probe(device);
+          Trainer trainer(workload, at(b), device, probe.get());
+          const TrainingMemory m = trainer.ledger_step(*probe);
+          return m.peak;
+        },
+        progress);
   });
   result.mode = SearchMode::training;
   result.limit_bytes = limits.limit_bytes;
@@ -164,9 +170,10 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
   };
   MaxBatchResult limits;
   set_limit(limits, s, device);
+  log::Progress progress("max-batch search (inference), probe", 0);
   auto result = search_max_batch(s, [&](int64_t batch) {
-    return probe_once(batch, s, device,
-                      [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; });
+    return probe_once(
+        batch, s, device, [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; }, progress);
   });
   result.mode = SearchMode::inference;
   result.limit_bytes = limits.limit_bytes;

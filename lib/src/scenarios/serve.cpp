@@ -279,7 +279,9 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
   auto session = make_serving_session(workload, base, device);
   MaxQpsResult r;
   r.p99_bound_ms = search.p99_bound_ms;
+  log::Progress progress(cat("max-QPS search (p99 <= ", search.p99_bound_ms, " ms), run"), 0);
   auto probe = [&](double qps) {
+    progress.next(cat(qps, " QPS"));
     ServeSettings s = base;
     s.target_qps = qps;
     // As LoadGen: as many queries as validity needs: the minimum count, and enough to fill the minimum

@@ -159,7 +159,27 @@ torch::Tensor Trainer::step(StepTimer* timer) {
   return loss;
 }
 
-TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
+namespace {
+// A StepTimer that marks the step's phases on a memory timeline instead of timing them.
+class TimelinePhaseMarks final : public StepTimer {
+ public:
+  explicit TimelinePhaseMarks(MemoryTimelineRecorder& recorder) : recorder_(recorder) {}
+  void start() override { last_ = recorder_.now_ms(); }
+  void mark(int phase) override {
+    const double now = recorder_.now_ms();
+    recorder_.add_phase(phase_name(phase), last_, now);
+    last_ = now;
+  }
+  std::vector<std::vector<double>> collect_phases_ms(int) override { return {}; }
+  std::string description() const override { return "phase marks on the memory timeline"; }
+
+ private:
+  MemoryTimelineRecorder& recorder_;
+  double last_ = 0;
+};
+}  // namespace
+
+TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline) {
   if (optimizer_steps_ != 0) throw Error("Trainer::ledger_step must be the first step (it measures optimizer state)");
   TrainingMemory m;
   m.parameters = parameter_bytes_;
@@ -235,9 +255,21 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe) {
   synchronize(device_);
   m.optimizer_state = probe.allocated_bytes() - after_backward + m.gradients;
   // The peak is that of a steady-state step too: from the second step on, the optimizer state is live
-  // during forward and backward, which the first step (that creates it) does not show.
-  step();
-  synchronize(device_);
+  // during forward and backward, which the first step (that creates it) does not show. The memory timeline is
+  // this step's.
+  if (timeline != nullptr) {
+    MemoryTimelineRecorder recorder(device_, probe, baseline_bytes_);
+    TimelinePhaseMarks marks(recorder);
+    marks.start();
+    step(&marks);
+    synchronize(device_);
+    *timeline = recorder.finish(
+        "one steady-state training step (the second ledger step: the optimizer state is "
+        "live throughout, as in every step after the first)");
+  } else {
+    step();
+    synchronize(device_);
+  }
   m.peak = probe.peak_allocated_bytes() - baseline_bytes_;
   m.peak_reserved = probe.peak_reserved_bytes();
   m.comm_buffers = hook_held_bytes_;  // measured around building the hook (measure_training)
@@ -316,7 +348,7 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
       trainer.set_gradient_hook(hook, held.added);
       with_hook = hook != nullptr;
     }
-    r.memory = trainer.ledger_step(*probe);
+    r.memory = trainer.ledger_step(*probe, &r.memory_timeline);
     if (with_hook) trainer.gradient_hook()->timing_starts();  // the ledger steps are not timed
     log::info(cat("ledger steps done; ", settings.warmup_steps, " warm-up + ", settings.steps, " timed steps follow"));
     r.first_loss = trainer.ledger_loss();

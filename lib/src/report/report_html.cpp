@@ -1,0 +1,653 @@
+// The HTML report: one self-contained file (inline CSS and SVG, a few lines of inline script that check the page
+// in the browser; nothing fetched), written atomically like the JSON. Every chart says what its numbers are; the
+// tables under the charts are the report's CSV (to_csv_string), so that the two cannot disagree.
+#include <tvie/report.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <tvie/errors.hpp>
+#include <tvie/log.hpp>
+
+#include "core/compat.hpp"
+#include "core/text.hpp"
+#include "report/svg_chart.hpp"
+
+namespace tvie {
+namespace {
+
+using svg::escape;
+
+std::string fig(double v) { return svg::format_value(v, svg::Format::number); }  // 4 significant digits
+
+// --- page -------------------------------------------------------------------------------------------------
+
+struct Section {
+  std::string title;
+  std::string explanation;  // what the numbers are and how they were obtained (plain text)
+  std::string body;         // HTML: charts, tables
+};
+
+// The CSV's fields (quoted fields with "" inside them allowed).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(field);
+      field.clear();
+      rows.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  rows.back().push_back(field);
+  return rows;
+}
+
+std::string table_of_csv(const std::string& csv, const std::string& id) {
+  const auto rows = parse_csv(csv);
+  std::ostringstream o;
+  o << "<div class=\"table-wrap\"><table data-table=\"" << escape(id) << "\">\n<thead><tr>";
+  for (const auto& h : rows.front()) o << "<th>" << escape(h) << "</th>";
+  o << "</tr></thead>\n<tbody>\n";
+  for (size_t r = 1; r < rows.size(); ++r) {
+    o << "<tr>";
+    for (const auto& f : rows[r]) o << "<td>" << escape(f) << "</td>";
+    o << "</tr>\n";
+  }
+  o << "</tbody></table></div>\n";
+  return o.str();
+}
+
+std::string context_footer(const RunContext& c) {
+  std::ostringstream o;
+  std::string command;
+  for (const auto& a : c.argv) command += (command.empty() ? "" : " ") + a;
+  o << "<footer><dl>\n";
+  auto item = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) o << "<dt>" << escape(k) << "</dt><dd>" << escape(v) << "</dd>\n";
+  };
+  item("device", c.device);
+  if (c.gpu)
+    item("GPU", cat(c.gpu->name, ", compute capability ", c.gpu->compute_capability, ", ",
+                    detail::bytes_text(c.gpu->memory_bytes), ", driver ", c.gpu->driver, ", CUDA ", c.gpu->cuda_runtime,
+                    ", cuDNN ", c.gpu->cudnn, ", NCCL ", c.gpu->nccl));
+  item("CPU", cat(c.host.cpu_model, c.host.cpu_features.empty() ? "" : " (" + detail::join(c.host.cpu_features) + ")",
+                  ", ", c.host.intra_op_threads, " intra-op threads"));
+  item("versions", cat("tvie ", c.tvie_version, ", LibTorch ", c.torch_version));
+  item("command", command.empty() ? "(from code)" : command);
+  o << "</dl></footer>\n";
+  return o.str();
+}
+
+// Runs in the browser once the page is parsed: every chart must hold the series it declares, and any script
+// error is recorded on <body>, where a test reading the DOM (chromium --dump-dom) finds both.
+constexpr const char* kCheckScript = R"(<script>
+(function () {
+  var errors = [];
+  window.addEventListener('error', function (e) {
+    errors.push(String(e.message));
+    document.body.setAttribute('data-errors', errors.join(' | '));
+  });
+  var charts = document.querySelectorAll('svg.chart'), bad = [];
+  for (var i = 0; i < charts.length; ++i) {
+    var want = Number(charts[i].getAttribute('data-series-count'));
+    var got = charts[i].querySelectorAll('.series').length;
+    if (!(want >= 1) || got !== want) bad.push(charts[i].getAttribute('data-chart'));
+  }
+  document.body.setAttribute('data-charts', String(charts.length));
+  document.body.setAttribute('data-charts-checked', bad.length ? 'missing series: ' + bad.join(',') : 'ok');
+})();
+</script>
+)";
+
+constexpr const char* kStyle = R"(<style>
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 820px; color: #222; padding: 0 12px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; }
+p.what { color: #555; margin-top: 0; }
+svg.chart { display: block; margin: 8px 0; font-size: 11px; background: #fff; }
+svg .chart-title { font-size: 13px; font-weight: 600; }
+svg .axis-label { font-size: 12px; }
+.table-wrap { overflow-x: auto; } table { border-collapse: collapse; font-size: 12px; margin: 8px 0; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; } th:first-child, td:first-child { text-align: left; }
+footer { margin-top: 36px; border-top: 1px solid #ccc; font-size: 12px; color: #555; }
+footer dt { font-weight: 600; float: left; clear: left; width: 90px; } footer dd { margin-left: 100px; }
+.projected { color: #8a4b00; font-weight: 600; }
+</style>
+)";
+
+std::string page(const std::string& title, const std::string& summary, const std::vector<Section>& sections,
+                 const RunContext& context) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << escape(title) << "</title>\n"
+    << kStyle << "</head>\n<body>\n<h1>" << escape(title) << "</h1>\n<p>" << escape(summary) << "</p>\n";
+  for (const auto& s : sections) {
+    o << "<section>\n<h2>" << escape(s.title) << "</h2>\n";
+    if (!s.explanation.empty()) o << "<p class=\"what\">" << escape(s.explanation) << "</p>\n";
+    o << s.body << "</section>\n";
+  }
+  o << context_footer(context) << kCheckScript << "</body>\n</html>\n";
+  return o.str();
+}
+
+// --- charts from the results ---------------------------------------------------------------------------------
+
+svg::Axis bytes_axis(const std::string& label) { return {label, false, svg::Format::bytes}; }
+svg::Axis ms_axis(const std::string& label, bool log = false) { return {label, log, svg::Format::milliseconds}; }
+
+svg::Bar training_bar(const std::string& label, int64_t parameters, int64_t gradients, int64_t optimizer,
+                      int64_t copies, int64_t scaler, int64_t comm, int64_t activations, int64_t peak) {
+  svg::Bar b{label, {}, ""};
+  auto add = [&](const char* category, int64_t v) {
+    if (v > 0) b.segments.push_back({category, static_cast<double>(v)});
+  };
+  add("parameters", parameters);
+  add("gradients", gradients);
+  add("optimizer state", optimizer);
+  add("weight copies", copies);
+  add("loss scaler", scaler);
+  add("communication buffers", comm);
+  add("saved activations / working set", activations);
+  const int64_t known = std::max<int64_t>(parameters, 0) + std::max<int64_t>(gradients, 0) +
+                        std::max<int64_t>(optimizer, 0) + std::max<int64_t>(copies, 0) + std::max<int64_t>(scaler, 0) +
+                        std::max<int64_t>(comm, 0) + std::max<int64_t>(activations, 0);
+  if (peak >= 0) {
+    add("other (transients, batch)", peak - known);
+    if (peak < known) b.note = "(categories not all live at once: peak " + detail::bytes_text(peak) + ")";
+  } else {
+    b.note = "(no peak predicted)";
+  }
+  return b;
+}
+
+std::vector<svg::Bar> training_bars(const TrainingResult& t) {
+  const auto& m = t.memory;
+  const auto& p = t.predicted;
+  return {training_bar("training, measured", m.parameters, m.gradients, m.optimizer_state, m.weight_copies,
+                       m.loss_scaler, m.comm_buffers, m.activations, m.peak),
+          training_bar("training, predicted", p.parameters, p.gradients, p.optimizer_state, p.weight_copies,
+                       p.loss_scaler, p.comm_buffers, p.activations, p.peak)};
+}
+
+std::vector<svg::Bar> inference_bars(const InferenceResult& i) {
+  const auto& m = i.memory;
+  const auto& p = i.predicted;
+  auto measured =
+      training_bar("inference, measured", m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
+  auto predicted = training_bar("inference, predicted", p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak);
+  return {measured, predicted};
+}
+
+svg::BarChart ledger_chart(const TrainingResult* t, const InferenceResult* i) {
+  svg::BarChart chart("ledger", "Memory ledger at the peak: measured and predicted", bytes_axis("bytes (allocated)"));
+  if (t)
+    for (auto& b : training_bars(*t)) chart.bars.push_back(std::move(b));
+  if (i)
+    for (auto& b : inference_bars(*i)) chart.bars.push_back(std::move(b));
+  return chart;
+}
+
+Section ledger_section(const TrainingResult* t, const InferenceResult* i) {
+  std::string what = "Each bar is a peak, split by category: bytes above the baseline taken before the model was built";
+  what += ". Measured: " + (t ? t->memory_counter : i->memory_counter) +
+          ". Predicted: tvie's analytic ledger, computed before the run. Training holds gradients (one per weight, "
+          "written by backward), the optimizer's state (kept across steps) and every activation backward needs; "
+          "inference holds the weights and one layer's working set.";
+  if (t && t->memory.peak_reserved >= 0)
+    what += cat(" Reserved by the CUDA caching allocator at the training peak: ",
+                detail::bytes_text(t->memory.peak_reserved), " (not charted).");
+  return {"Memory ledger", what, svg::render(ledger_chart(t, i))};
+}
+
+svg::Series timeline_series(const std::string& name, const MemoryTimeline& t) {
+  svg::Series s{name, {}, svg::Style::step};
+  for (const auto& p : t.points) s.points.emplace_back(p.time_ms, static_cast<double>(p.bytes));
+  return s;
+}
+
+svg::LineChart timeline_chart(const TrainingResult* t, const InferenceResult* i) {
+  const bool train = t && !t->memory_timeline.empty(), inference = i && !i->memory_timeline.empty();
+  svg::LineChart chart("memory-over-time",
+                       train && inference ? "Memory over time: one training step beside one inference batch"
+                       : train            ? "Memory over time: one training step"
+                                          : "Memory over time: one inference batch",
+                       {"host time since the start of the step or batch (ms)", false, svg::Format::milliseconds},
+                       bytes_axis("live bytes above the baseline"));
+  if (train) {
+    chart.series.push_back(timeline_series("training step", t->memory_timeline));
+    for (const auto& p : t->memory_timeline.phases) chart.bands.push_back({p.start_ms, p.end_ms, p.name});
+  }
+  if (inference) chart.series.push_back(timeline_series("inference batch", i->memory_timeline));
+  return chart;
+}
+
+Section timeline_section(const TrainingResult* t, const InferenceResult* i) {
+  const auto chart = timeline_chart(t, i);
+  if (chart.series.empty()) return {};
+  std::string what;
+  const MemoryTimeline* any = nullptr;
+  for (const auto& [label, timeline] :
+       {std::pair<const char*, const MemoryTimeline*>{"Training", t ? &t->memory_timeline : nullptr},
+        {"Inference", i ? &i->memory_timeline : nullptr}}) {
+    if (!timeline || timeline->empty()) continue;
+    what += cat(label, ": ", timeline->what, ", ", timeline->events, " allocations and frees (peak ",
+                detail::bytes_text(timeline->peak_bytes), "). ");
+    any = any ? any : timeline;
+  }
+  what += "Bytes: " + any->counter + ". Time: " + any->clock + ". Shaded: the step's phases.";
+  return {"Memory over time", what, svg::render(chart)};
+}
+
+Section phases_section(const TrainingResult& t) {
+  svg::BarChart chart("phases", "Phases of a training step (median over the timed steps)", ms_axis("time (ms)"));
+  svg::Bar bar{"training step", {}, ""};
+  for (const auto& p : t.phases) bar.segments.push_back({p.name, p.p50_ms});
+  chart.bars.push_back(bar);
+  return {"Phases of a training step",
+          cat("Median time of each phase over ", t.timed_steps, " timed steps (", t.ledger_steps, " ledger and ",
+              t.warmup_steps, " warm-up steps excluded); timer: ", t.timer, "."),
+          svg::render(chart)};
+}
+
+svg::Series cdf_series(const std::string& name, std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  svg::Series s{name, {}, svg::Style::step};
+  const double n = static_cast<double>(values.size());
+  for (size_t k = 0; k < values.size(); ++k) {
+    if (k == 0) s.points.emplace_back(values[k], 0.0);
+    s.points.emplace_back(values[k], static_cast<double>(k + 1) / n);
+  }
+  return s;
+}
+
+std::vector<svg::VerticalMarker> percentile_markers(const Summary& s, const std::string& prefix) {
+  return {{s.p50, prefix + "p50"}, {s.p90, prefix + "p90"}, {s.p99, prefix + "p99"}};
+}
+
+svg::Axis fraction_axis() {
+  svg::Axis a{"fraction of samples at or below", false, svg::Format::number};
+  a.min = 0;
+  a.max = 1;
+  return a;
+}
+
+Section latency_section(const TrainingResult* t, const InferenceResult* i) {
+  svg::LineChart chart("latency-cdf", "Distribution of the timed steps and batches (CDF)", ms_axis("time (ms)", t && i),
+                       fraction_axis());
+  std::string what;
+  if (t && !t->step_ms.empty()) {
+    chart.series.push_back(cdf_series("training step", t->step_ms));
+    for (auto& m : percentile_markers(t->step, i ? "train " : "")) chart.markers.push_back(m);
+    what += cat("Training: ", t->timed_steps, " timed steps (", t->warmup_steps, " warm-up excluded). ");
+  }
+  if (i && !i->latency_ms.empty()) {
+    chart.series.push_back(cdf_series("inference batch", i->latency_ms));
+    for (auto& m : percentile_markers(i->latency, t ? "infer " : "")) chart.markers.push_back(m);
+    what += cat("Inference: ", i->timed_batches, " timed batches (", i->warmup_batches, " warm-up excluded). ");
+  }
+  if (chart.series.empty()) return {};
+  what += "Timer: " + (t ? t->timer : i->timer) + ". Dashed lines: percentiles.";
+  if (t && i) what += " Log time axis.";
+  return {"Step and batch times", what, svg::render(chart)};
+}
+
+Section loss_section(const TrainingResult& t) {
+  if (t.loss_curve.size() < 2) return {};
+  svg::LineChart chart("loss", "Training loss", {"optimizer step", false, svg::Format::number},
+                       {"loss (mean over the batch)", false, svg::Format::number});
+  svg::Series s{"loss", {}, svg::Style::dots};
+  for (const auto& [step, loss] : t.loss_curve) s.points.emplace_back(static_cast<double>(step), loss);
+  chart.series.push_back(s);
+  return {"Loss", "The loss of the synthetic task at the recorded steps (it should fall).", svg::render(chart)};
+}
+
+void add(std::vector<Section>& sections, Section s) {
+  if (!s.body.empty()) sections.push_back(std::move(s));
+}
+
+Section table_section(const std::string& title, const std::string& csv, const std::string& id) {
+  return {title, "The same figures as --csv writes them (units in the column names).", table_of_csv(csv, id)};
+}
+
+std::string workload_summary(const std::string& workload, const ModelFacts& f) {
+  return cat(workload, ": ", detail::with_commas(f.parameter_count), " parameters.");
+}
+
+}  // namespace
+
+// --- the reports --------------------------------------------------------------------------------------------
+
+std::string to_html_string(const CompareReport& r) {
+  std::vector<Section> s;
+  add(s, ledger_section(&r.training, &r.inference));
+  add(s, timeline_section(&r.training, &r.inference));
+  add(s, phases_section(r.training));
+  add(s, latency_section(&r.training, &r.inference));
+  add(s, loss_section(r.training));
+  add(s, table_section("The ledger, in bytes", to_csv_string(r), "ledger"));
+  return page("tvie compare: " + r.workload,
+              cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
+                  r.settings.train.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak),
+                  "; inference (", to_string(r.inference.dtype), ", batch ", r.settings.infer.batch_size, ") at ",
+                  detail::bytes_text(r.inference.memory.peak), ": ",
+                  svg::format_value(r.peak_memory_ratio, svg::Format::number), "x the memory."),
+              s, r.context);
+}
+
+std::string to_html_string(const TrainReport& r) {
+  std::vector<Section> s;
+  add(s, ledger_section(&r.training, nullptr));
+  add(s, timeline_section(&r.training, nullptr));
+  add(s, phases_section(r.training));
+  add(s, latency_section(&r.training, nullptr));
+  add(s, loss_section(r.training));
+  add(s, table_section("The ledger, in bytes", to_csv_string(r), "ledger"));
+  return page("tvie train: " + r.workload,
+              cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
+                  r.settings.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak), "; ",
+                  fig(r.training.samples_per_s), " samples/s."),
+              s, r.context);
+}
+
+std::string to_html_string(const InferReport& r) {
+  std::vector<std::string> dtypes;
+  for (const auto& row : r.sweep.rows)
+    if (std::find(dtypes.begin(), dtypes.end(), to_string(row.dtype)) == dtypes.end())
+      dtypes.push_back(to_string(row.dtype));
+  svg::LineChart throughput("sweep-throughput", "Throughput vs batch size", {"batch size", true}, {"samples/s"});
+  svg::LineChart p99("sweep-p99", "p99 batch latency vs batch size", {"batch size", true},
+                     ms_axis("p99 batch latency (ms)"));
+  svg::LineChart peak("sweep-peak", "Peak memory vs batch size", {"batch size", true},
+                      bytes_axis("peak bytes (allocated)"));
+  for (const auto& d : dtypes) {
+    svg::Series a{d, {}, svg::Style::dots}, b{d, {}, svg::Style::dots}, c{d, {}, svg::Style::dots};
+    for (const auto& row : r.sweep.rows) {
+      if (to_string(row.dtype) != d) continue;
+      const double x = static_cast<double>(row.batch_size);
+      if (!row.fits) {
+        throughput.crosses.push_back({x, 0, d + ": does not fit"});
+        continue;
+      }
+      a.points.emplace_back(x, row.result.samples_per_s);
+      b.points.emplace_back(x, row.result.latency.p99);
+      c.points.emplace_back(x, static_cast<double>(row.result.memory.peak));
+    }
+    throughput.series.push_back(a);
+    p99.series.push_back(b);
+    peak.series.push_back(c);
+  }
+  std::vector<Section> s;
+  const std::string what = cat("Each point: ", r.settings.steps, " timed batches after ", r.settings.warmup_steps,
+                               " warm-up batches; timer: ", r.sweep.timer, ". Crosses: the batch does not fit.");
+  add(s, {"Throughput", what, svg::render(throughput)});
+  add(s, {"Latency", what, svg::render(p99)});
+  add(s, {"Memory", "Peak per batch size, above the baseline: " + r.sweep.memory_counter + ".", svg::render(peak)});
+  add(s, table_section("The sweep", to_csv_string(r), "sweep"));
+  return page("tvie infer: " + r.workload,
+              workload_summary(r.workload, r.facts) + " Batched inference, every batch size x every dtype.", s,
+              r.context);
+}
+
+std::string to_html_string(const ServeReport& r) {
+  const auto& x = r.result;
+  std::vector<double> latency, queue, compute;
+  for (const auto& rec : x.records) {
+    latency.push_back((rec.end_us - rec.scheduled_us) / 1e3);
+    queue.push_back((rec.start_us - rec.scheduled_us) / 1e3);
+    compute.push_back((rec.end_us - rec.start_us) / 1e3);
+  }
+  std::vector<Section> s;
+  if (!latency.empty()) {
+    svg::LineChart cdf("serve-latency-cdf", "Request latency (CDF)", ms_axis("time (ms)"), fraction_axis());
+    cdf.series = {cdf_series("latency (arrival to answer)", latency),
+                  cdf_series("queue (arrival to batch start)", queue),
+                  cdf_series("compute (batch start to end)", compute)};
+    cdf.markers = percentile_markers(x.latency_ms, "");
+    add(s, {"Latency distribution",
+            cat(x.answered, " requests at ", fig(x.target_qps), " QPS offered (", fig(x.achieved_qps),
+                " achieved); times from each request's scheduled arrival, as MLPerf LoadGen's server scenario. ",
+                x.validity, ". Dashed lines: the latency's percentiles."),
+            svg::render(cdf)});
+  }
+  if (r.search) {
+    svg::LineChart load("serve-load", "p99 latency vs offered load", {"offered load (QPS)", true},
+                        ms_axis("p99 latency (ms)"));
+    std::vector<std::pair<double, double>> probes;
+    for (const auto& p : r.search->probes) probes.emplace_back(p.target_qps, p.p99_ms);
+    std::sort(probes.begin(), probes.end());
+    load.series.push_back({"p99 of a run at that load", probes, svg::Style::dots});
+    if (!probes.empty())
+      load.series.push_back(
+          {"the bound",
+           {{probes.front().first, r.search->p99_bound_ms}, {probes.back().first, r.search->p99_bound_ms}},
+           svg::Style::dashed});
+    add(s, {"Serving latency vs offered load",
+            cat("The maximum-QPS search: each point a run at one offered load; the highest load whose p99 stayed "
+                "within ",
+                fig(r.search->p99_bound_ms), " ms: ", fig(r.search->max_qps), " QPS."),
+            svg::render(load)});
+  }
+  add(s, table_section("Latency statistics (ms)", to_csv_string(r), "latency"));
+  return page("tvie serve: " + r.workload,
+              cat(workload_summary(r.workload, r.facts), " p99 latency ", fig(x.latency_ms.p99), " ms at ",
+                  fig(x.achieved_qps), " QPS."),
+              s, r.context);
+}
+
+std::string to_html_string(const DecodeReport& r) {
+  const auto& x = r.result;
+  svg::BarChart times("decode-times", "Decoding: time to first token and per output token", ms_axis("time (ms)"));
+  for (const auto& [name, sum] : {std::pair<std::string, Summary>{"time to first token", x.ttft_ms},
+                                  std::pair<std::string, Summary>{"time per output token", x.tpot_ms}})
+    for (const auto& [label, v] : {std::pair<const char*, double>{"p50", sum.p50}, {"p90", sum.p90}, {"p99", sum.p99}})
+      times.bars.push_back({name + " " + label, {{name, v}}, ""});
+  svg::BarChart cache("decode-kv-cache", "KV cache: measured and predicted", bytes_axis("bytes"));
+  cache.bars = {{"measured", {{"KV cache", static_cast<double>(x.kv_cache_bytes)}}, ""},
+                {"predicted", {{"KV cache", static_cast<double>(x.kv_cache_bytes_predicted)}}, ""}};
+  std::vector<Section> s;
+  add(s, {"Latency", cat(x.timed_runs, " timed runs; timer: ", x.timer, "."), svg::render(times)});
+  add(s, {"KV cache",
+          "Measured: allocated bytes the cache added (" + x.memory_counter +
+              "). Predicted: 2 x layers x batch x tokens x hidden x bytes per element.",
+          svg::render(cache)});
+  add(s, table_section("Latency statistics (ms)", to_csv_string(r), "latency"));
+  return page("tvie decode: " + r.workload,
+              cat(workload_summary(r.workload, r.facts), " ", fig(x.tokens_per_s), " tokens/s."), s, r.context);
+}
+
+std::string to_html_string(const AllreduceReport& r) {
+  svg::LineChart chart("allreduce-busbw", "All-reduce bus bandwidth vs message size",
+                       {"message size", true, svg::Format::bytes}, {"bus bandwidth (GB/s)"});
+  svg::Series out{"out-of-place", {}, svg::Style::dots}, in{"in-place", {}, svg::Style::dots};
+  for (const auto& row : r.result.rows) {
+    out.points.emplace_back(static_cast<double>(row.bytes), row.out_of_place_busbw_gbs);
+    in.points.emplace_back(static_cast<double>(row.bytes), row.in_place_busbw_gbs);
+  }
+  chart.series = {out, in};
+  std::vector<Section> s;
+  add(s, {"Bus bandwidth",
+          cat(r.result.backend, " on ", r.result.device, ", ", r.result.world_size, " ranks, ", r.result.dtype,
+              "; busbw = algbw x 2(n-1)/n as nccl-tests defines it; rank 0's times."),
+          svg::render(chart)});
+  add(s, table_section("The sweep", to_csv_string(r), "allreduce"));
+  return page("tvie allreduce", cat("Average bus bandwidth ", fig(r.result.average_busbw_gbs), " GB/s."), s, r.context);
+}
+
+std::string to_html_string(const MaxBatchReport& r) {
+  std::vector<Section> s;
+  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+    if (!result) continue;
+    const std::string mode = to_string(result->mode);
+    svg::LineChart chart("max-batch-" + mode, "Largest batch that fits: " + mode, {"batch size", true},
+                         bytes_axis("peak bytes (allocated)"));
+    svg::Series fits{"probes that fit", {}, svg::Style::dots};
+    for (const auto& p : result->probes) {
+      if (p.fits)
+        fits.points.emplace_back(static_cast<double>(p.batch), static_cast<double>(p.peak_bytes));
+      else
+        chart.crosses.push_back(
+            {static_cast<double>(p.batch), static_cast<double>(result->limit_bytes), "does not fit"});
+    }
+    std::sort(fits.points.begin(), fits.points.end());
+    chart.series.push_back(fits);
+    if (!fits.points.empty() || !chart.crosses.empty()) {
+      double lo = fits.points.empty() ? chart.crosses.front().x : fits.points.front().first, hi = lo;
+      for (const auto& p : fits.points) lo = std::min(lo, p.first), hi = std::max(hi, p.first);
+      for (const auto& c : chart.crosses) lo = std::min(lo, c.x), hi = std::max(hi, c.x);
+      chart.series.push_back(
+          {"limit",
+           {{lo, static_cast<double>(result->limit_bytes)}, {hi, static_cast<double>(result->limit_bytes)}},
+           svg::Style::dashed});
+    }
+    add(s, {"Training" == mode ? "Training" : mode,
+            cat("Largest fitting batch ", result->largest_fitting, "; limit ", detail::bytes_text(result->limit_bytes),
+                " (", result->limit_source, "). Crosses: probes that ran out of memory."),
+            svg::render(chart)});
+  }
+  add(s, table_section("The probes", to_csv_string(r), "probes"));
+  return page("tvie compare --find-max-batch: " + r.workload, workload_summary(r.workload, r.facts), s, r.context);
+}
+
+std::string to_html_string(const SliceReport& r) {
+  std::vector<Section> s;
+  if (r.training) {
+    const auto& t = *r.training;
+    svg::BarChart chart("slices-training",
+                        "Training ledger: measured slices, the full model extrapolated and predicted",
+                        bytes_axis("bytes (allocated)"));
+    for (size_t k = 0; k < t.slices.size(); ++k) {
+      const auto& m = t.slices[k].memory;
+      chart.bars.push_back(training_bar("measured: " + t.plan.label(k), m.parameters, m.gradients, m.optimizer_state,
+                                        m.weight_copies, m.loss_scaler, m.comm_buffers, m.activations, m.peak));
+    }
+    const auto& e = t.extrapolated;
+    chart.bars.push_back(training_bar("extrapolated: " + t.plan.full_label(), e.parameters, e.gradients,
+                                      e.optimizer_state, e.weight_copies, e.loss_scaler, e.comm_buffers, e.activations,
+                                      e.peak));
+    const auto& p = t.predicted;
+    chart.bars.push_back(training_bar("predicted: " + t.plan.full_label(), p.parameters, p.gradients, p.optimizer_state,
+                                      p.weight_copies, p.loss_scaler, p.comm_buffers, p.activations, p.peak));
+    add(s, {"Training",
+            "The full model was not run: its ledger is extrapolated linearly from the measured slices "
+            "(per-block increment; embeddings, head and final norm once) and predicted analytically.",
+            svg::render(chart)});
+  }
+  if (r.inference) {
+    const auto& i = *r.inference;
+    svg::BarChart chart("slices-inference",
+                        "Inference ledger: measured slices, the full model extrapolated and predicted",
+                        bytes_axis("bytes (allocated)"));
+    for (size_t k = 0; k < i.slices.size(); ++k) {
+      const auto& m = i.slices[k].memory;
+      chart.bars.push_back(training_bar("measured: " + i.plan.label(k), m.parameters + m.packed_weights, 0, 0, 0, 0, 0,
+                                        m.activations, m.peak));
+    }
+    const auto& e = i.extrapolated;
+    chart.bars.push_back(training_bar("extrapolated: " + i.plan.full_label(), e.parameters + e.packed_weights, 0, 0, 0,
+                                      0, 0, e.activations, e.peak));
+    const auto& p = i.predicted;
+    chart.bars.push_back(
+        training_bar("predicted: " + i.plan.full_label(), p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak));
+    add(s, {"Inference", "The full model was not run (see above).", svg::render(chart)});
+  }
+  return page("tvie slices: " + r.workload, workload_summary(r.workload, r.facts) + " Emulated by slices.", s,
+              r.context);
+}
+
+std::string to_html_string(const CardsReport& r) {
+  svg::BarChart bandwidth("cards-bandwidth", "Memory bandwidth per card (datasheet)", {"GB/s"});
+  svg::BarChart bf16("cards-bf16", "Dense bf16 matrix peak per card (datasheet, no sparsity)", {"TFLOPS"});
+  for (const auto& c : r.cards) {
+    bandwidth.bars.push_back({c.id, {{"memory bandwidth", c.memory_bandwidth_gbs}}, ""});
+    bf16.bars.push_back({c.id, {{"bf16", std::max(0.0, c.bf16_tflops)}}, c.bf16_tflops < 0 ? "no bf16 peak" : ""});
+  }
+  std::vector<Section> s;
+  add(s, {"Matrix peak", r.efficiency_description, svg::render(bf16)});
+  add(s, {"Memory bandwidth", "", svg::render(bandwidth)});
+  add(s, table_section("The catalog", to_csv_string(r), "cards"));
+  return page("tvie cards", r.catalog_description, s, r.context);
+}
+
+std::string to_html_string(const PlanReport& r) {
+  const std::string projected = "projected (roofline bound .. estimate), not measured";
+  svg::IntervalChart step("plan-training-step", "Training step per card, " + projected, {"seconds per step", true},
+                          "step time");
+  svg::IntervalChart qps("plan-inference-qps", "Requests per second per card, " + projected,
+                         {"requests/s per card", true}, "requests/s");
+  svg::IntervalChart latency("plan-inference-latency", "Latency at batch 1 per card, " + projected, {"seconds", true},
+                             "latency");
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    if (t.supported && t.step.supported)
+      step.rows.push_back({c.card.id, t.step.bound_s, t.step.estimate_s, ""});
+    else
+      step.rows.push_back({c.card.id, 0, 0, t.unsupported.empty() ? t.step.unsupported : t.unsupported});
+    const auto& i = c.inference;
+    if (i.supported && i.latency.supported && i.qps_per_card.estimate > 0) {
+      // The estimate is the lower rate (the bound assumes datasheet peaks).
+      qps.rows.push_back({c.card.id, i.qps_per_card.estimate, i.qps_per_card.bound, ""});
+      latency.rows.push_back({c.card.id, i.latency.bound_s, i.latency.estimate_s, ""});
+    } else {
+      const std::string why = !i.unsupported.empty()          ? i.unsupported
+                              : i.latency.unsupported.empty() ? "none sustained"
+                                                              : i.latency.unsupported;
+      qps.rows.push_back({c.card.id, 0, 0, why});
+      latency.rows.push_back({c.card.id, 0, 0, why});
+    }
+  }
+  std::vector<Section> s;
+  const std::string how =
+      "Each bar runs from the roofline bound (datasheet peaks and bandwidth) to the estimate (the "
+      "card's efficiencies and launch overhead, calibrated where a measured report was given). "
+      "Nothing here ran on these cards.";
+  add(s, {"Training", how, svg::render(step)});
+  add(s, {"Inference: latency", how, svg::render(latency)});
+  add(s, {"Inference: requests per card", how, svg::render(qps)});
+  add(s, table_section("The plan (projected)", to_csv_string(r), "plan"));
+  return page("tvie plan: " + r.workload,
+              workload_summary(r.workload, r.facts) + " Every figure on this page is projected, not measured.", s,
+              r.context);
+}
+
+std::string ledger_svg(const TrainingResult* training, const InferenceResult* inference) {
+  if (!training && !inference) throw InvalidArgument("ledger_svg", "nothing", "a training or an inference result");
+  return svg::render(ledger_chart(training, inference));
+}
+
+std::string memory_timeline_svg(const TrainingResult* training, const InferenceResult* inference) {
+  const auto chart = timeline_chart(training, inference);
+  if (chart.series.empty())
+    throw InvalidArgument("memory_timeline_svg", "no timeline", "a result with a recorded memory timeline");
+  return svg::render(chart);
+}
+
+void HtmlReporter::report(const CompareReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const TrainReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const ServeReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const InferReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const DecodeReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const AllreduceReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const MaxBatchReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const SliceReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const CardsReport& r) { write_file_atomically(path_, to_html_string(r)); }
+void HtmlReporter::report(const PlanReport& r) { write_file_atomically(path_, to_html_string(r)); }
+
+}  // namespace tvie

@@ -1,0 +1,175 @@
+// The example programs, run as a reader would run them, and the tutorial's doc-test: the tables in
+// docs/why-training-needs-more-memory.md are what examples/why_training_needs_more_memory measures.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "helpers.hpp"
+
+namespace fs = std::filesystem;
+using namespace tvie;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string example(const std::string& name) { return (fs::path(TVIE_BIN_DIR) / name).string(); }
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// Every <!-- table:NAME --> ... <!-- /table --> block: its rows of cells (the header first, the |---| line dropped).
+std::map<std::string, Rows> tables_of(const std::string& text) {
+  std::map<std::string, Rows> tables;
+  std::istringstream in(text);
+  std::string line, name;
+  while (std::getline(in, line)) {
+    if (line.rfind("<!-- table:", 0) == 0) {
+      name = line.substr(11, line.find(" -->") - 11);
+      tables[name];
+    } else if (line == "<!-- /table -->") {
+      name.clear();
+    } else if (!name.empty() && line.rfind("|---", 0) != 0 && line.rfind('|', 0) == 0) {
+      std::vector<std::string> cells;
+      std::string cell;
+      std::istringstream cols(line.substr(1));
+      while (std::getline(cols, cell, '|')) {
+        const auto a = cell.find_first_not_of(' '), b = cell.find_last_not_of(' ');
+        cells.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+      }
+      tables[name].push_back(cells);
+    }
+  }
+  return tables;
+}
+
+// "86,189,060" -> 86189060, "4.90x" -> 4.9; nullopt for text.
+std::optional<double> number_of(std::string cell) {
+  cell.erase(std::remove(cell.begin(), cell.end(), ','), cell.end());
+  if (!cell.empty() && cell.back() == 'x') cell.pop_back();
+  if (cell.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() + cell.size()) return std::nullopt;
+  return v;
+}
+
+// Columns whose bytes do not depend on the CPU's kernels or the C library's heap: compared exactly.
+bool exact_column(const std::string& header) {
+  for (const char* word : {"parameters", "gradients", "optimizer state", "weight copies", "weight tensors", "KV cache"})
+    if (header.find(word) != std::string::npos && header.find("/") == std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("the tutorial's tables are what examples/why_training_needs_more_memory measures", "[examples]") {
+  test::TempDir dir;
+  const auto run = test::run_command(example("why_training_needs_more_memory") + " --out " + dir.path.string());
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  const auto measured = tables_of(read_text(dir.path / "tables.md"));
+  const fs::path doc_path = fs::path(TVIE_SOURCE_DIR) / "docs" / "why-training-needs-more-memory.md";
+  const auto documented = tables_of(read_text(doc_path));
+  REQUIRE(measured.size() >= 8);
+  CHECK(documented.size() == measured.size());
+  for (const auto& [name, rows] : measured) {
+    INFO("table " << name << " (regenerate: why_training_needs_more_memory --update-doc " << doc_path.string() << ")");
+    REQUIRE(documented.count(name) == 1);
+    const auto& doc = documented.at(name);
+    REQUIRE(doc.size() == rows.size());
+    CHECK(doc.front() == rows.front());  // the header
+    for (size_t r = 1; r < rows.size(); ++r) {
+      REQUIRE(doc[r].size() == rows[r].size());
+      for (size_t c = 0; c < rows[r].size(); ++c) {
+        INFO(rows[r][0] << " / " << rows.front()[c] << ": documented " << doc[r][c] << ", measured " << rows[r][c]);
+        const auto m = number_of(rows[r][c]);
+        const auto d = number_of(doc[r][c]);
+        // Weights, gradients, optimizer state, weight copies, the KV cache: exact; activations, peaks and int8
+        // packs (glibc heap growth) within 10% (they depend a little on the CPU's kernels and the heap); text
+        // exactly.
+        if (c == 0 || !m || !d || exact_column(rows.front()[c]) || rows[r][0] == "parameters of the model")
+          CHECK(doc[r][c] == rows[r][c]);
+        else
+          CHECK(*d == Approx(*m).epsilon(0.10));
+      }
+    }
+  }
+  // The charts the page shows exist, and the program wrote its own.
+  for (const char* svg : {"why-training-memory-over-time.svg", "why-training-ledger.svg"})
+    CHECK(fs::exists(fs::path(TVIE_SOURCE_DIR) / "docs" / "results" / svg));
+  for (const char* svg : {"memory-over-time.svg", "ledger.svg"}) {
+    const auto text = read_text(dir.path / svg);
+    CHECK(text.rfind("<svg class=\"chart\"", 0) == 0);
+    CHECK(text.find("xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
+  }
+  const auto timeline = read_text(dir.path / "memory-over-time.svg");
+  CHECK(timeline.find("data-series=\"training step\"") != std::string::npos);
+  CHECK(timeline.find("data-series=\"inference batch\"") != std::string::npos);
+  CHECK(read_text(dir.path / "ledger.svg").find("data-series=\"optimizer state\"") != std::string::npos);
+}
+
+TEST_CASE("examples/custom_workload: a user's Workload compared on the CPU", "[examples]") {
+  const auto run = test::run_command(example("custom_workload") + " --device cpu");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("regressor (example)") != std::string::npos);
+  CHECK(run.out.find("gap: training peak / inference peak") != std::string::npos);
+}
+
+TEST_CASE("examples/own_training_loop: a loop of its own with tvie's probe, timer and timeline", "[examples]") {
+  const auto run = test::run_command(example("own_training_loop") + " --device cpu --steps 4");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  // The classifier's weights, 256x1024 + 1024 + 1024x10 + 10 floats, and AdamW's two moments of them.
+  const int64_t weights = 4 * (256 * 1024 + 1024 + 1024 * 10 + 10);
+  CHECK(run.out.find("weights:            " + format_bytes(weights)) != std::string::npos);
+  CHECK(run.out.find("optimizer state:    " + format_bytes(2 * weights)) != std::string::npos);
+  CHECK(run.out.find("phases (median over 4 steps") != std::string::npos);
+  CHECK(run.out.find("back to " + format_bytes(3 * weights)) != std::string::npos);  // weights + moments
+}
+
+TEST_CASE("examples/serve_your_model: a Workload of one's own under the server scenario", "[examples]") {
+  const auto run = test::run_command(example("serve_your_model") + " --device cpu --qps 400 --p99-ms 50");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("ranker (example)") != std::string::npos);
+  CHECK(run.out.find("scenario server") != std::string::npos);
+  CHECK(run.out.find("the highest rate with p99 <= 50 ms: ") != std::string::npos);
+}
+
+TEST_CASE("examples/torchscript_from_python: a model saved by Python, compared in C++", "[examples]") {
+  const std::string python = TVIE_PYTHON_WITH_TORCH;
+  if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {
+    WARN("SKIPPED: no python with torch configured (TVIE_PYTHON; scripts/setup.sh sets it)");
+    return;
+  }
+  test::TempDir dir;
+  const auto model = (dir.path / "model.pt").string();
+  const auto saved =
+      test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/torchscript_from_python.py " + model);
+  INFO(saved.out);
+  REQUIRE(saved.exit_code == 0);
+  const auto run = test::run_command(example("torchscript_from_python") + " " + model + " --device cpu");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("gap: training peak / inference peak") != std::string::npos);
+  const auto missing = test::run_command(example("torchscript_from_python") + " " + (dir.path / "none.pt").string());
+  CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dist]") {
+  const auto run = test::run_command(std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- " + example("data_parallel") +
+                                     " --device cpu");
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("distributed: gloo, 2 ranks, data parallel") != std::string::npos);
+  CHECK(run.out.find("parameters identical on every rank after the run: yes") != std::string::npos);
+}

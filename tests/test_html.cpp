@@ -1,0 +1,190 @@
+// The HTML report: its charts from real runs (what each chart holds, read from the page's text), the SVG helpers,
+// the --html option's validation, and the [browser] test that opens the pages in headless Chromium.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "helpers.hpp"
+#include "report/svg_chart.hpp"
+
+using namespace tvie;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The <svg class="chart" ...> ... </svg> of chart `id` ("" when the page has none).
+std::string chart(const std::string& html, const std::string& id) {
+  const auto start = html.find("<svg class=\"chart\" data-chart=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</svg>", start) - start);
+}
+
+// The names of the series a chart holds.
+std::vector<std::string> series_of(const std::string& svg) {
+  std::vector<std::string> names;
+  const std::regex re("class=\"series\" data-series=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1]);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("SVG helpers: escaping, round ticks, value labels", "[html]") {
+  CHECK(svg::escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &#39;d&#39;&gt;");
+  CHECK(svg::linear_ticks(0, 4.3) == std::vector<double>{0, 1, 2, 3, 4, 5});
+  CHECK(svg::linear_ticks(0, 1) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
+  CHECK(svg::log_ticks(1, 100) == std::vector<double>{1, 2, 5, 10, 20, 50, 100});
+  CHECK(svg::log_ticks(1e-4, 10) == std::vector<double>{1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
+  CHECK(svg::format_value(3 * 1024 * 1024, svg::Format::bytes) == "3 MiB");
+  CHECK(svg::format_value(1536, svg::Format::bytes) == "1.5 KiB");
+  CHECK(svg::format_value(2500, svg::Format::milliseconds) == "2.5 s");
+  CHECK(svg::format_value(0.25, svg::Format::milliseconds) == "0.25 ms");
+  CHECK(svg::format_value(1250000, svg::Format::number) == "1.25M");
+}
+
+TEST_CASE("compare --html: the ledger measured and predicted, memory over time, phases, latency CDF, the table",
+          "[html]") {
+  test::TempDir dir;
+  const auto html_path = dir.path / "compare.html";
+  const auto r = test::run_cli("compare --model gpt --preset tiny --steps 3 --warmup 1 --device cpu -q --html " +
+                               html_path.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = read_text(html_path);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // nothing fetched: the SVG namespace only
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(html.find("<script src") == std::string::npos);
+
+  const auto ledger = chart(html, "ledger");
+  REQUIRE_FALSE(ledger.empty());
+  const auto categories = series_of(ledger);
+  for (const char* c : {"parameters", "gradients", "optimizer state", "saved activations / working set"})
+    CHECK(std::find(categories.begin(), categories.end(), c) != categories.end());
+  for (const char* bar : {"training, measured", "training, predicted", "inference, measured", "inference, predicted"})
+    CHECK(ledger.find(bar) != std::string::npos);
+
+  const auto timeline = chart(html, "memory-over-time");
+  CHECK(series_of(timeline) == std::vector<std::string>{"training step", "inference batch"});
+  for (const char* phase : {"forward", "backward", "optimizer"})
+    CHECK(timeline.find("data-band=\"" + std::string(phase) + "\"") != std::string::npos);
+  CHECK(series_of(chart(html, "phases")) == std::vector<std::string>{"data", "forward", "backward", "optimizer"});
+  CHECK(series_of(chart(html, "latency-cdf")) == std::vector<std::string>{"training step", "inference batch"});
+  for (const char* p : {">train p50<", ">train p99<", ">infer p50<", ">infer p99<"})
+    CHECK(chart(html, "latency-cdf").find(p) != std::string::npos);
+  // Every chart declares as many series as it holds; axes carry their units.
+  CHECK(count(html, "<svg class=\"chart\"") == 5);
+  CHECK(ledger.find("bytes (allocated)") != std::string::npos);
+  CHECK(timeline.find("live bytes above the baseline") != std::string::npos);
+  // The table is the CSV's, and the footer holds the context.
+  CHECK(html.find("<th>training_predicted_bytes</th>") != std::string::npos);
+  CHECK(html.find("<dt>command</dt>") != std::string::npos);
+  CHECK(html.find("compare --model gpt") != std::string::npos);
+}
+
+TEST_CASE("plan --html labels every figure projected, infer --html marks what does not fit", "[html]") {
+  test::TempDir dir;
+  const auto plan = test::run_cli("plan --model gpt --preset small --cards a100-80gb-sxm,t4 --no-host -q --html " +
+                                  (dir.path / "plan.html").string());
+  INFO(plan.out);
+  REQUIRE(plan.exit_code == 0);
+  const std::string p = read_text(dir.path / "plan.html");
+  CHECK(count(p, "<svg class=\"chart\"") == 3);
+  for (const char* id : {"plan-training-step", "plan-inference-latency", "plan-inference-qps"})
+    CHECK(chart(p, id).find("projected (roofline bound .. estimate), not measured") != std::string::npos);
+  CHECK(chart(p, "plan-inference-latency").find("t4 has no bf16_tflops peak") != std::string::npos);
+
+  const auto infer = test::run_cli(
+      "infer --model gpt --preset tiny --batch 1,256 --dtype fp32 --steps 2 --warmup 0 --device cpu "
+      "--cpu-memory-limit-mb 8 -q --html " +
+      (dir.path / "infer.html").string());
+  INFO(infer.out);
+  REQUIRE(infer.exit_code == 0);
+  const std::string i = read_text(dir.path / "infer.html");
+  CHECK(series_of(chart(i, "sweep-throughput")) == std::vector<std::string>{"fp32"});
+  CHECK(chart(i, "sweep-throughput").find("fp32: does not fit") != std::string::npos);
+  CHECK(chart(i, "sweep-peak").find("data-points=\"1\"") != std::string::npos);  // only batch 1 fits
+}
+
+TEST_CASE("html output: a bad path is refused before anything runs, exit 2, nothing written", "[html]") {
+  test::TempDir dir;
+  const auto r = test::run_cli("compare --model gpt --preset tiny --device cpu --html " +
+                               (dir.path / "missing" / "r.html").string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("html") != std::string::npos);
+  CHECK(r.out.find("ledger steps done") == std::string::npos);  // nothing ran
+  CHECK(fs::is_empty(dir.path));
+}
+
+// --- the browser --------------------------------------------------------------------------------------------
+
+TEST_CASE("HTML reports load in headless Chromium: no console message, every chart with its series, screenshots",
+          "[browser]") {
+  const std::string chromium = test::chromium_path();
+  if (chromium.empty()) {
+    if (test::browser_required()) FAIL("TVIE_REQUIRE_BROWSER=1 but no chromium is installed");
+    WARN("SKIPPED: needs chromium (apt-get install chromium; scripts/setup.sh installs it)");
+    return;
+  }
+  test::TempDir dir;
+  const fs::path shots = fs::path(TVIE_TEST_BINARY).parent_path().parent_path() / "browser-screenshots";
+  fs::create_directories(shots);
+  const std::vector<std::pair<std::string, std::string>> reports = {
+      {"compare", "compare --model gpt --preset tiny --steps 3 --warmup 1 --device cpu"},
+      {"train", "train --model mlp --preset tiny --steps 3 --warmup 1 --device cpu"},
+      {"infer", "infer --model mlp --preset tiny --batch 1,4,16 --dtype fp32,bf16 --steps 2 --warmup 0 --device cpu"},
+      {"serve", "serve --model mlp --preset tiny --qps 400 --queries 200 --device cpu"},
+      {"decode", "decode --preset tiny --device cpu"},
+      {"plan", "plan --model gpt --preset small"},
+  };
+  for (const auto& [name, args] : reports) {
+    INFO(name);
+    const fs::path page = dir.path / (name + ".html");
+    const auto made = test::run_cli(args + " -q --html " + page.string());
+    INFO(made.out);
+    REQUIRE(made.exit_code == 0);
+    const std::string html = read_text(page);
+    const int charts = count(html, "<svg class=\"chart\"");
+    CHECK(charts >= 1);
+
+    const std::string flags =
+        " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" + (dir.path / "profile").string() +
+        " --enable-logging=stderr --v=0";
+    const auto dom = test::run_command(chromium + flags + " --dump-dom file://" + page.string());
+    REQUIRE(dom.exit_code == 0);
+    // The page's own check ran (it writes its verdict on <body>): every chart holds the series it declares,
+    // and no script error happened; and Chromium logged no console message.
+    const std::regex body("<body([^>]*)>");
+    std::smatch tag;
+    REQUIRE(std::regex_search(dom.out, tag, body));
+    const std::string attributes = tag[1];
+    INFO("<body" << attributes << ">");
+    CHECK(attributes.find("data-charts=\"" + std::to_string(charts) + "\"") != std::string::npos);
+    CHECK(attributes.find("data-charts-checked=\"ok\"") != std::string::npos);
+    CHECK(attributes.find("data-errors") == std::string::npos);
+    CHECK(dom.out.find(":CONSOLE") == std::string::npos);
+
+    const fs::path png = shots / (name + ".png");
+    fs::remove(png);
+    const auto shot =
+        test::run_command(chromium + flags + " --hide-scrollbars --window-size=860,2400 --screenshot=" + png.string() +
+                          " file://" + page.string());
+    CHECK(shot.exit_code == 0);
+    CHECK(fs::exists(png));
+    CHECK((fs::exists(png) && fs::file_size(png) > 10000));
+  }
+}

@@ -4,7 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "report/svg_chart.hpp"
@@ -187,4 +191,88 @@ TEST_CASE("HTML reports load in headless Chromium: no console message, every cha
     CHECK(fs::exists(png));
     CHECK((fs::exists(png) && fs::file_size(png) > 10000));
   }
+}
+
+// --- the Chrome trace ---------------------------------------------------------------------------------------
+
+TEST_CASE("compare --trace: every timed step's phases back to back and every timed batch, as the JSON times them",
+          "[trace]") {
+  test::TempDir dir;
+  const auto trace_path = dir.path / "trace.json", json_path = dir.path / "report.json";
+  const auto r = test::run_cli("compare --model gpt --preset tiny --steps 4 --warmup 1 --device cpu -q --trace " +
+                               trace_path.string() + " --json " + json_path.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto trace = nlohmann::json::parse(read_text(trace_path));
+  const auto report = nlohmann::json::parse(read_text(json_path));
+  const auto step_ms = report["training"]["step_ms_all"].get<std::vector<double>>();
+  const auto batch_ms = report["inference"]["latency_ms_all"].get<std::vector<double>>();
+  REQUIRE(step_ms.size() == 4);
+  std::map<int64_t, double> step_sum_us, step_start_us, step_end_us;
+  std::vector<double> batch_us;
+  std::set<std::string> phases, processes;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") {
+      if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+      continue;
+    }
+    REQUIRE(e["ph"] == "X");
+    if (e["cat"] == "training") {
+      CHECK(e["pid"] == 0);
+      const int64_t step = e["args"]["step"];
+      const double ts = e["ts"], dur = e["dur"];
+      if (!step_start_us.count(step)) step_start_us[step] = ts;
+      CHECK(ts == Approx(step_start_us[step] + step_sum_us[step]).margin(1e-6));  // back to back
+      step_sum_us[step] += dur;
+      step_end_us[step] = ts + dur;
+      phases.insert(e["name"].get<std::string>());
+    } else {
+      CHECK(e["cat"] == "inference");
+      CHECK(e["pid"] == 1);
+      batch_us.push_back(e["dur"]);
+    }
+  }
+  CHECK(phases == std::set<std::string>{"data", "forward", "backward", "optimizer"});
+  CHECK(processes.size() == 2);
+  // Steps 4..7 (2 ledger steps and 1 warm-up before them), each as long as the report's step time, in order.
+  REQUIRE(step_sum_us.size() == 4);
+  int64_t i = 0;
+  for (const auto& [step, sum] : step_sum_us) {
+    CHECK(step == 4 + i);
+    CHECK(sum == Approx(step_ms[static_cast<size_t>(i)] * 1e3).epsilon(1e-9));
+    if (i > 0) CHECK(step_start_us[step] >= step_end_us[step - 1]);
+    ++i;
+  }
+  CHECK(step_start_us.begin()->second == 0);
+  REQUIRE(batch_us.size() == batch_ms.size());
+  for (size_t b = 0; b < batch_us.size(); ++b) CHECK(batch_us[b] == Approx(batch_ms[b] * 1e3).epsilon(1e-9));
+  CHECK(trace["otherData"]["time_origin"].get<std::string>().find("not on one clock") != std::string::npos);
+}
+
+TEST_CASE("trace output: refused before anything runs where nothing is timed, one track per sweep row", "[trace]") {
+  test::TempDir dir;
+  const auto path = (dir.path / "t.json").string();
+  for (const std::string args : {"compare --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 64",
+                                 "train --model gpt --preset small --slice-layers 1,2"}) {
+    INFO(args);
+    const auto r = test::run_cli(args + " --device cpu --trace " + path);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find("--trace") != std::string::npos);
+    CHECK(r.out.find("ledger steps done") == std::string::npos);
+    CHECK_FALSE(fs::exists(path));
+  }
+  CHECK(test::run_cli("serve --model mlp --preset tiny --trace " + path).exit_code == 2);  // no such option
+  const auto sweep = test::run_cli(
+      "infer --model mlp --preset tiny --batch 1,4 --dtype fp32,bf16 --steps 3 --warmup 0 "
+      "--device cpu -q --trace " +
+      path);
+  INFO(sweep.out);
+  REQUIRE(sweep.exit_code == 0);
+  const auto trace = nlohmann::json::parse(read_text(path));
+  std::set<int> tracks;
+  int batches = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") tracks.insert(e["pid"].get<int>()), ++batches;
+  CHECK(tracks.size() == 4);
+  CHECK(batches == 4 * 3);
 }

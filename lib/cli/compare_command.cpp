@@ -45,6 +45,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
+  add_trace_option(cmd, o->output);
 
   return [o, cmd, argv]() {
     apply_log_level(o->output);
@@ -73,6 +74,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       return 0;
     }
     if (o->max_batch.find) {
+      refuse_trace_with_max_batch(o->output);
       MaxBatchSearchSettings search;
       search.train = s.train;
       search.infer = s.infer;

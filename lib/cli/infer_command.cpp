@@ -77,6 +77,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/false);
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
+  add_trace_option(cmd, o->output);
 
   return [o, argv]() {
     apply_log_level(o->output);
@@ -114,6 +115,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       return 0;
     }
     if (o->max_batch.find) {
+      refuse_trace_with_max_batch(o->output);
       if (s.dtypes.size() != 1)
         throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --find-max-batch");
       MaxBatchSearchSettings search;

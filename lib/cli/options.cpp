@@ -73,6 +73,7 @@ void check_outputs(const OutputOptions& o) {
   if (!o.json_path.empty()) check_output_path(o.json_path, "json");
   if (!o.csv_path.empty()) check_output_path(o.csv_path, "csv");
   if (!o.html_path.empty()) check_output_path(o.html_path, "html");
+  if (!o.trace_path.empty()) check_output_path(o.trace_path, "trace");
 }
 
 void add_train_options(CLI::App* cmd, TrainOptions& o) {
@@ -253,6 +254,21 @@ void refuse_csv_with_slices(const OutputOptions& output) {
     throw InvalidArgument("csv", output.csv_path,
                           "no CSV with --slice-layers (slices, extrapolation and prediction are several tables: "
                           "use --json)");
+  if (!output.trace_path.empty())
+    throw InvalidArgument("trace", output.trace_path,
+                          "a run of one model (with --slice-layers each slice is a run of its own; use --json)");
+}
+
+void add_trace_option(CLI::App* cmd, OutputOptions& o) {
+  add_field_option(cmd, "--trace", o.trace_path,
+                   "Write the timed steps' phases and the inference batches as a Chrome trace (Perfetto, "
+                   "chrome://tracing) here (atomically)",
+                   "trace");
+}
+
+void refuse_trace_with_max_batch(const OutputOptions& output) {
+  if (!output.trace_path.empty())
+    throw InvalidArgument("trace", output.trace_path, "a timed run (--find-max-batch's probes are not timed)");
 }
 
 }  // namespace tvie::cli

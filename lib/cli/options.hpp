@@ -51,7 +51,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
 
 // --json [--csv] --html --verbose --quiet.
 struct OutputOptions {
-  std::string json_path, csv_path, html_path;
+  std::string json_path, csv_path, html_path, trace_path;
   bool verbose = false, quiet = false;
 };
 void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = true,
@@ -99,8 +99,13 @@ void add_slice_options(CLI::App* cmd, SliceOptions& o);
 std::optional<SliceSettings> slice_settings(const SliceOptions& o);
 // --slice-layers and --find-max-batch ask for two different runs: InvalidArgument("slices.layers", ...).
 void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch);
-// --slice-layers makes several tables (slices, extrapolation, prediction): no one CSV; InvalidArgument("csv", ...).
+// --slice-layers makes several tables (slices, extrapolation, prediction): no one CSV; InvalidArgument("csv", ...);
+// and no timed steps of one model to trace: InvalidArgument("trace", ...).
 void refuse_csv_with_slices(const OutputOptions& output);
+// --trace PATH (compare, train, infer): the timed steps and batches as Chrome trace events.
+void add_trace_option(CLI::App* cmd, OutputOptions& o);
+// --find-max-batch times nothing: InvalidArgument("trace", ...).
+void refuse_trace_with_max_batch(const OutputOptions& output);
 // The slices of the zoo model of `m` (zoo_slices).
 SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings);
 
@@ -129,6 +134,10 @@ void emit(const Report& report, const OutputOptions& o) {
   if (!o.html_path.empty()) {
     HtmlReporter(o.html_path).report(report);
     log::info(cat("wrote ", o.html_path));
+  }
+  if (!o.trace_path.empty()) {
+    TraceReporter(o.trace_path).report(report);
+    log::info(cat("wrote ", o.trace_path));
   }
 }
 

@@ -67,7 +67,8 @@ struct InferenceResult {
   std::string memory_counter;
   MemoryTimeline memory_timeline;  // the ledger batch's live bytes at every allocation and free
   InferenceDtype dtype = InferenceDtype::fp32;
-  std::vector<double> latency_ms;  // every timed batch
+  std::vector<double> latency_ms;      // every timed batch
+  std::vector<double> batch_start_ms;  // each timed batch's start, ms after the first's (timer's clock; --trace)
   Summary latency;
   std::string timer;
   bool cuda_graph = false;  // timed batches replayed a CUDA graph (the ledger batch ran eagerly)

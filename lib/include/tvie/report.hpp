@@ -45,68 +45,46 @@ class ConsoleReporter : public Reporter {
   std::ostream& out_;
 };
 
-// The JSON report (schema in docs/metrics.md), written atomically: a temporary file, then rename.
-class JsonReporter : public Reporter {
- public:
-  explicit JsonReporter(std::string path) : path_(std::move(path)) {}
-  void report(const CompareReport& report) override;
-  void report(const TrainReport& report) override;
-  void report(const ServeReport& report) override;
-  void report(const InferReport& report) override;
-  void report(const DecodeReport& report) override;
-  void report(const AllreduceReport& report) override;
-  void report(const MaxBatchReport& report) override;
-  void report(const SliceReport& report) override;
-  void report(const CardsReport& report) override;
-  void report(const PlanReport& report) override;
+// Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
+// Creates nothing.
+void check_output_path(const std::string& path, const std::string& field);
+// Writes `content` to `path` through a temporary file in the same directory and a rename, so that a
+// reader never sees half a file. Throws tvie::Error when it cannot.
+void write_file_atomically(const std::string& path, const std::string& content);
 
- private:
-  std::string path_;
-};
+// --- the files: each report rendered by a format's to_X_string, then written atomically ---
 
-// CSV of the reports' tables (one header row, units in the column names), written atomically: compare and train
-// the memory ledger (one row per category, measured and predicted bytes), infer the sweep's rows, serve and
-// decode their latency statistics, max-batch its probes, allreduce its rows, cards the catalog, plan its cards.
-// Slice reports throw InvalidArgument("csv", ...): they are several tables (use --json).
-class CsvReporter : public Reporter {
- public:
-  explicit CsvReporter(std::string path) : path_(std::move(path)) {}
-  void report(const CompareReport& report) override;
-  void report(const TrainReport& report) override;
-  void report(const ServeReport& report) override;
-  void report(const InferReport& report) override;
-  void report(const DecodeReport& report) override;
-  void report(const AllreduceReport& report) override;
-  void report(const MaxBatchReport& report) override;
-  void report(const SliceReport& report) override;
-  void report(const CardsReport& report) override;
-  void report(const PlanReport& report) override;
+// The JSON report (schema in docs/metrics.md).
+std::string to_json_string(const CompareReport& report, int indent = 2);
+std::string to_json_string(const TrainReport& report, int indent = 2);
+std::string to_json_string(const ServeReport& report, int indent = 2);
+std::string to_json_string(const InferReport& report, int indent = 2);
+std::string to_json_string(const DecodeReport& report, int indent = 2);
+std::string to_json_string(const AllreduceReport& report, int indent = 2);
+std::string to_json_string(const MaxBatchReport& report, int indent = 2);
+std::string to_json_string(const SliceReport& report, int indent = 2);
+std::string to_json_string(const CardsReport& report, int indent = 2);
+std::string to_json_string(const PlanReport& report, int indent = 2);
 
- private:
-  std::string path_;
-};
+// CSV of the reports' tables (one header row, units in the column names): compare and train the memory ledger (one
+// row per category, measured and predicted bytes), infer the sweep's rows, serve and decode their latency
+// statistics, max-batch its probes (mode,batch,fits,peak_bytes), allreduce its rows, cards the catalog (an empty
+// cell: not published), plan its cards ("projected" in each). Slice reports throw InvalidArgument("csv", ...): they
+// are several tables (use --json).
+std::string to_csv_string(const CompareReport& report);
+std::string to_csv_string(const TrainReport& report);
+std::string to_csv_string(const InferReport& report);
+std::string to_csv_string(const ServeReport& report);
+std::string to_csv_string(const DecodeReport& report);
+std::string to_csv_string(const MaxBatchReport& report);
+std::string to_csv_string(const AllreduceReport& report);
+std::string to_csv_string(const SliceReport& report);
+std::string to_csv_string(const CardsReport& report);
+std::string to_csv_string(const PlanReport& report);
 
 // The HTML report: one self-contained page (inline SVG charts, CSS and a check script; nothing fetched) with the
 // report's charts (the ledger measured and predicted, memory over time, phases, latency distributions, sweep
-// curves, bandwidth, projected intervals), its CSV table and the run's context in a footer. Written atomically.
-class HtmlReporter : public Reporter {
- public:
-  explicit HtmlReporter(std::string path) : path_(std::move(path)) {}
-  void report(const CompareReport& report) override;
-  void report(const TrainReport& report) override;
-  void report(const ServeReport& report) override;
-  void report(const InferReport& report) override;
-  void report(const DecodeReport& report) override;
-  void report(const AllreduceReport& report) override;
-  void report(const MaxBatchReport& report) override;
-  void report(const SliceReport& report) override;
-  void report(const CardsReport& report) override;
-  void report(const PlanReport& report) override;
-
- private:
-  std::string path_;
-};
-
+// curves, bandwidth, projected intervals), its CSV table and the run's context in a footer.
 std::string to_html_string(const CompareReport& report);
 std::string to_html_string(const TrainReport& report);
 std::string to_html_string(const ServeReport& report);
@@ -118,42 +96,80 @@ std::string to_html_string(const SliceReport& report);
 std::string to_html_string(const CardsReport& report);
 std::string to_html_string(const PlanReport& report);
 
+// A Chrome trace-event file (JSON; opens in Perfetto and chrome://tracing): the timed training steps, each phase
+// a slice, and the timed inference batches, each run on its own track ("process") with its own time origin: the
+// first timed step or batch at 0, on the timer's clock (CUDA events on a GPU, so device times; the host's steady
+// clock on the CPU). compare, train (this process's rank only) and infer (one track per row); the other reports
+// have no timed steps of one model and throw InvalidArgument("trace", ...).
+std::string to_trace_string(const CompareReport& report);
+std::string to_trace_string(const TrainReport& report);
+std::string to_trace_string(const InferReport& report);
+std::string to_trace_string(const ServeReport& report);
+std::string to_trace_string(const DecodeReport& report);
+std::string to_trace_string(const AllreduceReport& report);
+std::string to_trace_string(const MaxBatchReport& report);
+std::string to_trace_string(const SliceReport& report);
+std::string to_trace_string(const CardsReport& report);
+std::string to_trace_string(const PlanReport& report);
+
+// Writes every report to `path` as `Format::render(report)` renders it, atomically (write_file_atomically).
+template <typename Format>
+class FileReporter final : public Reporter {
+ public:
+  explicit FileReporter(std::string path) : path_(std::move(path)) {}
+  void report(const CompareReport& report) override { write(report); }
+  void report(const TrainReport& report) override { write(report); }
+  void report(const ServeReport& report) override { write(report); }
+  void report(const InferReport& report) override { write(report); }
+  void report(const DecodeReport& report) override { write(report); }
+  void report(const AllreduceReport& report) override { write(report); }
+  void report(const MaxBatchReport& report) override { write(report); }
+  void report(const SliceReport& report) override { write(report); }
+  void report(const CardsReport& report) override { write(report); }
+  void report(const PlanReport& report) override { write(report); }
+
+ private:
+  template <typename Report>
+  void write(const Report& report) {
+    write_file_atomically(path_, Format::render(report));
+  }
+  std::string path_;
+};
+
+struct JsonFormat {
+  template <typename Report>
+  static std::string render(const Report& r) {
+    return to_json_string(r);
+  }
+};
+struct CsvFormat {
+  template <typename Report>
+  static std::string render(const Report& r) {
+    return to_csv_string(r);
+  }
+};
+struct HtmlFormat {
+  template <typename Report>
+  static std::string render(const Report& r) {
+    return to_html_string(r);
+  }
+};
+struct TraceFormat {
+  template <typename Report>
+  static std::string render(const Report& r) {
+    return to_trace_string(r);
+  }
+};
+using JsonReporter = FileReporter<JsonFormat>;
+using CsvReporter = FileReporter<CsvFormat>;
+using HtmlReporter = FileReporter<HtmlFormat>;
+using TraceReporter = FileReporter<TraceFormat>;
+
 // Two of the report's charts as standalone SVG files (what --html embeds; either argument may be nullptr): the
 // ledger as stacked bars, measured beside predicted, and memory over time through one training step beside one
 // inference batch, the step's phases shaded.
 std::string ledger_svg(const TrainingResult* training, const InferenceResult* inference);
 std::string memory_timeline_svg(const TrainingResult* training, const InferenceResult* inference);
-
-std::string to_json_string(const CompareReport& report, int indent = 2);
-std::string to_json_string(const TrainReport& report, int indent = 2);
-std::string to_json_string(const ServeReport& report, int indent = 2);
-std::string to_json_string(const InferReport& report, int indent = 2);
-std::string to_json_string(const DecodeReport& report, int indent = 2);
-std::string to_json_string(const AllreduceReport& report, int indent = 2);
-std::string to_json_string(const MaxBatchReport& report, int indent = 2);
-std::string to_json_string(const SliceReport& report, int indent = 2);
-std::string to_json_string(const CardsReport& report, int indent = 2);
-std::string to_json_string(const PlanReport& report, int indent = 2);
-std::string to_csv_string(const CompareReport& report);
-std::string to_csv_string(const TrainReport& report);
-std::string to_csv_string(const InferReport& report);
-std::string to_csv_string(const ServeReport& report);
-std::string to_csv_string(const DecodeReport& report);
-// The max-batch probes, one line each: mode,batch,fits,peak_bytes.
-std::string to_csv_string(const MaxBatchReport& report);
-// The all-reduce rows flat, one line a message size, with a header line (no trailing newline).
-std::string to_csv_string(const AllreduceReport& report);
-// The cards, one line each, units in the column names (empty cell: not published).
-std::string to_csv_string(const CardsReport& report);
-// The plan, one line per card: training and inference figures, units in the column names, "projected" in each.
-std::string to_csv_string(const PlanReport& report);
-
-// Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
-// Creates nothing.
-void check_output_path(const std::string& path, const std::string& field);
-// Writes `content` to `path` through a temporary file in the same directory and a rename, so that a
-// reader never sees half a file. Throws tvie::Error when it cannot.
-void write_file_atomically(const std::string& path, const std::string& content);
 
 // "1.50 MiB" style, binary units.
 std::string format_bytes(int64_t bytes);

@@ -13,6 +13,13 @@
 
 namespace tvie {
 
+// What a timer recorded: per step, milliseconds per phase, and when each step started (ms after the first step's
+// start, on the timer's clock; empty where the timer keeps no start times).
+struct TimedSteps {
+  std::vector<std::vector<double>> phases_ms;
+  std::vector<double> start_ms;
+};
+
 class StepTimer {
  public:
   virtual ~StepTimer() = default;
@@ -23,6 +30,8 @@ class StepTimer {
   virtual std::vector<std::vector<double>> collect_phases_ms(int phase_count) = 0;
   // Per step, the sum over phases.
   std::vector<double> collect_ms();
+  // The phases and each step's start (clears what was recorded, as collect_phases_ms). Default: the phases only.
+  virtual TimedSteps collect_steps(int phase_count) { return {collect_phases_ms(phase_count), {}}; }
   virtual std::string description() const = 0;  // "cuda events ..." or "steady_clock ..."
 };
 

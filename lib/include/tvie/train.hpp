@@ -153,14 +153,16 @@ struct TrainingResult {
   TrainPrecision precision = TrainPrecision::fp32;
   int64_t checkpoint_every = 0;  // 0: none, 1: every block, K: every K-th block (checkpoint_to_string)
   int64_t checkpointed_blocks = 0;
-  std::vector<double> step_ms;    // every timed step
-  Summary step;                   // statistics of step_ms
-  std::vector<PhaseTime> phases;  // data, forward, backward, optimizer over the timed steps
-  std::string timer;              // "cuda events" / "steady_clock"
-  bool cuda_graph = false;        // timed steps replayed a captured CUDA graph
-  std::string cuda_graph_scope;   // what the graph holds, e.g. "forward+backward+optimizer"
-  int64_t ledger_steps = 0;       // instrumented, untimed (Trainer::kLedgerSteps)
-  int64_t warmup_steps = 0;       // untimed
+  std::vector<double> step_ms;        // every timed step
+  std::vector<double> step_start_ms;  // each timed step's start, ms after the first's (timer's clock; --trace)
+  Summary step;                       // statistics of step_ms
+  std::vector<PhaseTime> phases;      // data, forward, backward, optimizer over the timed steps
+  std::vector<std::vector<double>> step_phases_ms;  // every timed step's phases, in phase order (ms; --trace)
+  std::string timer;                                // "cuda events" / "steady_clock"
+  bool cuda_graph = false;                          // timed steps replayed a captured CUDA graph
+  std::string cuda_graph_scope;                     // what the graph holds, e.g. "forward+backward+optimizer"
+  int64_t ledger_steps = 0;                         // instrumented, untimed (Trainer::kLedgerSteps)
+  int64_t warmup_steps = 0;                         // untimed
   int64_t timed_steps = 0;
   int64_t optimizer_steps = 0;  // all of them, untimed included
   int64_t micro_batches = 0;

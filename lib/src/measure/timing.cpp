@@ -48,6 +48,14 @@ std::vector<std::vector<double>> by_phase(const std::vector<Step<Point>>& steps,
   return out;
 }
 
+// Each step's start after the first step's start.
+template <typename Point, typename Elapsed>
+std::vector<double> starts(const std::vector<Step<Point>>& steps, Elapsed elapsed) {
+  std::vector<double> out;
+  for (const auto& step : steps) out.push_back(elapsed(steps.front().begin, step.begin));
+  return out;
+}
+
 class SteadyClockTimer final : public StepTimer {
   using Point = std::chrono::steady_clock::time_point;
 
@@ -55,9 +63,13 @@ class SteadyClockTimer final : public StepTimer {
   void start() override { steps_.push_back({std::chrono::steady_clock::now(), {}}); }
   void mark(int phase) override { steps_.back().marks.emplace_back(phase, std::chrono::steady_clock::now()); }
   std::vector<std::vector<double>> collect_phases_ms(int phase_count) override {
-    auto out = by_phase(steps_, phase_count, [](const Point& a, const Point& b) {
+    return collect_steps(phase_count).phases_ms;
+  }
+  TimedSteps collect_steps(int phase_count) override {
+    const auto elapsed = [](const Point& a, const Point& b) {
       return std::chrono::duration<double, std::milli>(b - a).count();
-    });
+    };
+    TimedSteps out{by_phase(steps_, phase_count, elapsed), starts(steps_, elapsed)};
     steps_.clear();
     return out;
   }
@@ -77,11 +89,15 @@ class CudaEventTimer final : public StepTimer {
   void start() override { steps_.push_back({record(), {}}); }
   void mark(int phase) override { steps_.back().marks.emplace_back(phase, record()); }
   std::vector<std::vector<double>> collect_phases_ms(int phase_count) override {
+    return collect_steps(phase_count).phases_ms;
+  }
+  TimedSteps collect_steps(int phase_count) override {
     if (!steps_.empty() && !steps_.back().marks.empty()) steps_.back().marks.back().second->synchronize();
-    auto out = by_phase(steps_, phase_count, [](const Point& a, const Point& b) {
+    const auto elapsed = [](const Point& a, const Point& b) {
       b->synchronize();
       return static_cast<double>(a->elapsed_time(*b));
-    });
+    };
+    TimedSteps out{by_phase(steps_, phase_count, elapsed), starts(steps_, elapsed)};
     steps_.clear();
     return out;
   }

@@ -639,15 +639,4 @@ std::string memory_timeline_svg(const TrainingResult* training, const InferenceR
   return svg::render(chart);
 }
 
-void HtmlReporter::report(const CompareReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const TrainReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const ServeReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const InferReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const DecodeReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const AllreduceReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const MaxBatchReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const SliceReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const CardsReport& r) { write_file_atomically(path_, to_html_string(r)); }
-void HtmlReporter::report(const PlanReport& r) { write_file_atomically(path_, to_html_string(r)); }
-
 }  // namespace tvie

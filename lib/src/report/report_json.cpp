@@ -396,33 +396,13 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
-void JsonReporter::report(const CompareReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const TrainReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const ServeReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const InferReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const SliceReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const CardsReport& report) { write_file_atomically(path_, to_json_string(report)); }
-void JsonReporter::report(const PlanReport& report) { write_file_atomically(path_, to_json_string(report)); }
-
 namespace {
 [[noreturn]] void no_csv(const char* kind) {
   throw InvalidArgument("csv", kind, "a report that is one table (not slices); use --json for this one");
 }
 }  // namespace
 
-void CsvReporter::report(const CompareReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const TrainReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const ServeReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const InferReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const DecodeReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const AllreduceReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const MaxBatchReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const SliceReport&) { no_csv("--slice-layers"); }
-void CsvReporter::report(const CardsReport& report) { write_file_atomically(path_, to_csv_string(report)); }
-void CsvReporter::report(const PlanReport& report) { write_file_atomically(path_, to_csv_string(report)); }
+std::string to_csv_string(const SliceReport&) { no_csv("--slice-layers"); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -865,5 +845,111 @@ std::string to_csv_string(const DecodeReport& r) {
   return cat("quantity,", kSummaryColumns, "\ntime_to_first_token,", summary_cells(x.ttft_ms),
              "\ntime_per_output_token,", summary_cells(x.tpot_ms));
 }
+
+// --- Chrome trace events (the Trace Event Format: "X" complete events, microseconds; "M" metadata names) ---
+namespace {
+
+struct TraceTrack {
+  int pid = 0;
+  std::string name;  // the track's ("process") name
+};
+
+json trace_name(const char* kind, int pid, const std::string& name) {
+  return {{"name", kind}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}};
+}
+
+// Every timed step's phases, back to back from the step's start (the marks that time them are consecutive).
+void add_training_events(json& events, const TrainingResult& t, const TraceTrack& track) {
+  events.push_back(trace_name("process_name", track.pid, track.name));
+  events.push_back(trace_name("thread_name", track.pid, "timed steps (" + t.timer + ")"));
+  for (size_t i = 0; i < t.step_phases_ms.size() && i < t.step_start_ms.size(); ++i) {
+    double at = t.step_start_ms[i];
+    for (size_t p = 0; p < t.step_phases_ms[i].size(); ++p) {
+      const double ms = t.step_phases_ms[i][p];
+      if (p == kPhaseCommunication && ms == 0) continue;  // no data parallelism
+      events.push_back({{"name", phase_name(static_cast<int>(p))},
+                        {"cat", "training"},
+                        {"ph", "X"},
+                        {"pid", track.pid},
+                        {"tid", 0},
+                        {"ts", at * 1e3},
+                        {"dur", ms * 1e3},
+                        {"args", {{"step", t.ledger_steps + t.warmup_steps + static_cast<int64_t>(i) + 1}}}});
+      at += ms;
+    }
+  }
+}
+
+void add_inference_events(json& events, const InferenceResult& r, const TraceTrack& track, int64_t batch_size) {
+  events.push_back(trace_name("process_name", track.pid, track.name));
+  events.push_back(trace_name("thread_name", track.pid, "timed batches (" + r.timer + ")"));
+  for (size_t i = 0; i < r.latency_ms.size() && i < r.batch_start_ms.size(); ++i)
+    events.push_back({{"name", "batch"},
+                      {"cat", "inference"},
+                      {"ph", "X"},
+                      {"pid", track.pid},
+                      {"tid", 0},
+                      {"ts", r.batch_start_ms[i] * 1e3},
+                      {"dur", r.latency_ms[i] * 1e3},
+                      {"args", {{"batch", static_cast<int64_t>(i) + 1}, {"batch_size", batch_size}}}});
+}
+
+std::string trace_document(json events, const RunContext& context, const std::string& workload) {
+  std::string command;
+  for (const auto& a : context.argv) command += (command.empty() ? "" : " ") + a;
+  const json doc = {{"traceEvents", std::move(events)},
+                    {"displayTimeUnit", "ms"},
+                    {"otherData",
+                     {{"tvie_version", context.tvie_version},
+                      {"torch_version", context.torch_version},
+                      {"device", context.device},
+                      {"workload", workload},
+                      {"command", command},
+                      {"time_origin",
+                       "each track's first timed step or batch at 0, on its timer's clock; tracks are separate runs, "
+                       "their times are not on one clock"}}}};
+  return doc.dump(1);
+}
+
+}  // namespace
+
+std::string to_trace_string(const CompareReport& r) {
+  json events = json::array();
+  add_training_events(events, r.training, {0, "training: " + r.workload});
+  add_inference_events(events, r.inference, {1, "inference: " + r.workload + " (" + to_string(r.inference.dtype) + ")"},
+                       r.settings.infer.batch_size);
+  return trace_document(std::move(events), r.context, r.workload);
+}
+
+std::string to_trace_string(const TrainReport& r) {
+  json events = json::array();
+  add_training_events(events, r.training,
+                      {static_cast<int>(r.rank), cat("training: ", r.workload, " (rank ", r.rank, ")")});
+  return trace_document(std::move(events), r.context, r.workload);
+}
+
+std::string to_trace_string(const InferReport& r) {
+  json events = json::array();
+  int pid = 0;
+  for (const auto& row : r.sweep.rows) {
+    if (!row.fits) continue;
+    add_inference_events(events, row.result,
+                         {pid++, cat("inference: batch ", row.batch_size, ", ", to_string(row.dtype))}, row.batch_size);
+  }
+  return trace_document(std::move(events), r.context, r.workload);
+}
+
+namespace {
+[[noreturn]] void no_trace(const char* kind) {
+  throw InvalidArgument("trace", kind, "compare, train or infer reports (this one has no timed steps to trace)");
+}
+}  // namespace
+std::string to_trace_string(const ServeReport&) { no_trace("serve"); }
+std::string to_trace_string(const DecodeReport&) { no_trace("decode"); }
+std::string to_trace_string(const AllreduceReport&) { no_trace("allreduce"); }
+std::string to_trace_string(const MaxBatchReport&) { no_trace("--find-max-batch"); }
+std::string to_trace_string(const SliceReport&) { no_trace("--slice-layers"); }
+std::string to_trace_string(const CardsReport&) { no_trace("cards"); }
+std::string to_trace_string(const PlanReport&) { no_trace("plan"); }
 
 }  // namespace tvie

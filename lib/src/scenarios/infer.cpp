@@ -107,7 +107,9 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
     }
     synchronize(device);
     r.energy = meter->stop();
-    r.latency_ms = timer->collect_ms();
+    auto timed = timer->collect_steps(1);
+    for (const auto& phases : timed.phases_ms) r.latency_ms.push_back(phases.front());
+    r.batch_start_ms = std::move(timed.start_ms);
     r.timer = timer->description();
     if (output) *output = session.run_batch().to(torch::kCPU, torch::kFloat32);
   } catch (const c10::OutOfMemoryError&) {

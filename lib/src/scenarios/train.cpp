@@ -375,7 +375,10 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
     }
     synchronize(device);
     r.energy = meter->stop();
-    auto phases = training::summarize_phases(timer->collect_phases_ms(kPhaseCount), with_hook);
+    auto timed = timer->collect_steps(kPhaseCount);
+    r.step_start_ms = std::move(timed.start_ms);
+    r.step_phases_ms = timed.phases_ms;
+    auto phases = training::summarize_phases(timed.phases_ms, with_hook);
     r.step_ms = std::move(phases.step_ms);
     r.phases = std::move(phases.phases);
     r.timer = timer->description();

@@ -517,7 +517,7 @@ std::string to_html_string(const MaxBatchReport& r) {
            {{lo, static_cast<double>(result->limit_bytes)}, {hi, static_cast<double>(result->limit_bytes)}},
            svg::Style::dashed});
     }
-    add(s, {"Training" == mode ? "Training" : mode,
+    add(s, {mode == "training" ? "Training" : "Inference",
             cat("Largest fitting batch ", result->largest_fitting, "; limit ", detail::bytes_text(result->limit_bytes),
                 " (", result->limit_source, "). Crosses: probes that ran out of memory."),
             svg::render(chart)});

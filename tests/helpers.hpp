@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -61,6 +63,12 @@ inline std::string chromium_path() {
     rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
   }
   return "";
+}
+
+// The whole of a text file ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A fresh directory under the system's temporary directory, removed with everything in it at scope exit.

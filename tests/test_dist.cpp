@@ -150,11 +150,6 @@ int wait_exit(pid_t pid, int seconds) {
   return -1;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Two ranks of `tvie <args>`, returned once rank 0 has logged the end of its ledger steps: both ranks have
 // then met at the rendezvous and taken part in all-reduces, and are in their training loops.
 std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& dir) {
@@ -162,8 +157,8 @@ std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& d
   auto a = spawn_rank(0, 2, port, args, dir / "r0.log");
   auto b = spawn_rank(1, 2, port, args, dir / "r1.log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (read_file(a.log).find("timed steps follow") == std::string::npos) {
-    INFO("rank 0 log so far:\n" << read_file(a.log));
+  while (tvie::test::read_text(a.log).find("timed steps follow") == std::string::npos) {
+    INFO("rank 0 log so far:\n" << tvie::test::read_text(a.log));
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     int status = 0;
     REQUIRE(::waitpid(a.pid, &status, WNOHANG) == 0);  // rank 0 still runs
@@ -312,7 +307,7 @@ TEST_CASE("ranks started with different settings fail at start, naming the setti
   const auto a = spawn_rank(0, 2, port, "train --model mlp --batch 8 --steps 1 --timeout-s 30", dir.path / "r0.log");
   const auto b = spawn_rank(1, 2, port, "train --model mlp --batch 4 --steps 1 --timeout-s 30", dir.path / "r1.log");
   const int ca = wait_exit(a.pid, 60), cb = wait_exit(b.pid, 60);
-  const std::string la = read_file(a.log), lb = read_file(b.log);
+  const std::string la = tvie::test::read_text(a.log), lb = tvie::test::read_text(b.log);
   INFO("rank 0:\n" << la << "\nrank 1:\n" << lb);
   CHECK(ca == 2);
   CHECK(cb == 2);
@@ -328,7 +323,7 @@ TEST_CASE("killing one rank makes the other stop within the timeout, naming the 
   const int ca = wait_exit(a.pid, 40);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   wait_exit(b.pid, 5);
-  const std::string la = read_file(a.log);
+  const std::string la = tvie::test::read_text(a.log);
   INFO("rank 0 (exit " << ca << ", " << took << " s after the kill):\n" << la);
   CHECK(ca != 0);
   CHECK(ca != -1);     // it did stop by itself...
@@ -346,7 +341,7 @@ TEST_CASE("a hung rank makes the other stop after the collective timeout", "[dis
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
   ::kill(b.pid, SIGKILL);
   wait_exit(b.pid, 5);
-  const std::string la = read_file(a.log);
+  const std::string la = tvie::test::read_text(a.log);
   INFO("rank 0 (exit " << ca << ", " << took << " s after the stop):\n" << la);
   CHECK(ca != 0);
   CHECK(ca != -1);

@@ -12,14 +12,10 @@
 #include "helpers.hpp"
 
 namespace fs = std::filesystem;
+using tvie::test::read_text;
 using namespace tvie;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string example(const std::string& name) { return (fs::path(TVIE_BIN_DIR) / name).string(); }
 

@@ -15,13 +15,9 @@
 
 using namespace tvie;
 namespace fs = std::filesystem;
+using tvie::test::read_text;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -275,4 +271,28 @@ TEST_CASE("trace output: refused before anything runs where nothing is timed, on
     if (e["ph"] == "X") tracks.insert(e["pid"].get<int>()), ++batches;
   CHECK(tracks.size() == 4);
   CHECK(batches == 4 * 3);
+}
+
+TEST_CASE("slices --html: each measured slice, the full model extrapolated and predicted, per mode", "[html]") {
+  test::TempDir dir;
+  const auto page = dir.path / "slices.html";
+  const auto r = test::run_cli(
+      "compare --model gpt --preset small --slice-layers 1,2 --steps 1 --warmup 0 --device cpu "
+      "-q --html " +
+      page.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = read_text(page);
+  for (const char* id : {"slices-training", "slices-inference"}) {
+    INFO(id);
+    const auto svg = chart(html, id);
+    for (const char* bar :
+         {">measured: 1 block<", ">measured: 2 blocks<", ">extrapolated: 4 blocks<", ">predicted: 4 blocks<"})
+      CHECK(svg.find(bar) != std::string::npos);
+    const auto categories = series_of(svg);
+    CHECK(std::find(categories.begin(), categories.end(), "parameters") != categories.end());
+    CHECK(std::find(categories.begin(), categories.end(), "saved activations / working set") != categories.end());
+  }
+  const auto training = series_of(chart(html, "slices-training"));
+  CHECK(std::find(training.begin(), training.end(), "optimizer state") != training.end());
 }

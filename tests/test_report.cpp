@@ -15,6 +15,7 @@
 
 using namespace tvie;
 namespace fs = std::filesystem;
+using tvie::test::read_text;
 
 namespace {
 
@@ -119,11 +120,6 @@ TEST_CASE("files are written atomically and bad output paths are refused", "[rep
 }
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> names;

@@ -178,30 +178,33 @@ svg::Bar training_bar(const std::string& label, int64_t parameters, int64_t grad
   return b;
 }
 
-std::vector<svg::Bar> training_bars(const TrainingResult& t) {
-  const auto& m = t.memory;
-  const auto& p = t.predicted;
-  return {training_bar("training, measured", m.parameters, m.gradients, m.optimizer_state, m.weight_copies,
-                       m.loss_scaler, m.comm_buffers, m.activations, m.peak),
-          training_bar("training, predicted", p.parameters, p.gradients, p.optimizer_state, p.weight_copies,
-                       p.loss_scaler, p.comm_buffers, p.activations, p.peak)};
+// One bar per ledger, measured or predicted, training or inference (an inference ledger has no gradients, no
+// optimizer state: its weights and working set only).
+svg::Bar ledger_bar(const std::string& label, const TrainingMemory& m) {
+  return training_bar(label, m.parameters, m.gradients, m.optimizer_state, m.weight_copies, m.loss_scaler,
+                      m.comm_buffers, m.activations, m.peak);
 }
-
-std::vector<svg::Bar> inference_bars(const InferenceResult& i) {
-  const auto& m = i.memory;
-  const auto& p = i.predicted;
-  auto measured =
-      training_bar("inference, measured", m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
-  auto predicted = training_bar("inference, predicted", p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak);
-  return {measured, predicted};
+svg::Bar ledger_bar(const std::string& label, const PredictedTrainingMemory& p) {
+  return training_bar(label, p.parameters, p.gradients, p.optimizer_state, p.weight_copies, p.loss_scaler,
+                      p.comm_buffers, p.activations, p.peak);
+}
+svg::Bar ledger_bar(const std::string& label, const InferenceMemory& m) {
+  return training_bar(label, m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
+}
+svg::Bar ledger_bar(const std::string& label, const PredictedInferenceMemory& p) {
+  return training_bar(label, p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak);
 }
 
 svg::BarChart ledger_chart(const TrainingResult* t, const InferenceResult* i) {
   svg::BarChart chart("ledger", "Memory ledger at the peak: measured and predicted", bytes_axis("bytes (allocated)"));
-  if (t)
-    for (auto& b : training_bars(*t)) chart.bars.push_back(std::move(b));
-  if (i)
-    for (auto& b : inference_bars(*i)) chart.bars.push_back(std::move(b));
+  if (t) {
+    chart.bars.push_back(ledger_bar("training, measured", t->memory));
+    chart.bars.push_back(ledger_bar("training, predicted", t->predicted));
+  }
+  if (i) {
+    chart.bars.push_back(ledger_bar("inference, measured", i->memory));
+    chart.bars.push_back(ledger_bar("inference, predicted", i->predicted));
+  }
   return chart;
 }
 
@@ -526,48 +529,28 @@ std::string to_html_string(const MaxBatchReport& r) {
   return page("tvie compare --find-max-batch: " + r.workload, workload_summary(r.workload, r.facts), s, r.context);
 }
 
+// A mode's slices (TrainingSlices, InferenceSlices): each measured slice, the full model extrapolated and predicted.
+template <typename Slices>
+std::string slices_chart(const std::string& id, const std::string& mode, const Slices& x) {
+  svg::BarChart chart(id, mode + " ledger: measured slices, the full model extrapolated and predicted",
+                      bytes_axis("bytes (allocated)"));
+  for (size_t k = 0; k < x.slices.size(); ++k)
+    chart.bars.push_back(ledger_bar("measured: " + x.plan.label(k), x.slices[k].memory));
+  chart.bars.push_back(ledger_bar("extrapolated: " + x.plan.full_label(), x.extrapolated));
+  chart.bars.push_back(ledger_bar("predicted: " + x.plan.full_label(), x.predicted));
+  return svg::render(chart);
+}
+
 std::string to_html_string(const SliceReport& r) {
   std::vector<Section> s;
-  if (r.training) {
-    const auto& t = *r.training;
-    svg::BarChart chart("slices-training",
-                        "Training ledger: measured slices, the full model extrapolated and predicted",
-                        bytes_axis("bytes (allocated)"));
-    for (size_t k = 0; k < t.slices.size(); ++k) {
-      const auto& m = t.slices[k].memory;
-      chart.bars.push_back(training_bar("measured: " + t.plan.label(k), m.parameters, m.gradients, m.optimizer_state,
-                                        m.weight_copies, m.loss_scaler, m.comm_buffers, m.activations, m.peak));
-    }
-    const auto& e = t.extrapolated;
-    chart.bars.push_back(training_bar("extrapolated: " + t.plan.full_label(), e.parameters, e.gradients,
-                                      e.optimizer_state, e.weight_copies, e.loss_scaler, e.comm_buffers, e.activations,
-                                      e.peak));
-    const auto& p = t.predicted;
-    chart.bars.push_back(training_bar("predicted: " + t.plan.full_label(), p.parameters, p.gradients, p.optimizer_state,
-                                      p.weight_copies, p.loss_scaler, p.comm_buffers, p.activations, p.peak));
+  if (r.training)
     add(s, {"Training",
             "The full model was not run: its ledger is extrapolated linearly from the measured slices "
             "(per-block increment; embeddings, head and final norm once) and predicted analytically.",
-            svg::render(chart)});
-  }
-  if (r.inference) {
-    const auto& i = *r.inference;
-    svg::BarChart chart("slices-inference",
-                        "Inference ledger: measured slices, the full model extrapolated and predicted",
-                        bytes_axis("bytes (allocated)"));
-    for (size_t k = 0; k < i.slices.size(); ++k) {
-      const auto& m = i.slices[k].memory;
-      chart.bars.push_back(training_bar("measured: " + i.plan.label(k), m.parameters + m.packed_weights, 0, 0, 0, 0, 0,
-                                        m.activations, m.peak));
-    }
-    const auto& e = i.extrapolated;
-    chart.bars.push_back(training_bar("extrapolated: " + i.plan.full_label(), e.parameters + e.packed_weights, 0, 0, 0,
-                                      0, 0, e.activations, e.peak));
-    const auto& p = i.predicted;
-    chart.bars.push_back(
-        training_bar("predicted: " + i.plan.full_label(), p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak));
-    add(s, {"Inference", "The full model was not run (see above).", svg::render(chart)});
-  }
+            slices_chart("slices-training", "Training", *r.training)});
+  if (r.inference)
+    add(s, {"Inference", "The full model was not run (see above).",
+            slices_chart("slices-inference", "Inference", *r.inference)});
   return page("tvie slices: " + r.workload, workload_summary(r.workload, r.facts) + " Emulated by slices.", s,
               r.context);
 }

@@ -54,18 +54,27 @@ def money(x):
     return "-" if x is None else f"${x:,.0f}"
 
 
+def cloud(cost, digits=0):
+    """The cheapest .. dearest listed on-demand price, as the report gives it (null: none listed)."""
+    if cost is None:
+        return "-"
+    low, high = f"${cost['low']:,.{digits}f}", f"${cost['high']:,.{digits}f}"
+    n = cost["listings"]
+    return f"{low if low == high else low + ' .. ' + high} ({n} listing{'' if n == 1 else 's'})"
+
+
 def serve_table(report):
     s = report["settings"]
     rows = ["| card | fits (peak at batch 1) | largest batch | latency, batch 1 (ms) | best batch: samples/s | "
             f"requests/s per card, p99 <= {s['p99_ms']:g} ms | cards for {s['serve_qps']:,.0f}/s | kW (TDP) | "
-            "hardware (list price) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "hardware (list price) | cloud, per 1M requests (on demand) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for c in report["cards"]:
         i = c["inference"]
         peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
         if not i["supported"]:
             rows.append(f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak}) | {i['largest_batch']} | "
-                        f"n/a: {i['unsupported']} | | | | | |")
+                        f"n/a: {i['unsupported']} | | | | | | |")
             continue
         q = i["qps_per_card"]
         kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
@@ -75,19 +84,20 @@ def serve_table(report):
             f"{i['best_batch']}: {span(i['samples_per_s']['estimate'], i['samples_per_s']['bound'])} | "
             f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']}) | "
             f"{i['cards_for_qps'] or '-'} | {kw} | "
-            f"{money(i['hardware_usd'])} |")
+            f"{money(i['hardware_usd'])} | {cloud(i['usd_per_million'], 2) if i['cards_for_qps'] else '-'} |")
     return "\n".join(rows)
 
 
 def train_table(report):
     s = report["settings"]
     rows = ["| card | fits one card | cards (sharding) | step on one card (ms) | tokens/s per card | MFU assumed | "
-            f"{s['train_tokens'] / 1e9:g}B tokens: hours | energy, kWh (TDP x time) | calibration |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            f"{s['train_tokens'] / 1e9:g}B tokens: hours | energy, kWh (TDP x time) | cloud, on demand | "
+            "calibration |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for c in report["cards"]:
         t = c["training"]
         if not t["supported"]:
-            rows.append(f"| {c['id']} | n/a: {t['unsupported']} | | | | | | | |")
+            rows.append(f"| {c['id']} | n/a: {t['unsupported']} | | | | | | | | |")
             continue
         e = t["budget_energy_kwh"]
         rows.append(
@@ -95,7 +105,7 @@ def train_table(report):
             f"({t['sharding'].split(' ')[0]}) | {span(t['step']['bound_s'], t['step']['estimate_s'], 1e3)} | "
             f"{span(t['tokens_per_s']['estimate'], t['tokens_per_s']['bound'])} | {t['mfu_estimate'] * 100:.0f}% | "
             f"{span(t['budget_hours']['bound'], t['budget_hours']['estimate'])} | "
-            f"{'-' if e is None else span(e['bound'], e['estimate'])} | "
+            f"{'-' if e is None else span(e['bound'], e['estimate'])} | {cloud(t['budget_usd'])} | "
             f"{'x' + format(c['training_calibration'], '.3g') if c['training_calibration'] else '-'} |")
     return "\n".join(rows)
 
@@ -135,8 +145,12 @@ def main():
                           f"projected for that card, factor x{c['training_factor']:.3g}, applied to the "
                           f"{c['architecture']} cards' estimates.", ""]
             parts += [train_table(report), ""]
-    parts += ["Hardware prices are the catalog's dated list prices where it has one (`-`: none there); the catalog "
-              "has no cloud hourly prices yet, so no cost per million requests is given.", ""]
+    parts += ["Hardware prices are the catalog's dated list prices where it has one (`-`: none there). Cloud costs "
+              "price the cards at the cheapest and at the dearest on-demand listing the catalog has for the card "
+              "(per vendor, the most recent, with its date: `tvie cards --json`; from Epoch AI's dated price table), "
+              "for the estimated time: training, cards x hours for the budget; serving, the cards for the rate "
+              "during the hours a million requests take. List prices on the dates given; reserved, spot and "
+              "negotiated prices are lower.", ""]
     (results / "plan-worked-example.md").write_text("\n".join(parts))
     print(f"wrote {(results / 'plan-worked-example.md').relative_to(root)}")
 

@@ -48,6 +48,34 @@ TEST_CASE("the catalog has the cards issue 13 names, each with sources", "[catal
   }
 }
 
+TEST_CASE("cloud prices: dated, sourced, one per vendor, newest first, in a plausible range", "[catalog][pure]") {
+  const auto& c = accelerator_catalog();
+  CHECK(c.cloud_prices_source.find("epoch-research/training-cost-trends") != std::string::npos);
+  int64_t priced = 0;
+  for (const auto& a : c.cards) {
+    INFO(a.id);
+    priced += !a.cloud_prices.empty();
+    std::set<std::string> vendors;
+    for (size_t i = 0; i < a.cloud_prices.size(); ++i) {
+      const auto& p = a.cloud_prices[i];
+      INFO(p.vendor << " " << p.date);
+      CHECK(p.usd_per_hour >= 0.05);  // a consumer card on a marketplace ..
+      CHECK(p.usd_per_hour <= 50);    // .. an 8-GPU instance's share
+      CHECK(p.date.size() == 10);
+      CHECK(p.date >= "2017-01-01");
+      CHECK(!p.source.empty());
+      CHECK(vendors.insert(p.vendor).second);
+      if (i > 0) CHECK(a.cloud_prices[i - 1].date >= p.date);
+    }
+  }
+  // The cards practitioners rent: the A100s, H100s, H200, T4, L4, A10G, L40S.
+  for (const char* id : {"a100-80gb-sxm", "h100-sxm", "h100-pcie", "h200", "t4", "l4", "a10g", "l40s"}) {
+    INFO(id);
+    CHECK(!select_accelerators(c, id).front().cloud_prices.empty());
+  }
+  CHECK(priced >= 15);
+}
+
 TEST_CASE("catalog units: memory, bandwidth, power and peaks in plausible ranges", "[catalog][pure]") {
   // A figure in the wrong unit (bytes for GB, TB/s for GB/s, GFLOPS for TFLOPS, mW for W) falls outside these.
   for (const auto& a : accelerator_catalog().cards) {

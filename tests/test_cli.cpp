@@ -329,6 +329,16 @@ TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes, and bad lengths
   CHECK(bad.exit_code == 2);
   CHECK(line_count(bad.out) == 1);
   CHECK(bad.out.find("--new-tokens: got '10'") != std::string::npos);
+  // llama: the same scenario; a model without a KV-cached forward gets one line naming the accepted ones.
+  const Run llama = run_cli(
+      "decode --model llama --preset tiny --batch 1 --prompt 4 --new-tokens 3 --repetitions 1 --device cpu --quiet");
+  INFO(llama.out);
+  CHECK(llama.exit_code == 0);
+  CHECK(llama.out.find("llama/tiny") != std::string::npos);
+  const Run mlp = run_cli("decode --model mlp --device cpu");
+  CHECK(mlp.exit_code == 2);
+  CHECK(line_count(mlp.out) == 1);
+  CHECK(mlp.out.find("gpt or llama") != std::string::npos);
 }
 
 namespace {

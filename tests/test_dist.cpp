@@ -276,13 +276,71 @@ TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented"
   }
 }
 
+namespace {
+
+// The trace's complete events on one track (pid) and row (tid), in file order.
+std::vector<nlohmann::json> trace_events(const nlohmann::json& trace, int pid, int tid) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("pid") == pid && e.at("tid") == tid) out.push_back(e);
+  return out;
+}
+
+// Each rank's track in a data-parallel trace: its steps' phases sum to the step times the JSON gives for that
+// rank, the communication phase is there, every bucket of every step is on the second row with its bytes, and
+// each bucket starts relative to the end of its step's backward as `starts_before_backward_end` says.
+void check_rank_tracks(const nlohmann::json& trace, const nlohmann::json& distributed, int64_t steps, bool overlap) {
+  const auto& ranks = distributed.at("ranks");
+  REQUIRE(ranks.size() == 2);
+  const auto bucket_bytes = distributed.at("bucket_bytes").get<std::vector<int64_t>>();
+  CHECK(static_cast<int64_t>(bucket_bytes.size()) == distributed.at("buckets").get<int64_t>());
+  int64_t sum = 0;
+  for (auto b : bucket_bytes) sum += b;
+  CHECK(sum == distributed.at("bytes_per_step").get<int64_t>());
+  int buckets_before_backward_end = 0, buckets_after = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank);
+    CHECK(ranks[rank].at("rank") == rank);
+    const auto step_ms = ranks[rank].at("step_ms").get<std::vector<double>>();
+    REQUIRE(static_cast<int64_t>(step_ms.size()) == steps);
+    const auto phases = trace_events(trace, rank, 0);
+    REQUIRE(static_cast<int64_t>(phases.size()) == steps * 5);  // data, forward, backward, communication, optimizer
+    const auto buckets = trace_events(trace, rank, 1);
+    REQUIRE(buckets.size() == static_cast<size_t>(steps) * bucket_bytes.size());
+    for (int64_t s = 0; s < steps; ++s) {
+      double total = 0, backward_end = 0;
+      for (int p = 0; p < 5; ++p) {
+        const auto& e = phases[static_cast<size_t>(s * 5 + p)];
+        total += e.at("dur").get<double>();
+        if (e.at("name") == "backward") backward_end = e.at("ts").get<double>() + e.at("dur").get<double>();
+      }
+      CHECK(phases[static_cast<size_t>(s * 5 + 3)].at("name") == "communication");  // before the optimizer
+      CHECK(total / 1e3 == Approx(step_ms[static_cast<size_t>(s)]).epsilon(1e-9));
+      for (size_t b = 0; b < bucket_bytes.size(); ++b) {
+        const auto& e = buckets[static_cast<size_t>(s) * bucket_bytes.size() + b];
+        CHECK(e.at("args").at("bytes") == bucket_bytes[b]);
+        CHECK(e.at("dur").get<double>() >= 0);
+        (e.at("ts").get<double>() < backward_end ? buckets_before_backward_end : buckets_after) += 1;
+      }
+    }
+  }
+  if (overlap) {
+    CHECK(buckets_before_backward_end > 0);  // launched from backward's hooks while it ran
+  } else {
+    CHECK(buckets_before_backward_end == 0);  // all launched after backward
+  }
+}
+
+}  // namespace
+
 TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communication figures", "[dist]") {
   test::TempDir dir("tvie-dist");
   const auto json = dir.path / "train.json";
+  const auto trace = dir.path / "train.trace.json";
   const auto run = test::run_cli(
       "launch --nproc 2 -- tvie train --model gpt --preset tiny --batch 4 --steps 3 "
       "--warmup 1 --quiet --json " +
-      json.string());
+      json.string() + " --trace " + trace.string());
   const std::string& out = run.out;
   INFO(out);
   REQUIRE(run.exit_code == 0);
@@ -299,6 +357,24 @@ TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communi
   // Measured by the counting allocator around building the buckets: one fp32 slot per parameter.
   CHECK(j.at("training").at("memory").at("comm_buffers").get<int64_t>() ==
         4 * j.at("model").at("parameters").get<int64_t>());
+  // The trace: one track per rank, the buckets after backward (no overlap).
+  check_rank_tracks(nlohmann::json::parse(std::ifstream(trace)), d, 3, /*overlap=*/false);
+}
+
+TEST_CASE("with --overlap the trace shows buckets all-reduced while backward runs, one track per rank", "[dist]") {
+  test::TempDir dir("tvie-dist");
+  const auto json = dir.path / "train.json", trace = dir.path / "train.trace.json";
+  const auto run = test::run_cli(
+      "launch --nproc 2 -- tvie train --model gpt --preset tiny --batch 4 --steps 2 --warmup 1 --overlap "
+      "--bucket-mb 0.05 --quiet --json " +
+      json.string() + " --trace " + trace.string());
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  const auto& d = j.at("training").at("distributed");
+  CHECK(d.at("overlap") == true);
+  CHECK(d.at("buckets").get<int64_t>() > 1);
+  check_rank_tracks(nlohmann::json::parse(std::ifstream(trace)), d, 2, /*overlap=*/true);
 }
 
 TEST_CASE("ranks started with different settings fail at start, naming the setting", "[dist]") {

@@ -440,6 +440,23 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   // timed alone in one run, and above half of it in another: docs/results/gpu-h200-tests.txt.)
   CHECK(dist.comm_ms.min > 0);
   CHECK(dist.comm_ms.p50 < r.step.p50);
+  // The trace's buckets from CUDA events: one rank, every timed step, each bucket after backward (no overlap),
+  // lasting its device time, one after another on NCCL's stream; their sum is the step's comm time.
+  REQUIRE(dist.ranks.size() == 1);
+  REQUIRE(dist.ranks[0].buckets.size() == static_cast<size_t>(t.steps));
+  for (size_t s = 0; s < dist.ranks[0].buckets.size(); ++s) {
+    const auto& spans = dist.ranks[0].buckets[s];
+    REQUIRE(static_cast<int64_t>(spans.size()) == dist.buckets);
+    double sum = 0, end = 0;
+    for (const auto& span : spans) {
+      CHECK(span.start_ms >= 0);
+      CHECK(span.start_ms >= end);
+      CHECK(span.ms > 0);
+      sum += span.ms;
+      end = span.start_ms + span.ms;
+    }
+    CHECK(sum > 0);
+  }
 }
 
 TEST_CASE("NVML energy over the timed steps on CUDA: joules, watts within the board's range", "[gpu]") {

@@ -129,6 +129,52 @@ TEST_CASE("KV-cached decoding gives the next-token logits of recomputing the ful
   CHECK_THROWS_AS(decoder.step(tokens.select(1, 0)), InvalidArgument);  // the cache is full
 }
 
+TEST_CASE("llama KV-cached decoding: the logits of recomputing the sequence, a cache of its g key/value heads",
+          "[models][decode]") {
+  torch::manual_seed(0);
+  const auto config = llama_preset("tiny");
+  REQUIRE(config.n_kv_head < config.n_head);  // grouped-query attention: fewer key/value heads than query heads
+  auto w = make_llama_workload(config);
+  auto module = w->make_module();
+  module->eval();
+  const auto tokens = w->make_batch(2, torch::kCPU, 5).input;  // [2, S]
+  c10::InferenceMode inference;
+  const auto decoder = make_kv_decoder(*w, module, 2, config.context_length);
+  const int64_t d = config.d_model / config.n_head;
+  CHECK(decoder->cache_bytes() == 2 * config.n_layer * 2 * config.context_length * config.n_kv_head * d * 4);
+  CHECK(decoder->cache_bytes() == llama_kv_cache_bytes(config, 2, config.context_length, 4));
+  CHECK(kv_cache_bytes(*w, 2, config.context_length, 4) == decoder->cache_bytes());
+  const int64_t prompt = 5;
+  auto logits = decoder->prefill(tokens.narrow(1, 0, prompt));
+  for (int64_t t = prompt; t <= config.context_length; ++t) {
+    INFO("position " << t);
+    // Reference: the whole sequence so far, recomputed (rotary positions from 0); its last position's logits.
+    const auto full = w->forward(*module, tokens.narrow(1, 0, t)).select(1, t - 1);
+    CHECK((logits - full).abs().max().item<double>() <= 1e-4);
+    if (t < config.context_length) logits = decoder->step(tokens.select(1, t));
+  }
+  CHECK(decoder->length() == config.context_length);
+  CHECK_THROWS_AS(decoder->step(tokens.select(1, 0)), InvalidArgument);  // the cache is full
+  CHECK_THROWS_WITH(make_kv_decoder(*make_zoo_workload("bert", "tiny"), module, 1, 4), Catch::Contains("gpt or llama"));
+}
+
+TEST_CASE("llama decoding run: the grouped-query cache measured equals predicted", "[models][decode]") {
+  const auto w = make_zoo_workload("llama", "tiny");
+  const auto config = llama_preset("tiny");
+  DecodeSettings s;
+  s.batch_size = 2;
+  s.prompt_tokens = 6;
+  s.new_tokens = 5;
+  s.repetitions = 2;
+  const auto r = measure_decoding(*w, s, c10::Device(c10::kCPU));
+  CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
+  CHECK(r.kv_cache_bytes == llama_kv_cache_bytes(config, 2, 6 + 5 - 1, 4));
+  CHECK(r.parameter_bytes == parameter_count(config) * 4);
+  CHECK(r.tpot_ms.count == 2 * 4);
+  const DecodeReport report = run_decode(*w, s, {"cpu"});
+  CHECK(report.result.kv_cache_bytes == r.kv_cache_bytes);
+}
+
 TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT per token", "[models][decode]") {
   const auto config = gpt_preset("tiny");
   DecodeSettings s;
@@ -187,7 +233,7 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   CHECK_THROWS_AS(run_decode(*gpt, s, cpu_run), InvalidArgument);
   CHECK_THROWS_AS(measure_decoding(config, s, c10::Device(c10::kCPU)), Error);  // precondition
   s.new_tokens = 4;
-  CHECK_THROWS_AS(run_decode(*make_zoo_workload("mlp", "tiny"), s, cpu_run), InvalidArgument);  // not a gpt
+  CHECK_THROWS_AS(run_decode(*make_zoo_workload("mlp", "tiny"), s, cpu_run), InvalidArgument);  // no KV cache
 }
 
 TEST_CASE("real architectures have their published parameter counts", "[models]") {

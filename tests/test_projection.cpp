@@ -147,7 +147,8 @@ TEST_CASE("traced work: the matmul and attention FLOPs are the models' analytic 
   const StepWork a = training_step_work(*w, plain), b = training_step_work(*w, ckpt);
   CHECK(b.forward[OpClass::matmul].flops == Approx(a.forward[OpClass::matmul].flops));
   CHECK(b.backward[OpClass::matmul].flops > a.backward[OpClass::matmul].flops * 1.3);
-  // A workload without a trace cannot be projected.
+  // A workload without a trace is counted by the profiler (tests/test_profiled_work.cpp); one the profiler cannot
+  // run is refused, naming the model.
   struct Untraced : Workload {
     std::string name() const override { return "untraced"; }
     std::shared_ptr<torch::nn::Module> make_module() const override { return nullptr; }
@@ -155,7 +156,8 @@ TEST_CASE("traced work: the matmul and attention FLOPs are the models' analytic 
     Batch make_batch(int64_t, const c10::Device&, uint64_t) const override { return {}; }
     torch::Tensor loss(const torch::Tensor& y, const Batch&) const override { return y.sum(); }
   } untraced;
-  CHECK_THROWS_WITH(training_step_work(untraced, plain), Catch::Contains("model") && Catch::Contains("trace"));
+  CHECK_THROWS_WITH(training_step_work(untraced, plain),
+                    Catch::Contains("model") && Catch::Contains("untraced") && Catch::Contains("profiler"));
 }
 
 TEST_CASE("projection onto a card: precision picks the peak, a missing unit is said, bound <= estimate",
@@ -254,6 +256,28 @@ TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow t
   CHECK(h100.inference.qps_per_card.estimate > 0);
   CHECK(h100.inference.cards_for_qps == int64_t(std::ceil(10 / h100.inference.qps_per_card.estimate)));
   CHECK(h100.inference.power_kw == Approx(double(h100.inference.cards_for_qps) * 0.7));
+  // Cloud cost at the cheapest and the dearest listing: a million requests at 10/s take 1e5 s on each card, the
+  // budget its cards x hours.
+  REQUIRE(h100.card.cloud_prices.size() >= 2);
+  double cheapest = 1e9, dearest = 0;
+  for (const auto& p : h100.card.cloud_prices) {
+    cheapest = std::min(cheapest, p.usd_per_hour);
+    dearest = std::max(dearest, p.usd_per_hour);
+  }
+  const double card_hours = double(h100.inference.cards_for_qps) * 1e6 / 10 / 3600;
+  CHECK(h100.inference.usd_per_million.listings == int64_t(h100.card.cloud_prices.size()));
+  CHECK(h100.inference.usd_per_million.low_usd == Approx(card_hours * cheapest));
+  CHECK(h100.inference.usd_per_million.high_usd == Approx(card_hours * dearest));
+  CHECK(h100.inference.usd_per_million.low_usd < h100.inference.usd_per_million.high_usd);
+  CHECK(h100.training.budget_usd.low_usd ==
+        Approx(double(h100.training.cards) * h100.training.budget_hours.estimate * cheapest));
+  CHECK(h100.training.budget_usd.high_usd ==
+        Approx(double(h100.training.cards) * h100.training.budget_hours.estimate * dearest));
+  // A card without a listed cloud price has no cost (not zero).
+  const auto unpriced = cloud_cost(select_accelerators(accelerator_catalog(), "mi300x").front(), 10);
+  CHECK(unpriced.listings == 0);
+  CHECK(unpriced.low_usd == -1);
+  CHECK(unpriced.high_usd == -1);
   // Validation names the field.
   PlanSettings bad = s;
   bad.p99_ms = 0;

@@ -1,4 +1,4 @@
-// `tvie decode`: KV-cached decoding of the zoo gpt.
+// `tvie decode`: KV-cached decoding of the zoo gpt or llama.
 #include <tvie/tvie.hpp>
 
 #include "commands.hpp"
@@ -19,11 +19,12 @@ struct DecodeOptions {
 Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto o = std::make_shared<DecodeOptions>();
   auto* cmd = app.add_subcommand("decode",
-                                 "Generate with a KV cache (gpt): time to first token, time per output "
+                                 "Generate with a KV cache (gpt, llama): time to first token, time per output "
                                  "token, tokens/s and the KV-cache bytes");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto& s = o->settings;
-  add_model_options(cmd, o->model, "gpt preset: tiny, small, gpt2-small", /*fixed_model=*/"gpt");
+  add_model_options(cmd, o->model, "Preset: gpt tiny, small, gpt2-small; llama tiny, llama-3.2-1b, llama-3-8b ...",
+                    /*fixed_model=*/"", "Zoo model with a KV-cached forward: gpt, llama");
   add_field_option(cmd, "--batch", s.batch_size, "Sequences decoded together", "decode.batch_size")
       ->capture_default_str();
   add_field_option(cmd, "--prompt", s.prompt_tokens, "Prompt tokens (prefill)", "decode.prompt_tokens")

@@ -37,10 +37,13 @@ CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value
   return option;
 }
 
-void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help, const std::string& fixed_model) {
+void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help, const std::string& fixed_model,
+                       const std::string& model_help) {
   if (fixed_model.empty())
-    add_field_option(cmd, "--model", o.model,
-                     "Zoo model: mlp, cnn, gpt, resnet, bert, llama (tvie list shows the presets)", "model")
+    add_field_option(
+        cmd, "--model", o.model,
+        model_help.empty() ? "Zoo model: mlp, cnn, gpt, resnet, bert, llama (tvie list shows the presets)" : model_help,
+        "model")
         ->capture_default_str();
   else
     o.model = fixed_model;

@@ -45,9 +45,10 @@ struct ModelOptions {
   std::string model = "gpt", preset = "tiny", device = "auto";
   int64_t seq = 0;  // tokens per sample of gpt, bert, llama (0: the preset's)
 };
-// `fixed_model`: the command runs only this model (decode: gpt), so there is no --model.
+// `fixed_model`: the command runs only this model, so there is no --model; `model_help`: --model's help where the
+// command takes fewer models than the zoo's (decode: gpt, llama).
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help = "Size preset",
-                       const std::string& fixed_model = "");
+                       const std::string& fixed_model = "", const std::string& model_help = "");
 
 // --json [--csv] --html --verbose --quiet.
 struct OutputOptions {

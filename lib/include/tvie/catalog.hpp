@@ -15,8 +15,19 @@ namespace tvie {
 
 struct AcceleratorPrice {
   double usd = 0;      // one device
-  std::string kind;    // "purchase" (list or street price, dated in the source) or "cloud_hourly" (per hour)
+  std::string kind;    // "purchase" (list or street price, dated in the source)
   std::string source;  // where and when
+};
+
+// One cloud vendor's on-demand price for one device, as listed on `date` ("cloud_prices" in the catalog, filled by
+// scripts/catalog-cloud-prices.py from a dated public price table; the top-level "cloud_prices_source" says which).
+struct CloudPrice {
+  double usd_per_hour = 0;
+  std::string vendor;  // "Amazon Web Services", "Lambda Labs"
+  std::string date;    // YYYY-MM-DD the price was read
+  std::string region;  // "" when the table gives none
+  std::string offer;   // the instance or offer, as the table names it
+  std::string source;  // the (archived) page
 };
 
 // Achievable fractions of a card's datasheet figures, per operator class (tvie/projection.hpp uses them); -1
@@ -49,7 +60,8 @@ struct Accelerator {
   double interconnect_gbs = -1;          // GB/s per device, bidirectional, fastest device-to-device link
   std::string form_factor;
   std::optional<AcceleratorPrice> price;
-  std::vector<std::string> estimates;  // "field: why it is not the vendor's figure"
+  std::vector<CloudPrice> cloud_prices;  // newest first, one per vendor; empty: none found
+  std::vector<std::string> estimates;    // "field: why it is not the vendor's figure"
   std::vector<std::string> notes;
   std::vector<std::string> sources;
   // The card's own fractions ("efficiency" in its entry) over the catalog's defaults for its kind: complete.
@@ -73,6 +85,7 @@ struct AcceleratorCatalog {
   std::string description;
   std::map<std::string, std::string> units;  // field -> unit
   std::string efficiency_description;
+  std::string cloud_prices_source;                        // where the cloud prices come from, and how they were chosen
   std::map<std::string, Efficiency> efficiency_defaults;  // "accelerator", "cpu"
   std::vector<Accelerator> cards;
   std::vector<CpuClass> cpu_classes;

@@ -1,4 +1,4 @@
-// Scenario: KV-cached decoding of the zoo gpt. Prefill the prompt, then generate token by token
+// Scenario: KV-cached decoding of the zoo gpt or llama. Prefill the prompt, then generate token by token
 // (greedy), attending to cached keys and values: time to first token, time per output token, tokens/s,
 // and the KV cache as its own memory category, predicted and measured.
 #pragma once
@@ -22,6 +22,8 @@ struct DecodeSettings {
   InferenceDtype dtype = InferenceDtype::fp32;
   uint64_t seed = 0;
 };
+// The prompt and the new tokens must fit in `context_length` positions plus the last prediction.
+void validate(const DecodeSettings& settings, int64_t context_length);
 void validate(const DecodeSettings& settings, const GptConfig& config);
 
 struct DecodeResult {
@@ -31,14 +33,17 @@ struct DecodeResult {
   int64_t parameter_bytes = 0;           // the weights, measured (packed_weight_bytes included)
   int64_t packed_weight_bytes = 0;       // CPU int8: fbgemm's packs, outside torch's allocator (glibc heap growth)
   int64_t kv_cache_bytes = 0;            // measured: allocated bytes the cache added
-  int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * h * bytes per element
+  int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * kv width * bytes per element
+                                         // (kv width: h for gpt, g * d for llama's grouped-query attention)
   Summary ttft_ms;                       // time to first token: the prefill, per repetition
   Summary tpot_ms;                       // time per output token after the first, over all steps
   double tokens_per_s = 0;               // generated tokens (all sequences) / mean time of a whole run
   int64_t timed_runs = 0;
 };
 
-// Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once).
+// Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once). `workload`: a
+// zoo gpt or llama (make_kv_decoder).
+DecodeResult measure_decoding(const Workload& workload, const DecodeSettings& settings, const c10::Device& device);
 DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
 
 }  // namespace tvie

@@ -23,6 +23,23 @@
 
 namespace tvie {
 
+// One bucket's all-reduce in one timed step. start_ms: after the end of the step's last backward (negative: it
+// started while backward ran, with overlap). CPU: host times (launch to the collective's completion on Gloo's
+// thread). CUDA: device times: the bucket is ready where its copy-in ends on the compute stream, and runs on
+// NCCL's stream for its measured device time, after the bucket before it (NCCL's stream runs them in order).
+struct BucketSpan {
+  double start_ms = 0;
+  double ms = 0;
+};
+
+// One rank's timed steps, as that rank measured them (its own clock; its first timed step starts at 0).
+struct RankSteps {
+  int64_t rank = 0;
+  std::vector<double> step_start_ms;
+  std::vector<std::vector<double>> step_phases_ms;  // per step, ms per TrainPhase (as TrainingResult's)
+  std::vector<std::vector<BucketSpan>> buckets;     // per step, per bucket in bucket order
+};
+
 // Data-parallel training's communication, measured on rank 0 (TrainReport::distributed).
 struct DistributedResult {
   std::string backend;  // gloo, nccl
@@ -37,6 +54,8 @@ struct DistributedResult {
   double sweep_busbw_gbs = 0;         // a standalone all-reduce of bytes_per_step (as `tvie allreduce`), for comparison
   bool parameters_identical = false;  // after the run, every rank's parameters equal rank 0's, bit for bit
   int64_t backend_device_bytes = -1;  // CUDA: NCCL's own device memory (cudaMemGetInfo); -1 on the CPU
+  std::vector<int64_t> bucket_bytes;  // each bucket's flat buffer, in bucket order (the last layers' first)
+  std::vector<RankSteps> ranks;       // every rank's timed steps and bucket spans, gathered after the run
 };
 
 struct DistEnv {
@@ -104,6 +123,8 @@ class Communicator {
   std::unique_ptr<PendingCollective> start_allreduce_sum(std::vector<torch::Tensor>& tensors);
   void broadcast(std::vector<torch::Tensor>& tensors, int64_t root);
   void barrier();
+  // Every rank's `mine` (any length), in rank order, on every rank.
+  std::vector<std::vector<double>> allgather(const std::vector<double>& mine);
 
   // CUDA: device memory the backend took outside the caching allocator (NCCL's communicator buffers),
   // measured with cudaMemGetInfo around the backend's creation and a first collective, minus what the
@@ -153,6 +174,10 @@ class DataParallel final : public GradientHook {
   DistributedResult summarize(int64_t timed_steps);
   // Every rank's parameters equal rank 0's, bit for bit (a collective).
   bool parameters_identical();
+  // Every rank's timed steps (this rank passes its own, as measure_training recorded them) with its buckets'
+  // spans in the last `timed_steps` steps, in rank order (a collective).
+  std::vector<RankSteps> gather_rank_steps(const std::vector<double>& step_start_ms,
+                                           const std::vector<std::vector<double>>& step_phases_ms, int64_t timed_steps);
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
 
  private:
@@ -169,6 +194,7 @@ class DataParallel final : public GradientHook {
   int64_t buffer_bytes_ = 0;           // the flat buckets: also the gradient bytes all-reduced per step
   bool armed_ = false;                 // the last micro-batch's backward is running (overlap)
   std::vector<double> comm_ms_, exposed_ms_;
+  std::vector<std::vector<BucketSpan>> spans_;  // per step since reset_stats()
 };
 
 // nccl-tests' definitions (all_reduce_perf): algbw = bytes / time; busbw = algbw * 2(n-1)/n, the

@@ -121,21 +121,35 @@ int64_t gpt_checkpoint_saving_lower_bound(const GptConfig& config, int64_t batch
 // KV-cache bytes for decoding: keys and values of every layer, 2 * L * B * S_max * h elements.
 int64_t gpt_kv_cache_bytes(const GptConfig& config, int64_t batch, int64_t max_length, int64_t bytes_per_element);
 
-// One layer's KV cache: keys and values of every position so far, [B, a, S_max, d] each.
+// KV-cache bytes of llama: keys and values of its g = n_kv_head heads only (grouped-query attention shares
+// each among a/g query heads): 2 * L * B * S_max * g * d elements, a/g times fewer than gpt's layout would keep.
+int64_t llama_kv_cache_bytes(const LlamaConfig& config, int64_t batch, int64_t max_length, int64_t bytes_per_element);
+
+// One layer's KV cache: keys and values of every position so far, [B, heads, S_max, d] each (gpt: a heads;
+// llama: its g key/value heads).
 struct GptLayerCache {
   torch::Tensor k, v;
 };
 
-// KV-cached decoding with a module made by make_gpt_workload(config)->make_module() (any dtype/device):
-// prefill() runs the prompt and fills the caches; step() runs one new token per sequence, attending to
-// the cached keys and values instead of recomputing the whole sequence. Call under InferenceMode.
-class GptDecoder {
+// KV-cached decoding: prefill() runs the prompt and fills the caches; step() runs one new token per sequence,
+// attending to the cached keys and values instead of recomputing the whole sequence. Call under InferenceMode.
+class KvDecoder {
+ public:
+  virtual ~KvDecoder() = default;
+  virtual torch::Tensor prefill(const torch::Tensor& prompt) = 0;  // [B, P] token ids -> next-token logits [B, V]
+  virtual torch::Tensor step(const torch::Tensor& tokens) = 0;     // [B] token ids -> next-token logits [B, V]
+  virtual int64_t length() const = 0;                              // positions in the cache
+  virtual int64_t cache_bytes() const = 0;                         // bytes of the cache tensors
+};
+
+// With a module made by make_gpt_workload(config)->make_module() (any dtype/device).
+class GptDecoder final : public KvDecoder {
  public:
   GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch, int64_t max_length);
-  torch::Tensor prefill(const torch::Tensor& prompt);  // [B, P] token ids -> next-token logits [B, V]
-  torch::Tensor step(const torch::Tensor& tokens);     // [B] token ids -> next-token logits [B, V]
-  int64_t length() const { return length_; }           // positions in the cache
-  int64_t cache_bytes() const;                         // bytes of the cache tensors
+  torch::Tensor prefill(const torch::Tensor& prompt) override;
+  torch::Tensor step(const torch::Tensor& tokens) override;
+  int64_t length() const override { return length_; }
+  int64_t cache_bytes() const override;
 
  private:
   torch::Tensor advance(const torch::Tensor& tokens);  // [B, n]
@@ -166,6 +180,14 @@ std::unique_ptr<Workload> make_bert_workload(const BertConfig& config, std::stri
 std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label = "llama");
 // The configuration of a workload made by make_gpt_workload (decoding needs it); nullopt for any other.
 std::optional<GptConfig> gpt_config_of(const Workload& workload);
+std::optional<LlamaConfig> llama_config_of(const Workload& workload);
+
+// The KV-cached decoder of a zoo gpt or llama workload's module (made by its make_module(), any dtype/device), for
+// `batch` sequences of up to `max_length` positions; InvalidArgument("model", ...) for any other workload.
+std::unique_ptr<KvDecoder> make_kv_decoder(const Workload& workload, std::shared_ptr<torch::nn::Module> module,
+                                           int64_t batch, int64_t max_length);
+// Its cache's bytes, predicted (gpt_kv_cache_bytes, llama_kv_cache_bytes); InvalidArgument as make_kv_decoder.
+int64_t kv_cache_bytes(const Workload& workload, int64_t batch, int64_t max_length, int64_t bytes_per_element);
 // A preset's shape replaced (0 or empty: the preset's). Throws InvalidArgument("model.<field>", ...) for a model
 // without the dimension or a value out of range.
 struct ModelShape {

@@ -72,12 +72,21 @@ struct Projected {
   double bound = 0, estimate = 0;
 };
 
+// A cost at the card's listed on-demand cloud prices (Accelerator::cloud_prices): at the cheapest and at the
+// dearest listing. listings = 0 and both -1 when the catalog lists no cloud price for the card.
+struct CloudCost {
+  double low_usd = -1, high_usd = -1;
+  int64_t listings = 0;
+};
+CloudCost cloud_cost(const Accelerator& card, double device_hours);
+
 struct TrainingPlan {
   bool supported = true;
   std::string unsupported;    // why not: the card has no peak for the precision
   int64_t usable_bytes = 0;   // memory x usable_memory_fraction
-  int64_t peak_bytes = 0;     // predicted peak at the batch asked, one card, nothing sharded
-  bool fits = false;          // peak_bytes <= usable_bytes
+  int64_t peak_bytes = 0;     // predicted peak at the batch asked, one card, nothing sharded (-1: not predicted)
+  std::string peak_note;      // why not predicted, when not
+  bool fits = false;          // peak_bytes <= usable_bytes (false when not predicted)
   int64_t largest_batch = 0;  // per card, nothing sharded (0: not even batch 1 fits)
   ProjectedTime step;         // one step at the batch asked on one of `cards` cards (its 1/cards of the optimizer)
   Projected samples_per_s;    // per card (bound: the higher)
@@ -94,6 +103,7 @@ struct TrainingPlan {
   double budget_steps = 0;
   Projected budget_hours;       // bound: the shorter
   Projected budget_energy_kwh;  // TDP x cards x time (upper bounds of the energy); -1: no TDP
+  CloudCost budget_usd;         // renting `cards` for the estimated budget hours, on demand
 };
 
 struct InferencePlan {
@@ -112,10 +122,10 @@ struct InferencePlan {
   // bound, the throughput at best_batch.
   Projected qps_per_card;
   int64_t serving_batch = 0;
-  int64_t cards_for_qps = 0;    // for settings.serve_qps at the estimate (0: no rate asked or none sustained)
-  double power_kw = -1;         // cards_for_qps x TDP (an upper bound); -1: no TDP
-  double hardware_usd = -1;     // cards_for_qps x purchase price; -1: no purchase price in the catalog
-  double usd_per_million = -1;  // at a cloud hourly price; -1: no hourly price in the catalog
+  int64_t cards_for_qps = 0;  // for settings.serve_qps at the estimate (0: no rate asked or none sustained)
+  double power_kw = -1;       // cards_for_qps x TDP (an upper bound); -1: no TDP
+  double hardware_usd = -1;   // cards_for_qps x purchase price; -1: no purchase price in the catalog
+  CloudCost usd_per_million;  // a million requests at serve_qps on cards_for_qps rented cards, on demand
 };
 
 struct CardPlan {

@@ -47,12 +47,30 @@ struct StepWork {
   bool convolution_tf32 = false;  // fp32 convolutions run at the card's TF32 peak where it has one
   double weight_element_bytes = 4;
   std::string precision;  // "fp32", "amp-bf16", "int8" ...: as the settings say it
+  bool profiled = false;  // counted by the profiler (a workload without a trace), not from the zoo's trace
 };
 
-// The work of one training step / one inference batch of a zoo-traced workload at the settings' batch and
-// precision. InvalidArgument("model", ...) for a workload without a trace (estimate_activations unknown).
+// The work of one training step / one inference batch at the settings' batch and precision: from the zoo's trace,
+// or, for a workload without one (a user's module, a TorchScript model), from LibTorch's profiler (profiled_work;
+// `profiled` says so). InvalidArgument("model", ...) when the profiler cannot run the workload.
 StepWork training_step_work(const Workload& workload, const TrainSettings& settings);
 StepWork inference_batch_work(const Workload& workload, const InferSettings& settings);
+
+// The work of a workload without a trace, counted by LibTorch's profiler (Kineto, with input shapes and FLOP
+// figures) over one forward (inference: in inference mode) or one forward and one backward (training) on the CPU
+// in fp32, at batch 1 and at batch 2, extrapolated linearly to `batch_size` (w(b) = w(1) + (b - 1)(w(2) - w(1)):
+// what does not grow with the batch, the weights read, stays once). FLOPs as the profiler computes them (matrix
+// products, convolutions, mul and add; attention from its shapes, the whole score matrix even when causal: the
+// profiler records no flag values; the backward of convolution and attention at twice their forward); bytes from the
+// innermost operators' recorded inputs plus an output the size of the largest (an input of a parameter's shape counts
+// as weight elements); one kernel per innermost operator that is not a view. Profiled once per workload name, parameter
+// count and mode in a process.
+struct ProfiledWork {
+  PhaseWork forward, backward;
+  int64_t parameter_tensors = 0;
+  double forward_flops_per_sample = 0;  // matmul, convolution and attention FLOPs of one more sample
+};
+ProfiledWork profiled_work(const Workload& workload, int64_t batch_size, bool training);
 
 // Per class: the roofline time of the forward and backward work together.
 struct ProjectedTime {

@@ -99,7 +99,8 @@ std::string to_html_string(const PlanReport& report);
 // A Chrome trace-event file (JSON; opens in Perfetto and chrome://tracing): the timed training steps, each phase
 // a slice, and the timed inference batches, each run on its own track ("process") with its own time origin: the
 // first timed step or batch at 0, on the timer's clock (CUDA events on a GPU, so device times; the host's steady
-// clock on the CPU). compare, train (this process's rank only) and infer (one track per row); the other reports
+// clock on the CPU). compare, train (data-parallel: one track per rank, each rank's buckets' all-reduces on a second
+// row) and infer (one track per row); the other reports
 // have no timed steps of one model and throw InvalidArgument("trace", ...).
 std::string to_trace_string(const CompareReport& report);
 std::string to_trace_string(const TrainReport& report);

@@ -161,6 +161,7 @@ struct CardsReport {
   std::string catalog_description;
   std::map<std::string, std::string> units;
   std::string efficiency_description;  // what the cards' efficiency fractions are (catalog)
+  std::string cloud_prices_source;     // where the cards' cloud prices come from (catalog)
   std::vector<Accelerator> cards;
   std::vector<CpuClass> cpu_classes;
   std::string host_class;  // the CpuClass id of this machine ("" when none)

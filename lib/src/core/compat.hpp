@@ -5,6 +5,7 @@
 #include <torch/version.h>
 #include <ATen/autocast_mode.h>
 
+#include <cstdlib>
 #include <string>
 
 #include <tvie/config.hpp>
@@ -30,5 +31,10 @@ inline void init_cuda() { at::globalContext().lazyInitDevice(c10::DeviceType::CU
 using CudaDeviceStats = decltype(c10::cuda::CUDACachingAllocator::getDeviceStats(0));
 inline constexpr std::size_t kAggregateStat = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 #endif
+
+// Kineto (the profiler's back end) logs at and above KINETO_LOG_LEVEL: 4 is ERROR ("no GPU found" on a CPU
+// machine); LibTorch 2.14's Kineto added USDT = 5, which prints a line per profiler start and stop, where 5 was
+// the end of the scale in 2.11. 6 silences both. The user's own setting wins.
+inline void quiet_kineto() { ::setenv("KINETO_LOG_LEVEL", "6", /*overwrite=*/0); }
 
 }  // namespace tvie::compat

@@ -2,9 +2,16 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+
+#include <tvie/config.hpp>
+#if TVIE_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#endif
 
 #include "core/compat.hpp"
 #include "scenarios/harness.hpp"
@@ -35,7 +42,22 @@ struct DataParallel::Bucket {
   Clock::time_point launched_at;
   std::mutex done_mutex;
   Clock::time_point done_at;
+#if TVIE_WITH_CUDA
+  std::shared_ptr<at::cuda::CUDAEvent> ready_event;  // CUDA: where the copy-in ends on the compute stream
+#endif
 };
+
+namespace {
+
+#if TVIE_WITH_CUDA
+std::shared_ptr<at::cuda::CUDAEvent> record_event(const c10::Device& device) {
+  auto event = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);  // timing enabled
+  event->record(at::cuda::getCurrentCUDAStream(device.index()));
+  return event;
+}
+#endif
+
+}  // namespace
 
 namespace {
 
@@ -135,6 +157,9 @@ void DataParallel::launch(Bucket& b) {
   }
   b.launched = true;
   b.launched_at = Clock::now();
+#if TVIE_WITH_CUDA
+  if (device_.is_cuda()) b.ready_event = record_event(device_);
+#endif
   std::vector<torch::Tensor> one{b.flat};
   b.pending = comm_.start_allreduce_sum(one);
   b.pending->on_done([&b] {
@@ -148,9 +173,15 @@ void DataParallel::after_backward() {
   // CUDA: exposed time on the device, from where backward's kernels end in stream order (this event) to
   // where the averaged gradients are back in place; the host reaches this point long before the device.
   std::unique_ptr<StepTimer> exposed;
+#if TVIE_WITH_CUDA
+  std::shared_ptr<at::cuda::CUDAEvent> backward_end_event;
+#endif
   if (device_.is_cuda()) {
     exposed = make_step_timer(device_);
     exposed->start();
+#if TVIE_WITH_CUDA
+    backward_end_event = record_event(device_);
+#endif
   }
   for (auto& b : buckets_)
     if (!b->launched) launch(*b);  // without overlap, all of them; with it, those backward did not fill
@@ -183,8 +214,27 @@ void DataParallel::after_backward() {
     double device_ms = 0;
     for (auto& b : buckets_) device_ms += std::max(0.0, b->pending->device_ms());
     comm_ms_.push_back(device_ms);
+#if TVIE_WITH_CUDA
+    // Each bucket where it was ready on the compute stream, then on NCCL's stream after the one before it.
+    std::vector<std::pair<double, size_t>> ready;  // (ms after backward's end, bucket)
+    for (size_t i = 0; i < buckets_.size(); ++i)
+      ready.emplace_back(-static_cast<double>(buckets_[i]->ready_event->elapsed_time(*backward_end_event)), i);
+    std::sort(ready.begin(), ready.end());
+    std::vector<BucketSpan> spans(buckets_.size());
+    double previous_end = -1e300;
+    for (const auto& [at, i] : ready) {
+      spans[i].start_ms = std::max(at, previous_end);
+      spans[i].ms = std::max(0.0, buckets_[i]->pending->device_ms());
+      previous_end = spans[i].start_ms + spans[i].ms;
+    }
+    spans_.push_back(std::move(spans));
+#endif
     return;
   }
+  std::vector<BucketSpan> spans;
+  for (auto& b : buckets_)
+    spans.push_back({ms_between(backward_end, b->launched_at), ms_between(b->launched_at, b->done_at)});
+  spans_.push_back(std::move(spans));
   comm_ms_.push_back(ms_between(first, last));
   exposed_ms_.push_back(ms_between(backward_end, Clock::now()));
 }
@@ -192,6 +242,7 @@ void DataParallel::after_backward() {
 void DataParallel::reset_stats() {
   comm_ms_.clear();
   exposed_ms_.clear();
+  spans_.clear();
 }
 
 DistributedResult DataParallel::summarize(int64_t timed_steps) {
@@ -203,6 +254,7 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
   r.buckets = bucket_count();
   r.bytes_per_step = buffer_bytes_;
   r.backend_device_bytes = comm_.backend_device_bytes();
+  for (const auto& b : buckets_) r.bucket_bytes.push_back(static_cast<int64_t>(b->flat.nbytes()));
   // The last `timed_steps` are the timed ones (warm-up steps came first).
   const size_t n = std::min(comm_ms_.size(), static_cast<size_t>(std::max<int64_t>(0, timed_steps)));
   r.comm_ms = tvie::summarize(std::vector<double>(comm_ms_.end() - static_cast<std::ptrdiff_t>(n), comm_ms_.end()));
@@ -224,6 +276,50 @@ DistributedResult DataParallel::summarize(int64_t timed_steps) {
     if (!sweep.rows.empty()) r.sweep_busbw_gbs = sweep.rows.front().in_place_busbw_gbs;
   }
   return r;
+}
+
+std::vector<RankSteps> DataParallel::gather_rank_steps(const std::vector<double>& step_start_ms,
+                                                       const std::vector<std::vector<double>>& step_phases_ms,
+                                                       int64_t timed_steps) {
+  // Flattened as [steps, phases, buckets, then per step: start, phases..., (bucket start, ms)...]: every rank
+  // runs the same steps with the same buckets (checked at start), but the layout says its own sizes anyway.
+  const size_t steps = std::min({step_start_ms.size(), step_phases_ms.size(),
+                                 static_cast<size_t>(std::max<int64_t>(0, timed_steps)), spans_.size()});
+  const size_t phases = steps == 0 ? 0 : step_phases_ms.front().size();
+  const size_t first_span = spans_.size() - steps;  // warm-up steps came first
+  std::vector<double> mine{static_cast<double>(steps), static_cast<double>(phases),
+                           static_cast<double>(buckets_.size())};
+  for (size_t i = 0; i < steps; ++i) {
+    mine.push_back(step_start_ms[i]);
+    for (size_t p = 0; p < phases; ++p) mine.push_back(p < step_phases_ms[i].size() ? step_phases_ms[i][p] : 0.0);
+    const auto& spans = spans_[first_span + i];
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      mine.push_back(b < spans.size() ? spans[b].start_ms : 0.0);
+      mine.push_back(b < spans.size() ? spans[b].ms : 0.0);
+    }
+  }
+  std::vector<RankSteps> out;
+  const auto all = comm_.allgather(mine);
+  for (size_t r = 0; r < all.size(); ++r) {
+    const auto& v = all[r];
+    RankSteps s;
+    s.rank = static_cast<int64_t>(r);
+    if (v.size() < 3) continue;
+    const auto n = static_cast<size_t>(v[0]), np = static_cast<size_t>(v[1]), nb = static_cast<size_t>(v[2]);
+    if (v.size() != 3 + n * (1 + np + 2 * nb)) continue;  // cannot happen with the layout above
+    size_t at = 3;
+    for (size_t i = 0; i < n; ++i) {
+      s.step_start_ms.push_back(v[at++]);
+      s.step_phases_ms.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(at),
+                                    v.begin() + static_cast<std::ptrdiff_t>(at + np));
+      at += np;
+      std::vector<BucketSpan> spans;
+      for (size_t b = 0; b < nb; ++b, at += 2) spans.push_back({v[at], v[at + 1]});
+      s.buckets.push_back(std::move(spans));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 bool DataParallel::parameters_identical() {

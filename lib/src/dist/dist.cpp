@@ -360,6 +360,31 @@ void Communicator::broadcast(std::vector<torch::Tensor>& tensors, int64_t root) 
   start("broadcast", [&](c10d::Backend& b) { return b.broadcast(tensors, opts); })->wait();
 }
 
+std::vector<std::vector<double>> Communicator::allgather(const std::vector<double>& mine) {
+  // Two sums: the lengths (each rank fills its own slot), then the values in one buffer where each rank
+  // fills its own range and the others contribute zeros (x + 0 is exact in fp64).
+  const auto options = torch::TensorOptions(impl_->device).dtype(torch::kFloat64);
+  std::vector<torch::Tensor> lengths{torch::zeros({env_.world_size}, options)};
+  lengths[0][env_.rank] = static_cast<double>(mine.size());
+  allreduce_sum(lengths);
+  const auto sizes = lengths[0].to(torch::kCPU);
+  std::vector<int64_t> offset(static_cast<size_t>(env_.world_size) + 1, 0);
+  for (int64_t r = 0; r < env_.world_size; ++r)
+    offset[static_cast<size_t>(r) + 1] = offset[static_cast<size_t>(r)] + static_cast<int64_t>(sizes[r].item<double>());
+  std::vector<torch::Tensor> values{torch::zeros({std::max<int64_t>(1, offset.back())}, options)};
+  if (!mine.empty())
+    values[0]
+        .narrow(0, offset[static_cast<size_t>(env_.rank)], static_cast<int64_t>(mine.size()))
+        .copy_(torch::tensor(mine, torch::kFloat64));
+  allreduce_sum(values);
+  const auto all = values[0].to(torch::kCPU).contiguous();
+  const double* data = all.data_ptr<double>();
+  std::vector<std::vector<double>> out;
+  for (int64_t r = 0; r < env_.world_size; ++r)
+    out.emplace_back(data + offset[static_cast<size_t>(r)], data + offset[static_cast<size_t>(r) + 1]);
+  return out;
+}
+
 void Communicator::barrier() {
   c10d::BarrierOptions opts;
   opts.timeout = timeout_;

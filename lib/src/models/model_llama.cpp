@@ -6,6 +6,7 @@
 #include "core/compat.hpp"
 #include "models/zoo_common.hpp"
 #include <tvie/checkpoint.hpp>
+#include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
 
@@ -45,12 +46,12 @@ struct RmsNormImpl : torch::nn::Module {
 TORCH_MODULE(RmsNorm);
 
 // Rotary position embedding (rotate-half form): pairs (i, i + d/2) of each head rotated by position x
-// theta^(-2i/d). x: [B, heads, S, d], positions start at 0.
-torch::Tensor rotate(const torch::Tensor& x, double theta) {
+// theta^(-2i/d). x: [B, heads, S, d], positions start at `start` (decoding: the tokens already cached).
+torch::Tensor rotate(const torch::Tensor& x, double theta, int64_t start = 0) {
   const int64_t S = x.size(2), d = x.size(3);
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
   const auto inv_freq = torch::pow(theta, -torch::arange(0, d, 2, f32) / static_cast<double>(d));  // [d/2]
-  const auto angles = torch::outer(torch::arange(S, f32), inv_freq);                               // [S, d/2]
+  const auto angles = torch::outer(torch::arange(start, start + S, f32), inv_freq);                // [S, d/2]
   const auto cos = torch::cat({angles.cos(), angles.cos()}, -1).to(x.scalar_type());               // [S, d]
   const auto sin = torch::cat({angles.sin(), angles.sin()}, -1).to(x.scalar_type());               // [S, d]
   const auto halves = x.chunk(2, -1);
@@ -66,16 +67,31 @@ struct AttentionImpl : torch::nn::Module {
     v = register_module("v_proj", tvie::nn::Linear(c.d_model, c.n_kv_head * d, /*with_bias=*/false));
     o = register_module("o_proj", tvie::nn::Linear(c.n_head * d, c.d_model, /*with_bias=*/false));
   }
-  // x: [B, S, h] -> [B, S, h], causal.
-  torch::Tensor forward(const torch::Tensor& x) {
+  // x: [B, S, h] -> [B, S, h], causal. With a cache (decoding), x holds positions pos .. pos + S - 1: their keys
+  // and values (of the g key/value heads, before the repeat) go into the cache, and they attend to every cached
+  // position up to their own.
+  torch::Tensor forward(const torch::Tensor& x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
     const int64_t B = x.size(0), S = x.size(1), d = x.size(2) / n_head;
-    auto qh = rotate(q->forward(x).view({B, S, n_head, d}).transpose(1, 2), theta);     // [B, a, S, d]
-    auto kh = rotate(k->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2), theta);  // [B, g, S, d]
-    auto vh = v->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2);                 // [B, g, S, d]
+    auto qh = rotate(q->forward(x).view({B, S, n_head, d}).transpose(1, 2), theta, pos);     // [B, a, S, d]
+    auto kh = rotate(k->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2), theta, pos);  // [B, g, S, d]
+    auto vh = v->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2);                      // [B, g, S, d]
+    if (cache) {
+      cache->k.narrow(2, pos, S).copy_(kh);  // cache: [B, g, S_max, d]
+      cache->v.narrow(2, pos, S).copy_(vh);
+      kh = cache->k.narrow(2, 0, pos + S);  // [B, g, pos + S, d]
+      vh = cache->v.narrow(2, 0, pos + S);
+    }
     // Grouped-query attention: each of the g key/value heads serves a/g query heads.
-    kh = kh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, S, d]
-    vh = vh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, S, d]
-    auto y = at::scaled_dot_product_attention(qh, kh, vh, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    kh = kh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, pos + S, d]
+    vh = vh.repeat_interleave(n_head / n_kv_head, 1);  // [B, a, pos + S, d]
+    torch::Tensor y;
+    if (pos == 0) {  // no earlier positions: plain causal attention
+      y = at::scaled_dot_product_attention(qh, kh, vh, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    } else {  // new position i (absolute pos + i) sees positions 0 .. pos + i
+      const auto mask =
+          torch::ones({S, pos + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril(pos);
+      y = at::scaled_dot_product_attention(qh, kh, vh, mask);
+    }                                                                            // [B, a, S, d]
     return o->forward(y.transpose(1, 2).contiguous().view({B, S, n_head * d}));  // [B, S, h]
   }
   int64_t n_head, n_kv_head;
@@ -93,8 +109,8 @@ struct DecoderLayerImpl : torch::nn::Module {
         up(register_module("up_proj", tvie::nn::Linear(c.d_model, c.d_ff, /*with_bias=*/false))),
         down(register_module("down_proj", tvie::nn::Linear(c.d_ff, c.d_model, /*with_bias=*/false))) {}
   // x: [B, S, h] -> [B, S, h] (pre-norm residual block).
-  torch::Tensor forward(torch::Tensor x) {
-    x = x + attn->forward(attn_norm->forward(x));                   // [B, S, h]
+  torch::Tensor forward(torch::Tensor x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
+    x = x + attn->forward(attn_norm->forward(x), cache, pos);       // [B, S, h]
     const auto n = mlp_norm->forward(x);                            // [B, S, h]
     const auto m = torch::silu(gate->forward(n)) * up->forward(n);  // SwiGLU: [B, S, f]
     return x + down->forward(m);                                    // [B, S, h]
@@ -118,12 +134,14 @@ struct LlamaImpl : torch::nn::Module {
     for (auto& p : named_parameters())
       if (p.key().find("norm") == std::string::npos) p.value().normal_(0.0, 0.02);
   }
-  // idx: [B, S] token ids -> logits [B, S, V].
-  torch::Tensor forward(const torch::Tensor& idx) {
+  // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos .. pos + S - 1.
+  torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     auto x = embed->forward(idx);  // [B, S, h]
     for (size_t i = 0; i < layers.size(); ++i) {
       auto layer = layers[i];
-      if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
+      if (caches)
+        x = layer->forward(x, &(*caches)[i], pos);
+      else if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())
         x = tvie::checkpoint([layer](const torch::Tensor& in) mutable { return layer->forward(in); }, x);
       else
         x = layer->forward(x);  // [B, S, h]
@@ -191,6 +209,7 @@ trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
 class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
  public:
   using ZooWorkload::ZooWorkload;
+  const LlamaConfig& config() const { return config_; }
   // gpt's copy task (zoo::copy_task_batch): the second half repeats the first after a separator.
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
     return zoo::copy_task_batch(batch_size, config_.context_length, config_.vocab_size, device, seed);
@@ -217,6 +236,78 @@ class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
 
 std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::string label) {
   return std::make_unique<LlamaWorkload>(config, std::move(label));
+}
+
+std::optional<LlamaConfig> llama_config_of(const Workload& workload) {
+  if (const auto* llama = dynamic_cast<const LlamaWorkload*>(&workload)) return llama->config();
+  return std::nullopt;
+}
+
+int64_t llama_kv_cache_bytes(const LlamaConfig& c, int64_t batch, int64_t max_length, int64_t bytes_per_element) {
+  return 2 * c.n_layer * batch * max_length * c.n_kv_head * (c.d_model / c.n_head) * bytes_per_element;
+}
+
+namespace {
+
+// KV-cached decoding of llama: caches of its g key/value heads, [B, g, S_max, d] per layer.
+class LlamaDecoder final : public KvDecoder {
+ public:
+  LlamaDecoder(const LlamaConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch, int64_t max_length)
+      : config_(config), module_(std::move(module)), max_length_(max_length) {
+    auto& llama = dynamic_cast<LlamaImpl&>(*module_);
+    if (max_length_ < 1 || max_length_ > config_.context_length)
+      throw InvalidArgument("decode.max_length", std::to_string(max_length_),
+                            cat("1 .. ", config_.context_length, " (the context the preset is built for)"));
+    // The cache in the dtype the layers compute in (an int8 copy keeps fp32 embeddings and activations).
+    const auto options = llama.embed->weight.options().requires_grad(false);
+    const int64_t d = config_.d_model / config_.n_head;
+    for (int64_t l = 0; l < config_.n_layer; ++l)  // [B, g, S_max, d] each
+      caches_.push_back({torch::zeros({batch, config_.n_kv_head, max_length_, d}, options),
+                         torch::zeros({batch, config_.n_kv_head, max_length_, d}, options)});
+  }
+  torch::Tensor prefill(const torch::Tensor& prompt) override {
+    length_ = 0;
+    return advance(prompt);
+  }
+  torch::Tensor step(const torch::Tensor& tokens) override { return advance(tokens.view({-1, 1})); }
+  int64_t length() const override { return length_; }
+  int64_t cache_bytes() const override {
+    int64_t bytes = 0;
+    for (const auto& c : caches_) bytes += static_cast<int64_t>(c.k.nbytes() + c.v.nbytes());
+    return bytes;
+  }
+
+ private:
+  torch::Tensor advance(const torch::Tensor& tokens) {  // [B, n] -> [B, V]
+    const int64_t n = tokens.size(1);
+    if (length_ + n > max_length_)
+      throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
+    auto logits = dynamic_cast<LlamaImpl&>(*module_).forward(tokens, &caches_, length_);  // [B, n, V]
+    length_ += n;
+    return logits.select(1, n - 1);
+  }
+  LlamaConfig config_;
+  std::shared_ptr<torch::nn::Module> module_;
+  int64_t max_length_;
+  int64_t length_ = 0;
+  std::vector<GptLayerCache> caches_;
+};
+
+}  // namespace
+
+std::unique_ptr<KvDecoder> make_kv_decoder(const Workload& workload, std::shared_ptr<torch::nn::Module> module,
+                                           int64_t batch, int64_t max_length) {
+  if (const auto gpt = gpt_config_of(workload)) return std::make_unique<GptDecoder>(*gpt, module, batch, max_length);
+  if (const auto llama = llama_config_of(workload))
+    return std::make_unique<LlamaDecoder>(*llama, module, batch, max_length);
+  throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
+}
+
+int64_t kv_cache_bytes(const Workload& workload, int64_t batch, int64_t max_length, int64_t bytes_per_element) {
+  if (const auto gpt = gpt_config_of(workload)) return gpt_kv_cache_bytes(*gpt, batch, max_length, bytes_per_element);
+  if (const auto llama = llama_config_of(workload))
+    return llama_kv_cache_bytes(*llama, batch, max_length, bytes_per_element);
+  throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
 }
 
 }  // namespace tvie

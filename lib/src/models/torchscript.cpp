@@ -194,8 +194,7 @@ class TorchScriptWorkload final : public Workload {
     namespace impl = torch::profiler::impl;
     static const std::set<std::string> counted = {"aten::mm",     "aten::addmm",  "aten::bmm",   "aten::baddbmm",
                                                   "aten::conv2d", "aten::conv1d", "aten::conv3d"};
-    // Kineto, the profiler's back end, logs an ERROR line where it finds no GPU; the user's own level wins.
-    ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+    compat::quiet_kineto();
     try {
       const auto input = make_batch(2, c10::Device(c10::kCPU), 0).input;
       impl::ProfilerConfig config(impl::ProfilerState::KINETO, /*report_input_shapes=*/true,

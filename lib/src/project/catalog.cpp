@@ -143,8 +143,25 @@ Accelerator parse_card(const json& j, size_t index) {
   if (!j.at("price").is_null()) {
     const Reader p{j.at("price"), r.where + ".price"};
     const std::string kind = p.text("kind");
-    if (kind != "purchase" && kind != "cloud_hourly") p.fail("kind", "purchase, cloud_hourly");
+    if (kind != "purchase") p.fail("kind", "purchase (cloud prices go under cloud_prices)");
     a.price = AcceleratorPrice{p.number("usd", false), kind, p.text("source")};
+  }
+  if (j.contains("cloud_prices")) {
+    if (!j.at("cloud_prices").is_array()) r.fail("cloud_prices", "an array of {usd_per_hour, vendor, date, ...}");
+    size_t n = 0;
+    for (const auto& e : j.at("cloud_prices")) {
+      const Reader c{e, cat(r.where, ".cloud_prices[", n++, "]")};
+      CloudPrice price{c.number("usd_per_hour", false),
+                       c.text("vendor"),
+                       c.text("date"),
+                       c.text("region"),
+                       c.text("offer"),
+                       c.text("source")};
+      if (!(price.usd_per_hour > 0)) c.fail("usd_per_hour", "a price > 0");
+      if (price.vendor.empty() || price.source.empty() || price.date.size() != 10)
+        c.fail("vendor", "a vendor, a YYYY-MM-DD date and a source");
+      a.cloud_prices.push_back(std::move(price));
+    }
   }
   a.estimates = r.texts("estimates");
   a.notes = r.texts("notes");
@@ -216,6 +233,7 @@ AcceleratorCatalog parse_accelerator_catalog(const std::string& text) {
       c.efficiency_defaults[kind] = parse_efficiency(e.at(kind), cat("catalog.efficiency_defaults.", kind), true);
     }
   }
+  if (j.contains("cloud_prices_source")) c.cloud_prices_source = r.text("cloud_prices_source");
   if (!j.contains("cards") || !j.at("cards").is_array()) r.fail("cards", "an array of cards");
   std::set<std::string> ids;
   for (size_t i = 0; i < j.at("cards").size(); ++i) {

@@ -367,11 +367,17 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
   const PredictedTrainingMemory whole = predict_training_memory(p.workload, s.train, false, p.device);
   t.peak_bytes = whole.peak;
   t.fits = whole.peak >= 0 && whole.peak <= t.usable_bytes;
-  t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
-  for (int stage = 0; stage < 4; ++stage)
-    t.cards_needed[stage] = cards_needed(whole, t.usable_bytes, static_cast<ShardingStage>(stage));
+  if (whole.peak < 0) {
+    // A workload without a trace: its activations are not predicted, so neither is what fits. Time on one card.
+    t.peak_note = "not predicted (a workload without a trace: its activations are unknown); time on one card";
+    t.cards = 1;
+  } else {
+    t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
+    for (int stage = 0; stage < 4; ++stage)
+      t.cards_needed[stage] = cards_needed(whole, t.usable_bytes, static_cast<ShardingStage>(stage));
+  }
   // The cards the budget uses: one when it fits, else the stage that needs the fewest.
-  if (t.fits) {
+  if (t.fits || whole.peak < 0) {
     t.cards = 1;
   } else {
     for (int stage = 1; stage < 4; ++stage)
@@ -414,6 +420,7 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
     const double kw = card.tdp_w > 0 ? card.tdp_w * static_cast<double>(t.cards) / 1000 : -1;
     t.budget_energy_kwh =
         kw > 0 ? Projected{kw * t.budget_hours.bound, kw * t.budget_hours.estimate} : Projected{-1, -1};
+    t.budget_usd = cloud_cost(card, static_cast<double>(t.cards) * t.budget_hours.estimate);
   }
   return t;
 }
@@ -454,13 +461,27 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accele
     const double n = static_cast<double>(i.cards_for_qps);
     if (card.tdp_w > 0) i.power_kw = n * card.tdp_w / 1000;
     if (card.price && card.price->kind == "purchase") i.hardware_usd = n * card.price->usd;
-    if (card.price && card.price->kind == "cloud_hourly")
-      i.usd_per_million = n * card.price->usd / (s.serve_qps * 3600) * 1e6;
+    // n cards for the hours a million requests take at serve_qps.
+    i.usd_per_million = cloud_cost(card, n * 1e6 / s.serve_qps / 3600);
   }
   return i;
 }
 
 }  // namespace
+
+CloudCost cloud_cost(const Accelerator& card, double device_hours) {
+  CloudCost c;
+  if (card.cloud_prices.empty() || !(device_hours >= 0)) return c;
+  c.low_usd = c.high_usd = card.cloud_prices.front().usd_per_hour;
+  for (const auto& p : card.cloud_prices) {
+    c.low_usd = std::min(c.low_usd, p.usd_per_hour);
+    c.high_usd = std::max(c.high_usd, p.usd_per_hour);
+  }
+  c.low_usd *= device_hours;
+  c.high_usd *= device_hours;
+  c.listings = static_cast<int64_t>(card.cloud_prices.size());
+  return c;
+}
 
 std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
                                  const std::vector<Accelerator>& cards) {

@@ -52,12 +52,27 @@ const char* to_string(OpClass op_class) {
 
 namespace {
 
-ActivationEstimate traced(const Workload& workload, const ActivationQuery& query) {
-  ActivationEstimate a = workload.estimate_activations(query);
-  if (!a.known)
-    throw InvalidArgument("model", workload.name(),
-                          "a workload with a traced forward (the zoo models) to project its work onto cards");
-  return a;
+// The traced work, or the profiler's for a workload without a trace. The profiler counts fp32 tensors: in a
+// 2-byte precision the activation bytes halve (amp: those of the matrix classes only, the others keep their fp32
+// inputs); int8/fp8 inference keeps fp32 activations. Weight elements are counted apart (StepWork prices them).
+struct Work {
+  PhaseWork forward, backward;
+  int64_t parameter_tensors = 0;
+  bool profiled = false;
+  double forward_flops_per_sample = 0;
+};
+Work work_of(const Workload& workload, const ActivationQuery& query) {
+  const ActivationEstimate a = workload.estimate_activations(query);
+  if (a.known) return {a.forward_work, a.backward_work, a.parameter_tensors, false, 0};
+  const ProfiledWork p = profiled_work(workload, query.batch_size, query.training);
+  Work w{p.forward, p.backward, p.parameter_tensors, true, p.forward_flops_per_sample};
+  for (PhaseWork* phase : {&w.forward, &w.backward})
+    for (size_t c = 0; c < phase->by_class.size(); ++c) {
+      const bool matrix = c == static_cast<size_t>(OpClass::matmul) || c == static_cast<size_t>(OpClass::convolution) ||
+                          c == static_cast<size_t>(OpClass::attention);
+      if (query.weight_bytes == 2 || (query.autocast && matrix)) phase->by_class[c].bytes /= 2;
+    }
+  return w;
 }
 
 // Elements each optimizer's LibTorch step reads and writes per parameter element, and its kernels per parameter
@@ -97,12 +112,13 @@ void scale(PhaseWork& w, double k) {
 
 StepWork training_step_work(const Workload& workload, const TrainSettings& settings) {
   const ActivationQuery query = activation_query(settings);
-  const ActivationEstimate a = traced(workload, query);
+  const Work a = work_of(workload, query);
   const ModelFacts facts = workload.facts();
   StepWork w;
+  w.profiled = a.profiled;
   const double micro = static_cast<double>(std::max<int64_t>(1, settings.accumulate));
-  w.forward = a.forward_work;
-  w.backward = a.backward_work;
+  w.forward = a.forward;
+  w.backward = a.backward;
   scale(w.forward, micro);
   scale(w.backward, micro);
   const double b = static_cast<double>(query.weight_bytes);  // the optimizer's tensors: fp32, or bf16 for pure bf16
@@ -114,7 +130,9 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
   w.allreduce_bytes = n * b;
   w.samples = settings.batch_size;
   w.tokens = settings.batch_size * facts.tokens_per_sample;
-  w.model_flops = 3.0 * facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
+  const double per_sample =
+      facts.forward_flops_per_sample > 0 ? facts.forward_flops_per_sample : a.forward_flops_per_sample;
+  w.model_flops = 3.0 * per_sample * static_cast<double>(settings.batch_size);
   w.precision = to_string(settings.precision);
   switch (settings.precision) {
     case TrainPrecision::fp32:
@@ -135,13 +153,16 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
 
 StepWork inference_batch_work(const Workload& workload, const InferSettings& settings) {
   const ActivationQuery query = activation_query(settings);
-  const ActivationEstimate a = traced(workload, query);
+  const Work a = work_of(workload, query);
   const ModelFacts facts = workload.facts();
   StepWork w;
-  w.forward = a.forward_work;
+  w.profiled = a.profiled;
+  w.forward = a.forward;
   w.samples = settings.batch_size;
   w.tokens = settings.batch_size * facts.tokens_per_sample;
-  w.model_flops = facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
+  const double per_sample =
+      facts.forward_flops_per_sample > 0 ? facts.forward_flops_per_sample : a.forward_flops_per_sample;
+  w.model_flops = per_sample * static_cast<double>(settings.batch_size);
   w.precision = to_string(settings.dtype);
   switch (settings.dtype) {
     case InferenceDtype::fp32:

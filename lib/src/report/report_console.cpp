@@ -23,6 +23,13 @@ using detail::with_commas;
 
 std::string ratio(double a, double b) { return (b != 0 && a != 0) ? fmt("%.2fx", a / b) : "-"; }
 
+// "0.75..2.18" over the listed cloud prices (one figure when they agree), "-" with none listed.
+std::string cloud_span(const CloudCost& c, const char* format) {
+  if (c.listings == 0) return "-";
+  const std::string low = fmt(format, c.low_usd), high = fmt(format, c.high_usd);
+  return low == high ? low : low + ".." + high;
+}
+
 std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
@@ -589,13 +596,16 @@ void ConsoleReporter::report(const CardsReport& r) {
       << r.catalog_schema_version << "; tvie " << r.context.tvie_version << ")\n"
       << "Dense peaks (no structured sparsity) in TFLOPS, int8 in TOPS; '-': not published or no such unit;\n"
       << "memory in GB (10^9 B), bandwidth and link in GB/s; TDP in W; price in USD for one device (* an "
-         "estimate).\n\n";
+         "estimate);\ncloud $/h: the cheapest..dearest listed on-demand price per device-hour (dated, per vendor: "
+         "--json).\n\n";
   const auto figure = [](double x) {
     if (x < 0) return std::string("-");
     return x == std::floor(x) ? fmt("%.0f", x) : fmt(x >= 10 ? "%.1f" : "%.3g", x);
   };
-  const std::vector<size_t> w = {22, 13, 7, 6, 6, 7, 8, 8, 7, 7, 6, 6, 9};
-  row(out, {"card", "memory", "GB/s", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "TDP", "link", "price"},
+  const std::vector<size_t> w = {22, 13, 7, 6, 6, 7, 8, 8, 7, 7, 6, 6, 9, 12};
+  row(out,
+      {"card", "memory", "GB/s", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "TDP", "link", "price",
+       "cloud $/h"},
       w);
   for (const auto& a : r.cards) {
     bool price_estimated = false;
@@ -604,8 +614,7 @@ void ConsoleReporter::report(const CardsReport& r) {
         {a.id, cat(figure(a.memory_gb), " ", a.memory_type), figure(a.memory_bandwidth_gbs), figure(a.fp64_tflops),
          figure(a.fp32_tflops), figure(a.tf32_tflops), figure(a.fp16_tflops), figure(a.bf16_tflops),
          figure(a.fp8_tflops), figure(a.int8_tops), figure(a.tdp_w), figure(a.interconnect_gbs),
-         a.price ? cat(figure(a.price->usd), price_estimated ? "*" : "", a.price->kind == "cloud_hourly" ? "/h" : "")
-                 : "-"},
+         a.price ? cat(figure(a.price->usd), price_estimated ? "*" : "") : "-", cloud_span(cloud_cost(a, 1), "%.2f")},
         w);
   }
   bool any = false;
@@ -669,7 +678,9 @@ void ConsoleReporter::report(const PlanReport& r) {
       << " forward per sample\n";
   out << "training: batch " << s.train.batch_size << " per card, " << to_string(s.train.optimizer) << ", "
       << to_string(s.train.precision) << ", checkpoint " << checkpoint_to_string(s.train.checkpoint_every)
-      << "; predicted peak on one card " << gb(r.training_predicted.peak)
+      << "; predicted peak on one card "
+      << (r.training_predicted.peak < 0 ? std::string("not predicted (a workload without a trace)")
+                                        : gb(r.training_predicted.peak))
       << " (CUDA's rules; usable memory = " << fmt("%.0f", s.usable_memory_fraction * 100) << "% of the card's)\n";
   out << "inference: " << to_string(s.infer.dtype) << "; predicted peak at batch 1 ";
   if (r.inference_predicted.peak < 0 && !r.cards.empty() && !r.cards.front().inference.peak_note.empty())
@@ -681,8 +692,9 @@ void ConsoleReporter::report(const PlanReport& r) {
     out << "work of " << what << ": " << flops(f.flops + b.flops + w.optimizer.flops) << ", "
         << gb(static_cast<int64_t>(f.bytes + b.bytes + w.optimizer.bytes +
                                    (f.weight_elements + b.weight_elements) * w.weight_element_bytes))
-        << " moved, " << fmt("%.0f", f.kernels + b.kernels + w.optimizer.kernels)
-        << " kernels (traced, per class in --json)\n";
+        << " moved, " << fmt("%.0f", f.kernels + b.kernels + w.optimizer.kernels) << " kernels ("
+        << (w.profiled ? "counted by LibTorch's profiler at batch 1 and 2 on the CPU, extrapolated" : "traced")
+        << ", per class in --json)\n";
   };
   work_line("one training step", r.training_work);
   work_line("one inference batch of 1", r.inference_work);
@@ -702,10 +714,10 @@ void ConsoleReporter::report(const PlanReport& r) {
     out << "training budget: "
         << (s.train_tokens > 0 ? cat(s.train_tokens, " tokens") : cat(s.train_samples, " samples")) << "\n";
   out << "\nTraining (projected), per card:\n";
-  const std::vector<size_t> wt = {22, 9, 6, 7, 19, 20, 6, 14, 16, 12};
+  const std::vector<size_t> wt = {22, 9, 6, 7, 19, 20, 6, 14, 16, 12, 16};
   row(out,
-      {"card", "memory", "fits", "max b", "step ms", "samples/s", "MFU", "cards z0/1/2/3", "budget hours",
-       "budget kWh"},
+      {"card", "memory", "fits", "max b", "step ms", "samples/s", "MFU", "cards z0/1/2/3", "budget hours", "budget kWh",
+       "budget cloud $"},
       wt);
   for (const auto& c : r.cards) {
     const auto& t = c.training;
@@ -720,10 +732,14 @@ void ConsoleReporter::report(const PlanReport& r) {
     }
     row(out,
         {c.card.id + (c.training_calibration > 0 ? "*" : ""), gb(static_cast<int64_t>(c.card.memory_gb * 1e9)),
-         t.fits ? "yes" : "no", cat(t.largest_batch), span(t.step.bound_s * 1e3, t.step.estimate_s * 1e3, ""),
+         t.peak_bytes < 0 ? "?"
+         : t.fits         ? "yes"
+                          : "no",
+         t.peak_bytes < 0 ? "?" : cat(t.largest_batch), span(t.step.bound_s * 1e3, t.step.estimate_s * 1e3, ""),
          span(t.samples_per_s.estimate, t.samples_per_s.bound, ""), fmt("%.0f%%", t.mfu_estimate * 100), need,
          t.budget_steps > 0 ? span(t.budget_hours.bound, t.budget_hours.estimate, "") : "-",
-         t.budget_energy_kwh.bound > 0 ? span(t.budget_energy_kwh.bound, t.budget_energy_kwh.estimate, "") : "-"},
+         t.budget_energy_kwh.bound > 0 ? span(t.budget_energy_kwh.bound, t.budget_energy_kwh.estimate, "") : "-",
+         t.budget_steps > 0 ? cloud_span(t.budget_usd, "%.0f") : "-"},
         wt);
   }
   out << "  step: on one of the cards the budget uses (its share of the optimizer). MFU: model FLOPs / (estimated "
@@ -732,13 +748,15 @@ void ConsoleReporter::report(const PlanReport& r) {
   out << "  max b: the largest batch per card whose predicted peak fits (nothing sharded). cards z0/1/2/3: the fewest\n"
          "  cards with nothing, the optimizer state, + gradients, + parameters sharded (ZeRO 1-3 as accounting; 0:\n"
          "  none enough). The budget runs on 1 card when it fits, else on the fewest sharded, with a ring all-reduce\n"
-         "  of the gradients over the card's link per step; kWh = TDP x cards x hours (an upper bound).\n";
+         "  of the gradients over the card's link per step; kWh = TDP x cards x hours (an upper bound); cloud $ =\n"
+         "  cards x estimated hours x the cheapest..dearest listed on-demand price (tvie cards --json: vendors, "
+         "dates).\n";
   out << "\nInference (projected, " << to_string(s.infer.dtype) << "), per card:\n";
-  const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12};
+  const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12, 14};
   row(out,
       {"card", "fits", "max b", "latency b1 ms", "best b", "samples/s at best",
        s.p99_ms > 0 ? cat("QPS/card p99<=", s.p99_ms, "ms") : std::string("QPS/card (no bound)"), "cards", "kW (TDP)",
-       "hardware $"},
+       "hardware $", "cloud $/1M req"},
       wi);
   for (const auto& c : r.cards) {
     const auto& i = c.inference;
@@ -755,7 +773,8 @@ void ConsoleReporter::report(const PlanReport& r) {
              ? span(i.qps_per_card.estimate, i.qps_per_card.bound, cat(" @b", i.serving_batch).c_str())
              : "0",
          rate ? cat(i.cards_for_qps) : "-", rate && i.power_kw >= 0 ? fmt("%.3g", i.power_kw) : "-",
-         rate && i.hardware_usd >= 0 ? fmt("%.0f", i.hardware_usd) : "-"},
+         rate && i.hardware_usd >= 0 ? fmt("%.0f", i.hardware_usd) : "-",
+         rate ? cloud_span(i.usd_per_million, "%.3g") : "-"},
         wi);
   }
   out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
@@ -764,7 +783,9 @@ void ConsoleReporter::report(const PlanReport& r) {
                          "queue\n  of batches at the projected service time"
                        : " (the throughput at the best batch; no latency bound given)")
       << ".\n  cards, kW, hardware $: for " << (s.serve_qps > 0 ? cat(s.serve_qps, " requests/s") : "no rate asked")
-      << " at the estimate; $ from the catalog's purchase prices where it\n  has one. Rates are estimate..bound.\n";
+      << " at the estimate; hardware $ from the catalog's purchase prices where it\n  has one; cloud $/1M req: "
+         "those cards rented for the hours a million requests take, at the cheapest..dearest\n  listed on-demand "
+         "price. Rates are estimate..bound.\n";
   out << "Efficiencies and their basis per card: --json PATH (cards[].efficiency); the catalog: "
          "lib/data/accelerators.json.\n";
 }

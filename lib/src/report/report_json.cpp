@@ -209,7 +209,20 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
                         {"sweep_busbw_gbs", d.sweep_busbw_gbs},
                         {"parameters_identical", d.parameters_identical},
                         {"loss_mean_over_ranks", t.final_loss},  // the loss curve is already the mean
-                        {"backend_device_bytes", d.backend_device_bytes}};
+                        {"backend_device_bytes", d.backend_device_bytes},
+                        {"bucket_bytes", d.bucket_bytes}};
+    json ranks = json::array();
+    for (const auto& r : d.ranks) {
+      json step_ms = json::array(), communication_ms = json::array();
+      for (const auto& phases : r.step_phases_ms) {
+        double sum = 0;
+        for (double ms : phases) sum += ms;
+        step_ms.push_back(sum);
+        communication_ms.push_back(phases.size() > kPhaseCommunication ? phases[kPhaseCommunication] : 0.0);
+      }
+      ranks.push_back({{"rank", r.rank}, {"step_ms", step_ms}, {"communication_ms", communication_ms}});
+    }
+    j["distributed"]["ranks"] = std::move(ranks);
   }
   return j;
 }
@@ -477,6 +490,11 @@ json efficiency_json(const Efficiency& e) {
           {"memory", e.memory}, {"interconnect", e.interconnect}, {"kernel_overhead_us", e.kernel_overhead_us},
           {"basis", e.basis}};
 }
+// At the cheapest and the dearest listed on-demand price; null when the card has no cloud price.
+json cloud_cost_json(const CloudCost& c) {
+  if (c.listings == 0) return json();
+  return {{"low", c.low_usd}, {"high", c.high_usd}, {"listings", c.listings}};
+}
 
 }  // namespace
 
@@ -505,6 +523,15 @@ std::string to_json_string(const CardsReport& r, int indent) {
               {"sources", a.sources}};
     for (const auto& field : accelerator_peak_fields()) c[field] = figure(a.peak(field));
     c["price"] = a.price ? json{{"usd", a.price->usd}, {"kind", a.price->kind}, {"source", a.price->source}} : json();
+    json cloud = json::array();
+    for (const auto& p : a.cloud_prices)
+      cloud.push_back({{"usd_per_hour", p.usd_per_hour},
+                       {"vendor", p.vendor},
+                       {"date", p.date},
+                       {"region", p.region},
+                       {"offer", p.offer},
+                       {"source", p.source}});
+    c["cloud_prices"] = std::move(cloud);
     c["efficiency"] = efficiency_json(a.efficiency);
     cards.push_back(c);
   }
@@ -525,6 +552,7 @@ std::string to_json_string(const CardsReport& r, int indent) {
                   {"description", r.catalog_description},
                   {"units", r.units},
                   {"efficiency_description", r.efficiency_description},
+                  {"cloud_prices_source", r.cloud_prices_source},
                   {"cards", cards},
                   {"cpu_classes", classes},
                   {"host_class", r.host_class}};
@@ -534,7 +562,7 @@ std::string to_json_string(const CardsReport& r, int indent) {
 std::string to_csv_string(const CardsReport& r) {
   std::string out = "id,name,memory_gb,memory_bandwidth_gbs";
   for (const auto& field : accelerator_peak_fields()) out += "," + field;
-  out += ",tdp_w,interconnect_gbs,price_usd,price_kind";
+  out += ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
   const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
   const auto quoted = [](const std::string& s) {
     std::string q = "\"";
@@ -544,8 +572,9 @@ std::string to_csv_string(const CardsReport& r) {
   for (const auto& a : r.cards) {
     out += cat("\n", a.id, ",", quoted(a.name), ",", cell(a.memory_gb), ",", cell(a.memory_bandwidth_gbs));
     for (const auto& field : accelerator_peak_fields()) out += "," + cell(a.peak(field));
+    const CloudCost hour = cloud_cost(a, 1);
     out += cat(",", cell(a.tdp_w), ",", cell(a.interconnect_gbs), ",", a.price ? cell(a.price->usd) : "", ",",
-               a.price ? a.price->kind : "");
+               a.price ? a.price->kind : "", ",", cell(hour.low_usd), ",", cell(hour.high_usd), ",", hour.listings);
   }
   return out;
 }
@@ -617,7 +646,8 @@ json work_json(const StepWork& w) {
                        {"weight_elements", f.weight_elements + b.weight_elements},
                        {"kernels", f.kernels + b.kernels}});
   }
-  return {{"precision", w.precision},
+  return {{"source", w.profiled ? "profiler" : "trace"},
+          {"precision", w.precision},
           {"samples", w.samples},
           {"tokens", w.tokens},
           {"model_flops", w.model_flops},
@@ -697,7 +727,8 @@ std::string to_json_string(const PlanReport& r, int indent) {
           {{"supported", t.supported},
            {"unsupported", t.unsupported},
            {"usable_bytes", t.usable_bytes},
-           {"peak_bytes", t.peak_bytes},
+           {"peak_bytes", t.peak_bytes < 0 ? json() : json(t.peak_bytes)},
+           {"peak_note", t.peak_note},
            {"fits", t.fits},
            {"largest_batch", t.largest_batch},
            {"step", time_json(t.step)},
@@ -715,7 +746,8 @@ std::string to_json_string(const PlanReport& r, int indent) {
            {"allreduce_note", t.allreduce_note},
            {"budget_steps", t.budget_steps},
            {"budget_hours", interval_json(t.budget_hours)},
-           {"budget_energy_kwh", t.budget_energy_kwh.bound < 0 ? json() : interval_json(t.budget_energy_kwh)}}},
+           {"budget_energy_kwh", t.budget_energy_kwh.bound < 0 ? json() : interval_json(t.budget_energy_kwh)},
+           {"budget_usd", cloud_cost_json(t.budget_usd)}}},
          {"inference",
           {{"supported", i.supported},
            {"unsupported", i.unsupported},
@@ -732,7 +764,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
            {"cards_for_qps", i.cards_for_qps},
            {"power_kw", figure(i.power_kw)},
            {"hardware_usd", figure(i.hardware_usd)},
-           {"usd_per_million", figure(i.usd_per_million)}}}});
+           {"usd_per_million", cloud_cost_json(i.usd_per_million)}}}});
   }
   j["cards"] = cards;
   return j.dump(indent);
@@ -745,19 +777,21 @@ std::string to_csv_string(const PlanReport& r) {
       "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
       "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
       "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
-      "infer_power_kw_tdp,infer_hardware_usd";
+      "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
+      "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high";
   const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
   for (const auto& c : r.cards) {
     const auto& t = c.training;
     const auto& i = c.inference;
-    out += cat("\n", c.card.id, ",", c.card.memory_gb, ",", t.fits ? 1 : 0, ",", t.peak_bytes, ",", t.largest_batch,
-               ",", t.supported ? cat(t.step.bound_s * 1e3) : "", ",", t.supported ? cat(t.step.estimate_s * 1e3) : "",
-               ",", t.supported ? cat(t.samples_per_s.estimate) : "", ",", t.mfu_estimate, ",", t.cards, ",",
-               to_string(t.stage), ",", t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", ",",
-               i.fits ? 1 : 0, ",", i.largest_batch, ",", i.supported ? cat(i.latency.bound_s * 1e3) : "", ",",
-               i.supported ? cat(i.latency.estimate_s * 1e3) : "", ",", i.best_batch, ",",
-               i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate), ",",
-               i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd));
+    out += cat(
+        "\n", c.card.id, ",", c.card.memory_gb, ",", t.fits ? 1 : 0, ",", t.peak_bytes, ",", t.largest_batch, ",",
+        t.supported ? cat(t.step.bound_s * 1e3) : "", ",", t.supported ? cat(t.step.estimate_s * 1e3) : "", ",",
+        t.supported ? cat(t.samples_per_s.estimate) : "", ",", t.mfu_estimate, ",", t.cards, ",", to_string(t.stage),
+        ",", t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", ",", i.fits ? 1 : 0, ",", i.largest_batch,
+        ",", i.supported ? cat(i.latency.bound_s * 1e3) : "", ",", i.supported ? cat(i.latency.estimate_s * 1e3) : "",
+        ",", i.best_batch, ",", i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate),
+        ",", i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd), ",", cell(t.budget_usd.low_usd), ",",
+        cell(t.budget_usd.high_usd), ",", cell(i.usd_per_million.low_usd), ",", cell(i.usd_per_million.high_usd));
   }
   return out;
 }
@@ -858,26 +892,62 @@ json trace_name(const char* kind, int pid, const std::string& name) {
   return {{"name", kind}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}};
 }
 
-// Every timed step's phases, back to back from the step's start (the marks that time them are consecutive).
-void add_training_events(json& events, const TrainingResult& t, const TraceTrack& track) {
+// The phases in the order a step runs them: gradient averaging comes between backward and the optimizer.
+constexpr int kPhasesInTimeOrder[] = {kPhaseData, kPhaseForward, kPhaseBackward, kPhaseCommunication, kPhaseOptimizer};
+
+// Every timed step's phases, back to back from the step's start (the marks that time them are consecutive);
+// with data parallelism, each bucket's all-reduce on a second row, placed from the end of backward.
+void add_training_events(json& events, const std::vector<double>& step_start_ms,
+                         const std::vector<std::vector<double>>& step_phases_ms, int64_t first_step,
+                         const std::string& timer, const TraceTrack& track, const RankSteps* buckets = nullptr,
+                         const std::vector<int64_t>& bucket_bytes = {}) {
   events.push_back(trace_name("process_name", track.pid, track.name));
-  events.push_back(trace_name("thread_name", track.pid, "timed steps (" + t.timer + ")"));
-  for (size_t i = 0; i < t.step_phases_ms.size() && i < t.step_start_ms.size(); ++i) {
-    double at = t.step_start_ms[i];
-    for (size_t p = 0; p < t.step_phases_ms[i].size(); ++p) {
-      const double ms = t.step_phases_ms[i][p];
-      if (p == kPhaseCommunication && ms == 0) continue;  // no data parallelism
-      events.push_back({{"name", phase_name(static_cast<int>(p))},
+  events.push_back(trace_name("thread_name", track.pid, "timed steps (" + timer + ")"));
+  if (buckets)
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", track.pid},
+                      {"tid", 1},
+                      {"args", {{"name", "all-reduce buckets"}}}});
+  for (size_t i = 0; i < step_phases_ms.size() && i < step_start_ms.size(); ++i) {
+    double at = step_start_ms[i], backward_end = at;
+    const auto& phases = step_phases_ms[i];
+    const int64_t step = first_step + static_cast<int64_t>(i);
+    for (int p : kPhasesInTimeOrder) {
+      const auto index = static_cast<size_t>(p);
+      if (index >= phases.size()) continue;
+      const double ms = phases[index];
+      if (p == kPhaseCommunication && ms == 0 && !buckets) continue;  // no data parallelism
+      events.push_back({{"name", phase_name(p)},
                         {"cat", "training"},
                         {"ph", "X"},
                         {"pid", track.pid},
                         {"tid", 0},
                         {"ts", at * 1e3},
                         {"dur", ms * 1e3},
-                        {"args", {{"step", t.ledger_steps + t.warmup_steps + static_cast<int64_t>(i) + 1}}}});
+                        {"args", {{"step", step}}}});
       at += ms;
+      if (p == kPhaseBackward) backward_end = at;
+    }
+    if (!buckets || i >= buckets->buckets.size()) continue;
+    for (size_t b = 0; b < buckets->buckets[i].size(); ++b) {
+      const auto& span = buckets->buckets[i][b];
+      json args = {{"step", step}, {"bucket", static_cast<int64_t>(b)}};
+      if (b < bucket_bytes.size()) args["bytes"] = bucket_bytes[b];
+      events.push_back({{"name", cat("all-reduce bucket ", b)},
+                        {"cat", "communication"},
+                        {"ph", "X"},
+                        {"pid", track.pid},
+                        {"tid", 1},
+                        {"ts", (backward_end + span.start_ms) * 1e3},
+                        {"dur", span.ms * 1e3},
+                        {"args", std::move(args)}});
     }
   }
+}
+
+void add_training_events(json& events, const TrainingResult& t, const TraceTrack& track) {
+  add_training_events(events, t.step_start_ms, t.step_phases_ms, t.ledger_steps + t.warmup_steps + 1, t.timer, track);
 }
 
 void add_inference_events(json& events, const InferenceResult& r, const TraceTrack& track, int64_t batch_size) {
@@ -906,8 +976,8 @@ std::string trace_document(json events, const RunContext& context, const std::st
                       {"workload", workload},
                       {"command", command},
                       {"time_origin",
-                       "each track's first timed step or batch at 0, on its timer's clock; tracks are separate runs, "
-                       "their times are not on one clock"}}}};
+                       "each track's first timed step or batch at 0, on its timer's clock; tracks are separate runs "
+                       "(or ranks), their times are not on one clock"}}}};
   return doc.dump(1);
 }
 
@@ -923,8 +993,20 @@ std::string to_trace_string(const CompareReport& r) {
 
 std::string to_trace_string(const TrainReport& r) {
   json events = json::array();
-  add_training_events(events, r.training,
-                      {static_cast<int>(r.rank), cat("training: ", r.workload, " (rank ", r.rank, ")")});
+  if (r.distributed && !r.distributed->ranks.empty()) {
+    // Data parallelism: one track per rank, each as that rank timed it, with its buckets' all-reduces.
+    const auto& d = *r.distributed;
+    const auto& t = r.training;
+    for (const auto& rank : d.ranks)
+      add_training_events(
+          events, rank.step_start_ms, rank.step_phases_ms, t.ledger_steps + t.warmup_steps + 1, t.timer,
+          {static_cast<int>(rank.rank), cat("training: ", r.workload, " (rank ", rank.rank, " of ", d.world_size, ", ",
+                                            d.backend, d.overlap ? ", overlap" : "", ")")},
+          &rank, d.bucket_bytes);
+  } else {
+    add_training_events(events, r.training,
+                        {static_cast<int>(r.rank), cat("training: ", r.workload, " (rank ", r.rank, ")")});
+  }
   return trace_document(std::move(events), r.context, r.workload);
 }
 

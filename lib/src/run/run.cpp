@@ -167,6 +167,8 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
   // Collectives: every rank takes part, in the same order.
   auto distributed = dp->summarize(run.settings.steps);
   distributed.parameters_identical = dp->parameters_identical();
+  distributed.ranks =
+      dp->gather_rank_steps(report.training.step_start_ms, report.training.step_phases_ms, run.settings.steps);
   report.distributed = distributed;
   return report;
 }
@@ -296,6 +298,7 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
   report.catalog_description = catalog.description;
   report.units = catalog.units;
   report.efficiency_description = catalog.efficiency_description;
+  report.cloud_prices_source = catalog.cloud_prices_source;
   report.cpu_classes = catalog.cpu_classes;
   report.host_class = host_cpu_class(report.context.host.cpu_features);
   return report;
@@ -404,17 +407,17 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
 }
 
 DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings, const RunOptions& options) {
-  const auto config = gpt_config_of(workload);
-  if (!config) throw InvalidArgument("model", workload.name(), "a zoo gpt (decoding needs its KV-cached forward)");
+  if (!gpt_config_of(workload) && !llama_config_of(workload))
+    throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
   const Resolved<DecodeSettings> run{resolve_device(options.device, "device"), settings};
-  validate(run.settings, *config);
+  validate(run.settings, workload.facts().tokens_per_sample);
   validate_inference_dtype(run.settings.dtype, run.device, "decode.dtype");
   DecodeReport report;
   fill_head(report, workload, run.device, options);
   report.settings = settings;
   log::info(cat("decoding ", workload.name(), " on ", report.context.device, ": batch ", settings.batch_size,
                 ", prompt ", settings.prompt_tokens, ", ", settings.new_tokens, " new tokens"));
-  report.result = measure_decoding(*config, run.settings, run.device);
+  report.result = measure_decoding(workload, run.settings, run.device);
   return report;
 }
 

@@ -11,26 +11,32 @@
 
 namespace tvie {
 
-void validate(const DecodeSettings& s, const GptConfig& c) {
+void validate(const DecodeSettings& s, const GptConfig& c) { validate(s, c.context_length); }
+
+void validate(const DecodeSettings& s, int64_t context_length) {
   if (s.batch_size < 1) throw InvalidArgument("decode.batch_size", cat(s.batch_size), "an integer >= 1");
   if (s.prompt_tokens < 1) throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens), "an integer >= 1");
   if (s.new_tokens < 1) throw InvalidArgument("decode.new_tokens", cat(s.new_tokens), "an integer >= 1");
   if (s.repetitions < 1) throw InvalidArgument("decode.repetitions", cat(s.repetitions), "an integer >= 1");
-  if (s.prompt_tokens + s.new_tokens > c.context_length + 1)
+  if (s.prompt_tokens + s.new_tokens > context_length + 1)
     throw InvalidArgument("decode.new_tokens", cat(s.new_tokens),
-                          cat("at most ", c.context_length + 1 - s.prompt_tokens, " (prompt + new tokens fit in ",
-                              c.context_length, " positions plus the last prediction)"));
+                          cat("at most ", context_length + 1 - s.prompt_tokens, " (prompt + new tokens fit in ",
+                              context_length, " positions plus the last prediction)"));
 }
 
 DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
-  // Preconditions (validate(DecodeSettings, config) and the dtype's device check run once, in run_decode).
+  return measure_decoding(*make_gpt_workload(config), settings, device);
+}
+
+DecodeResult measure_decoding(const Workload& model, const DecodeSettings& settings, const c10::Device& device) {
+  // Preconditions (validate(DecodeSettings, context) and the dtype's device check run once, in run_decode).
+  const int64_t context_length = model.facts().tokens_per_sample;
   detail::require(settings.batch_size >= 1 && settings.prompt_tokens >= 1 && settings.new_tokens >= 1 &&
-                      settings.repetitions >= 1 &&
-                      settings.prompt_tokens + settings.new_tokens <= config.context_length + 1,
-                  "measure_decoding: validated DecodeSettings (validate(settings, config) first)");
+                      settings.repetitions >= 1 && settings.prompt_tokens + settings.new_tokens <= context_length + 1,
+                  "measure_decoding: validated DecodeSettings (validate(settings, context_length) first)");
   const auto dtype = detail::inference_base_dtype(settings.dtype);  // of the activations and the KV cache
   auto probe = make_memory_probe(device);
-  auto workload = make_gpt_workload(config);
+  const Workload* workload = &model;
   DecodeResult r;
   r.dtype = settings.dtype;
   r.memory_counter = probe->counter_description();
@@ -50,11 +56,11 @@ DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& set
   r.packed_weight_bytes = packed_bytes;
   // The cache holds every position the run writes: the prompt and all generated tokens but the last.
   const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
-  std::unique_ptr<GptDecoder> decoder;
+  std::unique_ptr<KvDecoder> decoder;
   r.kv_cache_bytes = detail::measure_added_bytes(probe.get(), device, [&] {
-                       decoder = std::make_unique<GptDecoder>(config, module, settings.batch_size, positions);
+                       decoder = make_kv_decoder(*workload, module, settings.batch_size, positions);
                      }).added;
-  r.kv_cache_bytes_predicted = gpt_kv_cache_bytes(config, settings.batch_size, positions, c10::elementSize(dtype));
+  r.kv_cache_bytes_predicted = kv_cache_bytes(*workload, settings.batch_size, positions, c10::elementSize(dtype));
   const auto prompt =
       workload->make_batch(settings.batch_size, device, settings.seed).input.narrow(1, 0, settings.prompt_tokens);
 

@@ -59,6 +59,9 @@ run "cpu-serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --sc
 # KV-cached decoding.
 run "cpu-decode-gpt-small" "$bin/tvie" decode --preset small --batch 4 --prompt 64 --new-tokens 64 --repetitions 3 \
     --device cpu --quiet
+# Llama 3.2 1B at its real width: grouped-query attention caches 8 key/value heads of its 32.
+run "cpu-decode-llama-3.2-1b" "$bin/tvie" decode --model llama --preset llama-3.2-1b --batch 1 --prompt 64 \
+    --new-tokens 32 --repetitions 2 --dtype bf16 --device cpu --quiet
 # The table README shows, made from the JSON reports above.
 python3 - "$out" >"$out/cpu-train-gpt-tiny-table.md" <<'PY'
 import json, sys, glob, os

@@ -57,10 +57,6 @@ std::shared_ptr<at::cuda::CUDAEvent> record_event(const c10::Device& device) {
 }
 #endif
 
-}  // namespace
-
-namespace {
-
 // Runs after AccumulateGrad has written a parameter's .grad (overlap mode).
 class ReadyHook final : public torch::autograd::PostAccumulateGradHook {
  public:

@@ -274,7 +274,7 @@ const Profile& cached_profile(const Workload& workload, bool training) {
     throw refuse(detail::first_line(e.what()));
   }
   for (const auto& t : module->parameters()) p.parameter_tensors += t.requires_grad() ? 1 : 0;
-  return cache.emplace(key, std::move(p)).first->second;
+  return cache.emplace(key, p).first->second;
 }
 
 }  // namespace

@@ -806,7 +806,8 @@ void ConsoleReporter::report(const DecodeReport& r) {
       << "  memory: parameters " << format_bytes(x.parameter_bytes)
       << (x.packed_weight_bytes > 0 ? " (" + format_bytes(x.packed_weight_bytes) + " of them packed by fbgemm)" : "")
       << ", kv_cache " << format_bytes(x.kv_cache_bytes) << " measured, " << format_bytes(x.kv_cache_bytes_predicted)
-      << " predicted (2 x layers x batch x positions x d_model x bytes)\n"
+      << " predicted\n    (2 x layers x batch x positions x key/value width x bytes; the width: gpt's d_model, "
+         "llama's n_kv_head x head size)\n"
       << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";
 }
 

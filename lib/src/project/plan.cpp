@@ -370,7 +370,6 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
   if (whole.peak < 0) {
     // A workload without a trace: its activations are not predicted, so neither is what fits. Time on one card.
     t.peak_note = "not predicted (a workload without a trace: its activations are unknown); time on one card";
-    t.cards = 1;
   } else {
     t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
     for (int stage = 0; stage < 4; ++stage)

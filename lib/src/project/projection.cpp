@@ -75,6 +75,11 @@ Work work_of(const Workload& workload, const ActivationQuery& query) {
   return w;
 }
 
+// The model's analytic forward FLOPs per sample, or the profiler's count where the workload states none.
+double flops_per_sample(const ModelFacts& facts, const Work& work) {
+  return facts.forward_flops_per_sample > 0 ? facts.forward_flops_per_sample : work.forward_flops_per_sample;
+}
+
 // Elements each optimizer's LibTorch step reads and writes per parameter element, and its kernels per parameter
 // tensor (torch/csrc/api/src/optim: not fused):
 //  - sgd: p.add_(g, -lr): reads 2, writes 1; 1 kernel.
@@ -130,9 +135,7 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
   w.allreduce_bytes = n * b;
   w.samples = settings.batch_size;
   w.tokens = settings.batch_size * facts.tokens_per_sample;
-  const double per_sample =
-      facts.forward_flops_per_sample > 0 ? facts.forward_flops_per_sample : a.forward_flops_per_sample;
-  w.model_flops = 3.0 * per_sample * static_cast<double>(settings.batch_size);
+  w.model_flops = 3.0 * flops_per_sample(facts, a) * static_cast<double>(settings.batch_size);
   w.precision = to_string(settings.precision);
   switch (settings.precision) {
     case TrainPrecision::fp32:
@@ -160,9 +163,7 @@ StepWork inference_batch_work(const Workload& workload, const InferSettings& set
   w.forward = a.forward;
   w.samples = settings.batch_size;
   w.tokens = settings.batch_size * facts.tokens_per_sample;
-  const double per_sample =
-      facts.forward_flops_per_sample > 0 ? facts.forward_flops_per_sample : a.forward_flops_per_sample;
-  w.model_flops = per_sample * static_cast<double>(settings.batch_size);
+  w.model_flops = flops_per_sample(facts, a) * static_cast<double>(settings.batch_size);
   w.precision = to_string(settings.dtype);
   switch (settings.dtype) {
     case InferenceDtype::fp32:

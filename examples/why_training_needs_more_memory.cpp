@@ -137,6 +137,13 @@ int main(int argc, char** argv) {
     const auto w = tvie::make_zoo_workload("gpt", "small");
     const int64_t params = w->facts().parameter_count;
     std::vector<Table> tables;
+    // Which kernels ran bf16 here: the bf16 rows' activations and working sets depend on it (oneDNN's kernels
+    // reorder weights into buffers of their own; ATen's unfold convolutions into columns), so the doc-test
+    // compares those only against a run on the same kind of CPU.
+    tables.push_back({"machine",
+                      {"this run", "value"},
+                      {{"bf16 kernels", tvie::cpu_bf16_on_onednn() ? "oneDNN (a CPU with AVX-512)"
+                                                                   : "ATen's own (a CPU without AVX-512)"}}});
 
     // 1. The gap: the same model and batch, trained with AdamW in fp32 and run for inference in fp32.
     std::cout << "the baseline: training and inference ..." << std::endl;

@@ -153,6 +153,17 @@ inline TrainingMemory measure_ledger(const Workload& w, const TrainSettings& s, 
   return trainer.ledger_step(*probe);
 }
 
+// A short decoding run: `batch` sequences of a `prompt`-token prompt and `new_tokens` generated, timed `repetitions`
+// times.
+inline DecodeSettings small_decode(int64_t batch, int64_t prompt, int64_t new_tokens, int64_t repetitions) {
+  DecodeSettings s;
+  s.batch_size = batch;
+  s.prompt_tokens = prompt;
+  s.new_tokens = new_tokens;
+  s.repetitions = repetitions;
+  return s;
+}
+
 inline InferSettings small_infer() {
   InferSettings s;
   s.batch_size = 4;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <fstream>
 #include <map>
@@ -74,9 +75,18 @@ TEST_CASE("the tutorial's tables are what examples/why_training_needs_more_memor
   const auto measured = tables_of(read_text(dir.path / "tables.md"));
   const fs::path doc_path = fs::path(TVIE_SOURCE_DIR) / "docs" / "why-training-needs-more-memory.md";
   const auto documented = tables_of(read_text(doc_path));
-  REQUIRE(measured.size() >= 8);
+  REQUIRE(measured.size() >= 9);
   CHECK(documented.size() == measured.size());
+  // bf16's bytes depend on the kernels LibTorch runs bf16 on (oneDNN with AVX-512, else its own): the bf16 rows'
+  // activations and peaks are compared only when this CPU runs the kernels the document was made with.
+  REQUIRE(measured.count("machine") == 1);
+  REQUIRE(documented.count("machine") == 1);
+  const std::string kernels_here = measured.at("machine").at(1).at(1);
+  const std::string kernels_doc = documented.at("machine").at(1).at(1);
+  const bool same_bf16_kernels = kernels_here == kernels_doc;
+  std::vector<std::string> not_compared;
   for (const auto& [name, rows] : measured) {
+    if (name == "machine") continue;
     INFO("table " << name << " (regenerate: why_training_needs_more_memory --update-doc " << doc_path.string() << ")");
     REQUIRE(documented.count(name) == 1);
     const auto& doc = documented.at(name);
@@ -93,10 +103,19 @@ TEST_CASE("the tutorial's tables are what examples/why_training_needs_more_memor
         // exactly.
         if (c == 0 || !m || !d || exact_column(rows.front()[c]) || rows[r][0] == "parameters of the model")
           CHECK(doc[r][c] == rows[r][c]);
+        else if (!same_bf16_kernels && rows[r][0].find("bf16") != std::string::npos)
+          not_compared.push_back(name + " / " + rows[r][0] + " / " + rows.front()[c]);
         else
           CHECK(*d == Approx(*m).epsilon(0.10));
       }
     }
+  }
+  if (!not_compared.empty()) {
+    // Said where test.sh shows skipped tests' reasons (the lines starting "SKIPPED").
+    std::cout << "SKIPPED in part: the tutorial's bf16 rows were made with bf16 kernels \"" << kernels_doc
+              << "\", this CPU runs \"" << kernels_here << "\"; not compared: " << not_compared.size() << " cells ("
+              << not_compared.front() << ", ...)" << std::endl;
+    CHECK(not_compared.size() <= 12);  // the bf16 rows only
   }
   // The charts the page shows exist, and the program wrote its own.
   for (const char* svg : {"why-training-memory-over-time.svg", "why-training-ledger.svg"})

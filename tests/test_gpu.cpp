@@ -372,11 +372,7 @@ TEST_CASE("CUDA graph replay of the inference forward equals eager", "[gpu]") {
 TEST_CASE("KV-cached decoding on CUDA in fp32, int8 and fp8: the cache is the predicted bytes", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   const auto config = gpt_preset("tiny");
-  DecodeSettings s;
-  s.batch_size = 1;
-  s.prompt_tokens = 8;
-  s.new_tokens = 8;
-  s.repetitions = 2;
+  DecodeSettings s = test::small_decode(1, 8, 8, 2);
   for (auto dtype : cuda_dtypes()) {
     if (dtype == InferenceDtype::fp16 || dtype == InferenceDtype::bf16) continue;
     INFO(to_string(dtype));

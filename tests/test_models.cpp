@@ -114,7 +114,8 @@ TEST_CASE("KV-cached decoding gives the next-token logits of recomputing the ful
   module->eval();
   const auto tokens = w->make_batch(3, torch::kCPU, 11).input;  // [3, 32]
   c10::InferenceMode inference;
-  GptDecoder decoder(config, module, 3, config.context_length);
+  const auto decoder_ptr = make_kv_decoder(*w, module, 3, config.context_length);
+  auto& decoder = *decoder_ptr;
   CHECK(decoder.cache_bytes() == gpt_kv_cache_bytes(config, 3, config.context_length, 4));
   const int64_t prompt = 8;
   auto logits = decoder.prefill(tokens.narrow(1, 0, prompt));
@@ -161,11 +162,7 @@ TEST_CASE("llama KV-cached decoding: the logits of recomputing the sequence, a c
 TEST_CASE("llama decoding run: the grouped-query cache measured equals predicted", "[models][decode]") {
   const auto w = make_zoo_workload("llama", "tiny");
   const auto config = llama_preset("tiny");
-  DecodeSettings s;
-  s.batch_size = 2;
-  s.prompt_tokens = 6;
-  s.new_tokens = 5;
-  s.repetitions = 2;
+  const DecodeSettings s = test::small_decode(2, 6, 5, 2);
   const auto r = measure_decoding(*w, s, c10::Device(c10::kCPU));
   CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
   CHECK(r.kv_cache_bytes == llama_kv_cache_bytes(config, 2, 6 + 5 - 1, 4));
@@ -177,11 +174,7 @@ TEST_CASE("llama decoding run: the grouped-query cache measured equals predicted
 
 TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT per token", "[models][decode]") {
   const auto config = gpt_preset("tiny");
-  DecodeSettings s;
-  s.batch_size = 2;
-  s.prompt_tokens = 8;
-  s.new_tokens = 6;
-  s.repetitions = 3;
+  DecodeSettings s = test::small_decode(2, 8, 6, 3);
   const auto r = measure_decoding(config, s, c10::Device(c10::kCPU));
   CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
   CHECK(r.kv_cache_bytes == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);

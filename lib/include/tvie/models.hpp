@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,22 +143,26 @@ class KvDecoder {
   virtual int64_t cache_bytes() const = 0;                         // bytes of the cache tensors
 };
 
-// With a module made by make_gpt_workload(config)->make_module() (any dtype/device).
-class GptDecoder final : public KvDecoder {
+// KV-cached decoding over a model's cached forward: forward(tokens [B, n], caches, position) -> logits [B, n, V],
+// the forward of the new tokens at positions position .. position + n - 1, attending to the caches and writing
+// their keys and values into them. make_kv_decoder makes one for the zoo's gpt and llama.
+class CachedDecoder final : public KvDecoder {
  public:
-  GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch, int64_t max_length);
+  using Forward =
+      std::function<torch::Tensor(const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position)>;
+  // `caches`: one pair per layer of [B, heads, max_length, d] each.
+  CachedDecoder(Forward forward, std::vector<GptLayerCache> caches, int64_t max_length);
   torch::Tensor prefill(const torch::Tensor& prompt) override;
   torch::Tensor step(const torch::Tensor& tokens) override;
   int64_t length() const override { return length_; }
   int64_t cache_bytes() const override;
 
  private:
-  torch::Tensor advance(const torch::Tensor& tokens);  // [B, n]
-  GptConfig config_;
-  std::shared_ptr<torch::nn::Module> module_;
+  torch::Tensor advance(const torch::Tensor& tokens);  // [B, n] -> [B, V]
+  Forward forward_;
+  std::vector<GptLayerCache> caches_;
   int64_t max_length_;
   int64_t length_ = 0;
-  std::vector<GptLayerCache> caches_;
 };
 
 // Zoo access. Names: model_names(); presets per model: preset_names(model).

@@ -85,7 +85,8 @@ struct TrainingPlan {
   std::string unsupported;    // why not: the card has no peak for the precision
   int64_t usable_bytes = 0;   // memory x usable_memory_fraction
   int64_t peak_bytes = 0;     // predicted peak at the batch asked, one card, nothing sharded (-1: not predicted)
-  std::string peak_note;      // why not predicted, when not
+  std::string peak_note;      // how the peak was obtained when not by the trace (measured and extrapolated), or
+                              // why it is not known
   bool fits = false;          // peak_bytes <= usable_bytes (false when not predicted)
   int64_t largest_batch = 0;  // per card, nothing sharded (0: not even batch 1 fits)
   ProjectedTime step;         // one step at the batch asked on one of `cards` cards (its 1/cards of the optimizer)
@@ -111,7 +112,8 @@ struct InferencePlan {
   std::string unsupported;
   int64_t usable_bytes = 0;
   int64_t peak_bytes = 0;  // predicted peak at batch 1 (-1: not predicted: a workload without a trace)
-  std::string peak_note;   // int8/fp8: how the peak was estimated (the ledger's prediction has no such rule)
+  std::string peak_note;   // how the peak was obtained when not by the trace: int8/fp8's estimate, a workload
+                           // without a trace measured and extrapolated; or why it is not known
   bool fits = false;
   int64_t largest_batch = 0;  // 0: not even batch 1 fits (or not predicted: then max_batch)
   ProjectedTime latency;      // batch 1
@@ -159,9 +161,11 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
 // none or more than one.
 const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes);
 
-// Each card's plan (the building block of run_plan, tvie/run.hpp), in the order given. Validates the settings;
-// InvalidArgument("model", ...) for a workload without a traced forward. Cards of kind "cpu" are planned with
-// the CPU kernels' ledger rules, the others with CUDA's (tvie/predict.hpp).
+// Each card's plan (the building block of run_plan, tvie/run.hpp), in the order given. Validates the settings.
+// Cards of kind "cpu" are planned with the CPU kernels' ledger rules, the others with CUDA's (tvie/predict.hpp).
+// Nothing runs, except for a workload without a trace: its work is counted by LibTorch's profiler
+// (profiled_work) and its memory measured on this CPU at batches 1 and 2 (extrapolated_training_memory,
+// extrapolated_inference_memory), said in each plan's peak_note.
 std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
                                  const std::vector<Accelerator>& cards);
 

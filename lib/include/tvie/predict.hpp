@@ -19,12 +19,19 @@ namespace tvie {
 
 class Workload;
 
+// Whether LibTorch runs bf16 convolutions and matmuls on oneDNN on this CPU: it does where the CPU has AVX-512
+// (oneDNN's kernels, and their scratch, are then AVX-512 ones for fp32 too); elsewhere bf16 runs on ATen's own
+// kernels (im2col convolutions), which hold other scratch. The predicted and measured bytes of bf16 runs differ
+// between the two kinds of CPU.
+bool cpu_bf16_on_onednn();
+
 // What an activation estimate is asked for.
 struct ActivationQuery {
   int64_t batch_size = 1;        // samples of one forward (training: a micro-batch)
   bool training = true;          // grad mode on (tensors saved for backward) or inference (no grad)
   int64_t weight_bytes = 4;      // bytes per weight element: 4 (fp32; amp keeps fp32 weights) or 2 (bf16/fp16)
   bool autocast = false;         // amp: matmuls and convolutions run in 2-byte floats, other ops in their inputs'
+  bool fp16 = false;             // the 2-byte floats are fp16 (else bf16): the CPU picks its kernels by dtype
   int64_t checkpoint_every = 0;  // activation checkpointing of every k-th block (0: none)
   // CUDA: the attention kernels also save their RNG seed and offset (two int64 on the device, dropout or
   // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
@@ -76,8 +83,9 @@ struct ActivationEstimate {
   // training: saved tensors plus the transients of the moment).
   int64_t forward_peak_bytes = 0;
   // Peak bytes alive during backward above the parameters, optimizer state and batch: saved tensors not yet
-  // released + gradients accumulated so far + the op's incoming and outgoing gradients (+ a checkpointed
-  // block's recomputed tensors). 0 for inference.
+  // released + gradients accumulated so far + the op's incoming and outgoing gradients and scratch (+ a
+  // checkpointed block's recomputed tensors; + amp weight copies an op saved and has not yet released: autocast's
+  // cache is cleared before backward, the graph keeps what it saved). 0 for inference.
   int64_t backward_peak_bytes = 0;
   // The same with every parameter's gradient alive from the start (the later micro-batches of gradient
   // accumulation, whose gradients add into those of the first).

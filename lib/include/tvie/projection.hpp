@@ -72,6 +72,20 @@ struct ProfiledWork {
 };
 ProfiledWork profiled_work(const Workload& workload, int64_t batch_size, bool training);
 
+// The memory of a workload without a trace (a user's module, TorchScript), whose activations
+// predict_training_memory / predict_inference_memory cannot predict: measured instead, on the CPU (the counting
+// allocator) at micro-batches (inference: batches) of 2 and 3 samples, and extrapolated linearly to the asked
+// size: what grows with the batch (activations, the batch, the peak's transients) grows by the same bytes per
+// sample; the training peak is the highest of every moment of the step on its own line (which moment peaks changes
+// with the batch), when both sizes make the same allocations in the same order. Parameters, gradients, optimizer state
+// and amp copies are as measured (the batch does not change them). Training: the ledger steps of a Trainer under
+// `settings` (optimizer, precision, accumulation, checkpointing). Inference: the ledger batch of measure_inference in
+// `settings.dtype`. The CPU's kernels hold a little other scratch than a GPU's; the figures carry that. Measured once
+// per workload name, parameter count and settings in a process. Throws InvalidArgument("precision" / "dtype", ...) for
+// what the CPU cannot run (amp-fp16, fp8).
+PredictedTrainingMemory extrapolated_training_memory(const Workload& workload, const TrainSettings& settings);
+PredictedInferenceMemory extrapolated_inference_memory(const Workload& workload, const InferSettings& settings);
+
 // Per class: the roofline time of the forward and backward work together.
 struct ProjectedTime {
   bool supported = true;

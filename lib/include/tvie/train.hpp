@@ -88,8 +88,9 @@ class Trainer {
   // The first two optimizer steps, instrumented to fill the ledger: the first measures the categories
   // (it creates the optimizer state), the peak is the maximum over both (the second is a steady-state
   // step with the optimizer state live throughout). Synchronises the device: never time it. With `timeline`, the
-  // second step's memory over time is recorded into it (tvie/timeline.hpp).
-  TrainingMemory ledger_step(MemoryProbe& probe, MemoryTimeline* timeline = nullptr);
+  // second step's memory over time is recorded into it (tvie/timeline.hpp), thinned to at most
+  // `timeline_points` points (0: every allocation and free).
+  TrainingMemory ledger_step(MemoryProbe& probe, MemoryTimeline* timeline = nullptr, size_t timeline_points = 2000);
   static constexpr int64_t kLedgerSteps = 2;
 
   // Data parallelism: called around every backward from now on (not owned; nullptr: none).

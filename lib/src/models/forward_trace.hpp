@@ -10,7 +10,10 @@
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
 //    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies).
 //  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached). Its
-//    backward (oneDNN) copies the saved input (contiguous clone, freed within) in bf16, and in fp32 when strided.
+//    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
+//    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in
+//    backward; oneDNN's backward copies the saved input in bf16, and in fp32 when strided (AVX-512), or reorders
+//    the input and the output's gradient (AVX2). Rules beside ForwardTrace::conv2d.
 //  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
 //  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32). Its backward
 //    allocates an input-sized temporary beside the input's gradient (freed within).
@@ -31,6 +34,7 @@
 //  - checkpoint: the generators' states are host tensors (outside the device's ledger).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -140,6 +144,9 @@ class ForwardTrace {
 
  private:
   void save(const Sym& t, const char* layer);
+  // The kernel LibTorch's CPU convolution picks (cached per shape): its scratch differs.
+  enum class CpuConv { im2col, onednn_avx512, onednn_avx2, other };
+  CpuConv cpu_conv(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw, int64_t element_bytes);
   // The op's backward holds its incoming and outgoing gradients, and `scratch_bytes` that it allocates and frees
   // inside (a copy of an input, a temporary).
   void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes = 0);
@@ -153,6 +160,8 @@ class ForwardTrace {
     int64_t parameter_grads = 0;  // gradient bytes its backward writes
     int64_t transient = 0;        // its incoming and outgoing gradients
     int64_t recompute = 0;        // checkpoint: what recomputing the segment holds
+    int64_t casts = 0;  // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
+                        // them until this op's backward)
   };
 
   ActivationQuery query_;
@@ -173,6 +182,7 @@ class ForwardTrace {
   int64_t recording_recompute_ = -1;
   std::vector<std::shared_ptr<Storage>> recompute_saved_;
   std::vector<Op> recompute_ops_;
+  std::vector<std::pair<std::array<int64_t, 6>, CpuConv>> conv_kernels_;
 
   struct Sweep {
     int64_t peak = 0, peak_accumulating = 0, grads = 0;

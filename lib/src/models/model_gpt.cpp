@@ -216,42 +216,65 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
 
 }  // namespace
 
-GptDecoder::GptDecoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch,
-                       int64_t max_length)
-    : config_(config), module_(std::move(module)), max_length_(max_length) {
-  auto& gpt = dynamic_cast<GptImpl&>(*module_);
-  if (max_length_ < 1 || max_length_ > config_.context_length)
-    throw InvalidArgument("decode.max_length", std::to_string(max_length_),
-                          cat("1 .. ", config_.context_length, " (the model's position embeddings)"));
-  const auto weight = gpt.wte->weight;
-  const auto options = weight.options().requires_grad(false);
-  const int64_t d = config_.d_model / config_.n_head;
-  for (int64_t l = 0; l < config_.n_layer; ++l)  // [B, a, S_max, d] each
-    caches_.push_back({torch::zeros({batch, config_.n_head, max_length_, d}, options),
-                       torch::zeros({batch, config_.n_head, max_length_, d}, options)});
-}
+CachedDecoder::CachedDecoder(Forward forward, std::vector<GptLayerCache> caches, int64_t max_length)
+    : forward_(std::move(forward)), caches_(std::move(caches)), max_length_(max_length) {}
 
-torch::Tensor GptDecoder::prefill(const torch::Tensor& prompt) {
+torch::Tensor CachedDecoder::prefill(const torch::Tensor& prompt) {
   length_ = 0;
   return advance(prompt);
 }
 
-torch::Tensor GptDecoder::step(const torch::Tensor& tokens) { return advance(tokens.view({-1, 1})); }
+torch::Tensor CachedDecoder::step(const torch::Tensor& tokens) { return advance(tokens.view({-1, 1})); }
 
-torch::Tensor GptDecoder::advance(const torch::Tensor& tokens) {
+torch::Tensor CachedDecoder::advance(const torch::Tensor& tokens) {
   const int64_t n = tokens.size(1);
   if (length_ + n > max_length_)
     throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
-  auto logits = dynamic_cast<GptImpl&>(*module_).forward(tokens, &caches_, length_);  // [B, n, V]
+  auto logits = forward_(tokens, &caches_, length_);  // [B, n, V]
   length_ += n;
   return logits.select(1, n - 1);  // the next-token logits: [B, V]
 }
 
-int64_t GptDecoder::cache_bytes() const {
+int64_t CachedDecoder::cache_bytes() const {
   int64_t bytes = 0;
   for (const auto& c : caches_) bytes += static_cast<int64_t>(c.k.nbytes() + c.v.nbytes());
   return bytes;
 }
+
+namespace zoo {
+
+std::unique_ptr<KvDecoder> cached_decoder(CachedDecoder::Forward forward, const CacheShape& shape,
+                                          const torch::TensorOptions& options) {
+  if (shape.max_length < 1 || shape.max_length > shape.context_length)
+    throw InvalidArgument("decode.max_length", std::to_string(shape.max_length),
+                          cat("1 .. ", shape.context_length, " (", shape.context_source, ")"));
+  std::vector<GptLayerCache> caches;
+  for (int64_t l = 0; l < shape.layers; ++l)  // [B, heads, S_max, d] each, in the dtype the layers compute in
+    caches.push_back({torch::zeros({shape.batch, shape.heads, shape.max_length, shape.head_dim}, options),
+                      torch::zeros({shape.batch, shape.heads, shape.max_length, shape.head_dim}, options)});
+  return std::make_unique<CachedDecoder>(std::move(forward), std::move(caches), shape.max_length);
+}
+
+std::unique_ptr<KvDecoder> gpt_decoder(const GptConfig& c, std::shared_ptr<torch::nn::Module> module, int64_t batch,
+                                       int64_t max_length) {
+  auto& gpt = dynamic_cast<GptImpl&>(*module);
+  const auto options = gpt.wte->weight.options().requires_grad(false);
+  // gpt caches every one of its a heads.
+  const CacheShape shape{c.n_layer,
+                         batch,
+                         c.n_head,
+                         c.d_model / c.n_head,
+                         max_length,
+                         c.context_length,
+                         "the model's position embeddings"};
+  return cached_decoder(
+      [module](const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position) {
+        return dynamic_cast<GptImpl&>(*module).forward(tokens, caches, position);
+      },
+      shape, options);
+}
+
+}  // namespace zoo
 
 std::optional<GptConfig> gpt_config_of(const Workload& workload) {
   if (const auto* gpt = dynamic_cast<const GptWorkload*>(&workload)) return gpt->config();

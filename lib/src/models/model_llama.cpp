@@ -247,59 +247,35 @@ int64_t llama_kv_cache_bytes(const LlamaConfig& c, int64_t batch, int64_t max_le
   return 2 * c.n_layer * batch * max_length * c.n_kv_head * (c.d_model / c.n_head) * bytes_per_element;
 }
 
-namespace {
+namespace zoo {
 
-// KV-cached decoding of llama: caches of its g key/value heads, [B, g, S_max, d] per layer.
-class LlamaDecoder final : public KvDecoder {
- public:
-  LlamaDecoder(const LlamaConfig& config, std::shared_ptr<torch::nn::Module> module, int64_t batch, int64_t max_length)
-      : config_(config), module_(std::move(module)), max_length_(max_length) {
-    auto& llama = dynamic_cast<LlamaImpl&>(*module_);
-    if (max_length_ < 1 || max_length_ > config_.context_length)
-      throw InvalidArgument("decode.max_length", std::to_string(max_length_),
-                            cat("1 .. ", config_.context_length, " (the context the preset is built for)"));
-    // The cache in the dtype the layers compute in (an int8 copy keeps fp32 embeddings and activations).
-    const auto options = llama.embed->weight.options().requires_grad(false);
-    const int64_t d = config_.d_model / config_.n_head;
-    for (int64_t l = 0; l < config_.n_layer; ++l)  // [B, g, S_max, d] each
-      caches_.push_back({torch::zeros({batch, config_.n_kv_head, max_length_, d}, options),
-                         torch::zeros({batch, config_.n_kv_head, max_length_, d}, options)});
-  }
-  torch::Tensor prefill(const torch::Tensor& prompt) override {
-    length_ = 0;
-    return advance(prompt);
-  }
-  torch::Tensor step(const torch::Tensor& tokens) override { return advance(tokens.view({-1, 1})); }
-  int64_t length() const override { return length_; }
-  int64_t cache_bytes() const override {
-    int64_t bytes = 0;
-    for (const auto& c : caches_) bytes += static_cast<int64_t>(c.k.nbytes() + c.v.nbytes());
-    return bytes;
-  }
+std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& c, std::shared_ptr<torch::nn::Module> module, int64_t batch,
+                                         int64_t max_length) {
+  auto& llama = dynamic_cast<LlamaImpl&>(*module);
+  // The cache in the dtype the layers compute in (an int8 copy keeps fp32 embeddings and activations), of its g
+  // key/value heads only (grouped-query attention repeats them at use); rotary positions continue from `position`.
+  const auto options = llama.embed->weight.options().requires_grad(false);
+  const CacheShape shape{c.n_layer,
+                         batch,
+                         c.n_kv_head,
+                         c.d_model / c.n_head,
+                         max_length,
+                         c.context_length,
+                         "the context the preset is built for"};
+  return cached_decoder(
+      [module](const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position) {
+        return dynamic_cast<LlamaImpl&>(*module).forward(tokens, caches, position);
+      },
+      shape, options);
+}
 
- private:
-  torch::Tensor advance(const torch::Tensor& tokens) {  // [B, n] -> [B, V]
-    const int64_t n = tokens.size(1);
-    if (length_ + n > max_length_)
-      throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
-    auto logits = dynamic_cast<LlamaImpl&>(*module_).forward(tokens, &caches_, length_);  // [B, n, V]
-    length_ += n;
-    return logits.select(1, n - 1);
-  }
-  LlamaConfig config_;
-  std::shared_ptr<torch::nn::Module> module_;
-  int64_t max_length_;
-  int64_t length_ = 0;
-  std::vector<GptLayerCache> caches_;
-};
-
-}  // namespace
+}  // namespace zoo
 
 std::unique_ptr<KvDecoder> make_kv_decoder(const Workload& workload, std::shared_ptr<torch::nn::Module> module,
                                            int64_t batch, int64_t max_length) {
-  if (const auto gpt = gpt_config_of(workload)) return std::make_unique<GptDecoder>(*gpt, module, batch, max_length);
+  if (const auto gpt = gpt_config_of(workload)) return zoo::gpt_decoder(*gpt, std::move(module), batch, max_length);
   if (const auto llama = llama_config_of(workload))
-    return std::make_unique<LlamaDecoder>(*llama, module, batch, max_length);
+    return zoo::llama_decoder(*llama, std::move(module), batch, max_length);
   throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
 }
 

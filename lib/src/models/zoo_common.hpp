@@ -6,10 +6,24 @@
 #include "models/forward_trace.hpp"
 
 #include <tvie/layers.hpp>
+#include <tvie/models.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie::zoo {
+
+// KV-cached decoders (tvie::make_kv_decoder): the caches' shape, [B, heads, max_length, d] per layer, and the
+// longest context the model takes (said on an error with where it comes from).
+struct CacheShape {
+  int64_t layers, batch, heads, head_dim, max_length, context_length;
+  const char* context_source;
+};
+std::unique_ptr<KvDecoder> cached_decoder(CachedDecoder::Forward forward, const CacheShape& shape,
+                                          const torch::TensorOptions& options);
+std::unique_ptr<KvDecoder> gpt_decoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module,
+                                       int64_t batch, int64_t max_length);
+std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& config, std::shared_ptr<torch::nn::Module> module,
+                                         int64_t batch, int64_t max_length);
 
 // A generator seeded for synthetic data: the same seed gives the same batch on every device
 // (data are drawn on the CPU, then copied).

@@ -309,7 +309,12 @@ struct Predictions {
   const Workload& workload;
   const PlanSettings& settings;
   c10::Device device;
-  std::map<int64_t, int64_t> train_peak, infer_peak;
+  std::map<int64_t, PredictedTrainingMemory> train_memory;
+  std::map<int64_t, int64_t> infer_peak;
+  // A workload without a trace: its memory measured on the CPU at batches 1 and 2 and extrapolated
+  // (extrapolated_training_memory / extrapolated_inference_memory), or why that failed.
+  bool train_measured = false, infer_measured = false;
+  std::string train_unmeasured, infer_unmeasured;
   std::map<int64_t, StepWork> infer_work;
   std::optional<StepWork> train_work;  // one step at settings.train's batch: the same for every card
 
@@ -318,21 +323,44 @@ struct Predictions {
     return *train_work;
   }
 
-  int64_t training_peak(int64_t batch) {
-    auto it = train_peak.find(batch);
-    if (it != train_peak.end()) return it->second;
+  const PredictedTrainingMemory& training_memory(int64_t batch) {
+    auto it = train_memory.find(batch);
+    if (it != train_memory.end()) return it->second;
     TrainSettings t = settings.train;
     t.batch_size = batch;
     t.accumulate = batch % settings.train.accumulate == 0 ? settings.train.accumulate : 1;
-    return train_peak[batch] = predict_training_memory(workload, t, false, device).peak;
+    PredictedTrainingMemory m = predict_training_memory(workload, t, false, device);
+    if (m.peak < 0 && train_unmeasured.empty()) {
+      try {
+        m = extrapolated_training_memory(workload, t);
+        train_measured = true;
+      } catch (const std::exception& e) {
+        train_unmeasured = e.what();
+      }
+    }
+    return train_memory[batch] = m;
   }
+  int64_t training_peak(int64_t batch) { return training_memory(batch).peak; }
   int64_t inference_peak(int64_t batch) {
     auto it = infer_peak.find(batch);
     if (it != infer_peak.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
     const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
-    if (p.peak >= 0 || !quantised()) return infer_peak[batch] = p.peak;
+    if (p.peak >= 0) return infer_peak[batch] = p.peak;
+    if (!workload.estimate_activations(activation_query(i, device)).known) {
+      // A workload without a trace: measured on the CPU at batches 1 and 2, extrapolated.
+      if (!infer_unmeasured.empty()) return infer_peak[batch] = -1;
+      try {
+        const int64_t peak = extrapolated_inference_memory(workload, i).peak;
+        infer_measured = true;
+        return infer_peak[batch] = peak;
+      } catch (const std::exception& e) {
+        infer_unmeasured = e.what();
+        return infer_peak[batch] = -1;
+      }
+    }
+    if (!quantised()) return infer_peak[batch] = p.peak;
     // int8/fp8 (not predicted by predict_inference_memory): the Linear weights at 1 byte (the matmuls' weight
     // elements), the other parameters in the dtype the rest runs in, plus the trace's working set. An estimate:
     // the packed layouts and quantisation scratch are not modelled.
@@ -357,6 +385,9 @@ struct Predictions {
   }
 };
 
+constexpr const char* kMeasuredNote =
+    "measured on this CPU at batches of 2 and 3 samples and extrapolated (a workload without a trace)";
+
 TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
   TrainingPlan t;
   const StepWork& work = p.training_work();
@@ -364,13 +395,16 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
   t.supported = t.step.supported;
   t.unsupported = t.step.unsupported;
   t.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
-  const PredictedTrainingMemory whole = predict_training_memory(p.workload, s.train, false, p.device);
+  const PredictedTrainingMemory whole = p.training_memory(s.train.batch_size);
   t.peak_bytes = whole.peak;
   t.fits = whole.peak >= 0 && whole.peak <= t.usable_bytes;
   if (whole.peak < 0) {
-    // A workload without a trace: its activations are not predicted, so neither is what fits. Time on one card.
-    t.peak_note = "not predicted (a workload without a trace: its activations are unknown); time on one card";
+    // A workload without a trace that could not be measured either: neither its peak nor what fits is known.
+    t.peak_note =
+        cat("not predicted (a workload without a trace, and measuring it on the CPU failed: ", p.train_unmeasured,
+            "); time on one card");
   } else {
+    if (p.train_measured) t.peak_note = kMeasuredNote;
     t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
     for (int stage = 0; stage < 4; ++stage)
       t.cards_needed[stage] = cards_needed(whole, t.usable_bytes, static_cast<ShardingStage>(stage));
@@ -431,7 +465,12 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accele
   i.unsupported = i.latency.unsupported;
   i.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
   i.peak_bytes = p.inference_peak(1);
-  if (p.quantised() && i.peak_bytes >= 0)
+  if (p.infer_measured)
+    i.peak_note = kMeasuredNote;
+  else if (!p.infer_unmeasured.empty())
+    i.peak_note =
+        cat("not predicted (a workload without a trace, and measuring it on the CPU failed: ", p.infer_unmeasured, ")");
+  else if (p.quantised() && i.peak_bytes >= 0)
     i.peak_note = "estimated: Linear weights at 1 byte, the rest as the dtype keeps it; packing not modelled";
   const bool predicted = i.peak_bytes >= 0;
   i.fits = !predicted || i.peak_bytes <= i.usable_bytes;

@@ -669,8 +669,11 @@ std::string gb(int64_t bytes) {
 void ConsoleReporter::report(const PlanReport& r) {
   auto& out = out_;
   const auto& s = r.settings;
-  out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: nothing ran (tvie "
-      << r.context.tvie_version << ")\n"
+  out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: "
+      << (r.training_work.profiled ? "nothing ran on them (a workload without a trace: its work was counted and its "
+                                     "memory measured on this CPU at batches 2 and 3)"
+                                   : "nothing ran")
+      << " (tvie " << r.context.tvie_version << ")\n"
       << "The predicted ledger against each card's memory; the traced work on its datasheet peaks and bandwidth\n"
       << "(tvie cards). Times are bound..estimate: the roofline bound (every peak reached) .. the estimate (the\n"
       << "catalog's efficiency per operator class and card, plus kernel launches).\n";
@@ -678,10 +681,14 @@ void ConsoleReporter::report(const PlanReport& r) {
       << " forward per sample\n";
   out << "training: batch " << s.train.batch_size << " per card, " << to_string(s.train.optimizer) << ", "
       << to_string(s.train.precision) << ", checkpoint " << checkpoint_to_string(s.train.checkpoint_every)
-      << "; predicted peak on one card "
-      << (r.training_predicted.peak < 0 ? std::string("not predicted (a workload without a trace)")
-                                        : gb(r.training_predicted.peak))
-      << " (CUDA's rules; usable memory = " << fmt("%.0f", s.usable_memory_fraction * 100) << "% of the card's)\n";
+      << "; predicted peak on one card ";
+  if (r.training_predicted.peak >= 0)
+    out << gb(r.training_predicted.peak) << " (CUDA's rules";
+  else if (!r.cards.empty() && r.cards.front().training.peak_bytes >= 0)
+    out << gb(r.cards.front().training.peak_bytes) << " (" << r.cards.front().training.peak_note;
+  else
+    out << "not predicted (a workload without a trace";
+  out << "; usable memory = " << fmt("%.0f", s.usable_memory_fraction * 100) << "% of the card's)\n";
   out << "inference: " << to_string(s.infer.dtype) << "; predicted peak at batch 1 ";
   if (r.inference_predicted.peak < 0 && !r.cards.empty() && !r.cards.front().inference.peak_note.empty())
     out << gb(r.cards.front().inference.peak_bytes) << " (" << r.cards.front().inference.peak_note << ")\n";

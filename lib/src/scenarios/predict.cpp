@@ -17,6 +17,7 @@ ActivationQuery activation_query(const TrainSettings& settings, const c10::Devic
   q.training = true;
   q.weight_bytes = settings.precision == TrainPrecision::bf16 ? 2 : 4;  // amp keeps fp32 master weights
   q.autocast = settings.precision == TrainPrecision::amp_bf16 || settings.precision == TrainPrecision::amp_fp16;
+  q.fp16 = settings.precision == TrainPrecision::amp_fp16;
   q.checkpoint_every = settings.checkpoint_every;
   return q;
 }
@@ -31,6 +32,7 @@ ActivationQuery activation_query(const InferSettings& settings, const c10::Devic
                            settings.dtype == InferenceDtype::fp8
                        ? 2
                        : 4;
+  q.fp16 = settings.dtype == InferenceDtype::fp16;
   return q;
 }
 
@@ -68,18 +70,21 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   // The peak: what is always there, plus the highest of (a) the forward, (b) the backward and (c) the
   // optimizer's step. With accumulation, the micro-batches after the first run with every gradient alive.
   const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers + p.batch;
-  const int64_t amp_copies = p.weight_copies;  // kept from the forward until the autocast region ends
-  int64_t during_steps = std::max(a.forward_peak_bytes, a.backward_peak_bytes);
+  // amp: the cast cache's copies are all there at the end of the forward; the region ends before backward, which
+  // then holds only the copies ops saved, until their backward runs (in the trace's backward peak).
+  const int64_t amp_copies = p.weight_copies;
+  int64_t during_steps = std::max(amp_copies + a.forward_peak_bytes, a.backward_peak_bytes);
   if (settings.accumulate > 1)
-    during_steps = std::max({during_steps, p.gradients + a.forward_peak_bytes, a.backward_peak_accumulating_bytes});
+    during_steps =
+        std::max({during_steps, amp_copies + p.gradients + a.forward_peak_bytes, a.backward_peak_accumulating_bytes});
   // The optimizer (LibTorch's, one parameter at a time): the gradients, plus for Adam/AdamW two temporaries
   // of the largest parameter's size (the denominator: sqrt of the second moment, then its scaled copy); SGD
   // updates in place.
   const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
   const int64_t step = p.gradients + (adam ? 2 * a.largest_parameter_bytes : 0);
-  p.peak = always + std::max(amp_copies + during_steps, step);
-  log::debug(cat("predicted peak = ", always, " always there + max(", amp_copies, " amp copies + max(forward ",
-                 a.forward_peak_bytes, ", backward ", a.backward_peak_bytes, "), optimizer step ", step, ")"));
+  p.peak = always + std::max(during_steps, step);
+  log::debug(cat("predicted peak = ", always, " always there + max(", amp_copies, " amp copies + forward ",
+                 a.forward_peak_bytes, ", backward ", a.backward_peak_bytes, ", optimizer step ", step, ")"));
   return p;
 }
 

@@ -179,7 +179,7 @@ class TimelinePhaseMarks final : public StepTimer {
 };
 }  // namespace
 
-TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline) {
+TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline, size_t timeline_points) {
   if (optimizer_steps_ != 0) throw Error("Trainer::ledger_step must be the first step (it measures optimizer state)");
   TrainingMemory m;
   m.parameters = parameter_bytes_;
@@ -265,7 +265,8 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
     synchronize(device_);
     *timeline = recorder.finish(
         "one steady-state training step (the second ledger step: the optimizer state is "
-        "live throughout, as in every step after the first)");
+        "live throughout, as in every step after the first)",
+        timeline_points == 0 ? std::numeric_limits<size_t>::max() : timeline_points);
   } else {
     step();
     synchronize(device_);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 
+#include <ATen/Parallel.h>
 #include <ATen/native/ConvUtils.h>
 
 namespace tvie::trace {
@@ -166,7 +167,8 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
     current_.casts += cin * cout * k * k * 2;
   }
   Sym y = make(batch() * cout * out_hw * out_hw, compute_bytes(), true);
-  const auto in_hw = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(xin.elements / (batch() * cin)))));
+  const int64_t in_area = xin.elements / (batch() * cin);  // the input's H x W
+  const auto in_hw = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(in_area))));
   const int64_t stride = (in_hw + out_hw - 1) / out_hw;  // out = ceil(in / stride) with padding k / 2
   {
     const double f = 2.0 * batch() * cout * out_hw * out_hw * cin * k * k, w = double(cin) * cout * k * k;

@@ -44,9 +44,14 @@ struct TrainingMeasurement {
   std::vector<MemoryPoint> points;
 };
 
-std::mutex& measured_mutex() {
-  static std::mutex m;
-  return m;
+// The two measurements for `key`, made by measure(kSmall) and measure(kLarge) the first time it is asked.
+template <typename Ledger, typename Measure>
+Pair<Ledger> measured_once(std::map<std::string, Pair<Ledger>>& cache, const std::string& key, Measure measure) {
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, Pair<Ledger>{measure(kSmall), measure(kLarge)}).first;
+  return it->second;
 }
 
 }  // namespace
@@ -59,28 +64,20 @@ PredictedTrainingMemory extrapolated_training_memory(const Workload& workload, c
       cat(workload.name(), "/", workload.facts().parameter_count, "/", to_string(settings.optimizer), "/",
           to_string(settings.precision), "/", k, "/", settings.checkpoint_every);
   static std::map<std::string, Pair<TrainingMeasurement>> measured;
-  Pair<TrainingMeasurement> pair;
-  {
-    const std::lock_guard<std::mutex> lock(measured_mutex());
-    auto it = measured.find(key);
-    if (it == measured.end()) {
-      const c10::Device cpu(c10::kCPU);
-      for (int64_t micro : {kSmall, kLarge}) {
-        TrainSettings s = settings;
-        s.batch_size = micro * k;  // micro-batches of `micro` samples, as the asked run accumulates them
-        s.accumulate = k;
-        s.warmup_steps = 0;
-        auto probe = make_memory_probe(cpu);
-        Trainer trainer(workload, s, cpu, probe.get());
-        TrainingMeasurement& m = micro == kSmall ? pair.one : pair.two;
-        MemoryTimeline timeline;
-        m.ledger = trainer.ledger_step(*probe, &timeline, /*timeline_points=*/0);
-        m.points = std::move(timeline.points);
-      }
-      it = measured.emplace(key, pair).first;
-    }
-    pair = it->second;
-  }
+  const Pair<TrainingMeasurement> pair = measured_once(measured, key, [&](int64_t micro) {
+    TrainSettings s = settings;
+    s.batch_size = micro * k;  // micro-batches of `micro` samples, as the asked run accumulates them
+    s.accumulate = k;
+    s.warmup_steps = 0;
+    const c10::Device cpu(c10::kCPU);
+    auto probe = make_memory_probe(cpu);
+    Trainer trainer(workload, s, cpu, probe.get());
+    TrainingMeasurement m;
+    MemoryTimeline timeline;
+    m.ledger = trainer.ledger_step(*probe, &timeline, /*timeline_points=*/0);
+    m.points = std::move(timeline.points);
+    return m;
+  });
   const int64_t micro = std::max<int64_t>(1, settings.batch_size / k);
   const TrainingMemory &one = pair.one.ledger, &two = pair.two.ledger;
   PredictedTrainingMemory p;
@@ -104,23 +101,13 @@ PredictedInferenceMemory extrapolated_inference_memory(const Workload& workload,
     throw InvalidArgument("dtype", "fp8", "fp32, fp16, bf16 or int8 (measured on the CPU)");
   const std::string key = cat(workload.name(), "/", workload.facts().parameter_count, "/", to_string(settings.dtype));
   static std::map<std::string, Pair<InferenceMemory>> measured;
-  Pair<InferenceMemory> pair;
-  {
-    const std::lock_guard<std::mutex> lock(measured_mutex());
-    auto it = measured.find(key);
-    if (it == measured.end()) {
-      const c10::Device cpu(c10::kCPU);
-      for (int64_t batch : {kSmall, kLarge}) {
-        InferSettings s = settings;
-        s.batch_size = batch;
-        s.steps = 1;
-        s.warmup_steps = 0;
-        (batch == kSmall ? pair.one : pair.two) = measure_inference(workload, s, cpu).memory;
-      }
-      it = measured.emplace(key, pair).first;
-    }
-    pair = it->second;
-  }
+  const Pair<InferenceMemory> pair = measured_once(measured, key, [&](int64_t batch) {
+    InferSettings s = settings;
+    s.batch_size = batch;
+    s.steps = 1;
+    s.warmup_steps = 0;
+    return measure_inference(workload, s, c10::Device(c10::kCPU)).memory;
+  });
   PredictedInferenceMemory p;
   p.parameters = pair.one.parameters + pair.one.packed_weights;
   p.activations = line_at(pair.one.activations, pair.two.activations, settings.batch_size);

@@ -311,7 +311,7 @@ struct Predictions {
   c10::Device device;
   std::map<int64_t, PredictedTrainingMemory> train_memory;
   std::map<int64_t, int64_t> infer_peak;
-  // A workload without a trace: its memory measured on the CPU at batches 1 and 2 and extrapolated
+  // A workload without a trace: its memory measured on the CPU at batches 2 and 3 and extrapolated
   // (extrapolated_training_memory / extrapolated_inference_memory), or why that failed.
   bool train_measured = false, infer_measured = false;
   std::string train_unmeasured, infer_unmeasured;
@@ -348,8 +348,10 @@ struct Predictions {
     i.batch_size = batch;
     const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
     if (p.peak >= 0) return infer_peak[batch] = p.peak;
-    if (!workload.estimate_activations(activation_query(i, device)).known) {
-      // A workload without a trace: measured on the CPU at batches 1 and 2, extrapolated.
+    const ActivationQuery q = activation_query(i, device);
+    const ActivationEstimate a = workload.estimate_activations(q);
+    if (!a.known) {
+      // A workload without a trace: measured on the CPU at batches 2 and 3, extrapolated.
       if (!infer_unmeasured.empty()) return infer_peak[batch] = -1;
       try {
         const int64_t peak = extrapolated_inference_memory(workload, i).peak;
@@ -364,9 +366,6 @@ struct Predictions {
     // int8/fp8 (not predicted by predict_inference_memory): the Linear weights at 1 byte (the matmuls' weight
     // elements), the other parameters in the dtype the rest runs in, plus the trace's working set. An estimate:
     // the packed layouts and quantisation scratch are not modelled.
-    const ActivationQuery q = activation_query(i, device);
-    const ActivationEstimate a = workload.estimate_activations(q);
-    if (!a.known) return infer_peak[batch] = -1;
     const double linear = inference_work(1).forward[OpClass::matmul].weight_elements;
     const double rest = std::max(0.0, static_cast<double>(workload.facts().parameter_count) - linear);
     const double weights =

@@ -26,6 +26,10 @@ CASES = [
      f"--model llama --preset llama-3-8b --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
     ("plan-llama-3-8b-serve-int8", "Llama 3 8B served in int8 (Linear layers), 5,000 requests/s, p99 <= 200 ms",
      f"--model llama --preset llama-3-8b --infer-dtype int8 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
+    ("plan-llama-3-8b-chat-fp16", "Llama 3 8B generating in fp16: prompts of 512 tokens, 256 new tokens per "
+     "request, 20 requests/s, p99 <= 60 s",
+     f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
+     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000"),
     ("plan-mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
      "5,000 requests/s, p99 <= 20 ms",
      f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20"),
@@ -88,6 +92,36 @@ def serve_table(report):
     return "\n".join(rows)
 
 
+def chat_table(report):
+    s = report["settings"]
+    rows = ["| card | fits (peak at batch 1) | largest batch | first token, batch 1 (ms) | per output token, batch 1 "
+            "(ms) | request, batch 1 (s) | best batch: new tokens/s | "
+            f"requests/s per card, p99 <= {s['p99_ms'] / 1e3:g} s | cards for {s['serve_qps']:,.0f}/s | kW (TDP) | "
+            "cloud, per 1M requests (on demand) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in report["cards"]:
+        i = c["inference"]
+        peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
+        if not i["supported"] or i["largest_batch"] == 0:
+            why = f"n/a: {i['unsupported']}" if not i["supported"] else "does not fit"
+            rows.append(f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | "
+                        f"{i['largest_batch']} | {why} | | | | | | | |")
+            continue
+        g = i["generation"]
+        q = i["qps_per_card"]
+        kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
+        tpot = g["time_per_output_token_s"]
+        rows.append(
+            f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | {i['largest_batch']} | "
+            f"{span(g['prefill']['bound_s'], g['prefill']['estimate_s'], 1e3)} | "
+            f"{span(tpot['bound'], tpot['estimate'], 1e3)} | "
+            f"{span(i['latency']['bound_s'], i['latency']['estimate_s'])} | "
+            f"{i['best_batch']}: {span(g['tokens_per_s']['estimate'], g['tokens_per_s']['bound'])} | "
+            f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']}) | "
+            f"{i['cards_for_qps'] or '-'} | {kw} | {cloud(i['usd_per_million'], 2) if i['cards_for_qps'] else '-'} |")
+    return "\n".join(rows)
+
+
 def train_table(report):
     s = report["settings"]
     rows = ["| card | fits one card | cards (sharding) | step on one card (ms) | tokens/s per card | MFU assumed | "
@@ -124,15 +158,25 @@ def main():
              "kernel); rates are written estimate .. bound. How the projection works and what it leaves out: "
              "[docs/plan.md](../plan.md).",
              "",
-             "A request here is one forward of one sample: for Llama, a 128-token sequence (a prefill, as in "
-             "ranking or embedding; tvie's plan does not model token-by-token generation). The serving rate per "
-             "card batches requests (a batch waits for its last request) and queues batches (M/D/1) at the "
-             "projected service time.",
+             "A request is one forward of one sample (for Llama, a 128-token sequence: a prefill, as in ranking "
+             "or embedding), except in the generation case (`--new-tokens`), where it is a prompt's forward and "
+             "then one decoding step per new token, each step reading every weight and the KV cache so far, the "
+             "requests of a batch decoded together (static batching; the peak holds each request's whole KV "
+             "cache). The serving rate per card batches requests (a batch waits for its last request) and queues "
+             "batches (M/D/1) at the projected service time.",
              ""]
     for name, what, args in CASES:
         cmd, report = run(a.tvie, name, args)
         parts += [f"## {what}", "", f"`{cmd}` ([{name}.json]({name}.json))", ""]
-        if "serve" in name:
+        if "chat" in name:
+            parts += [chat_table(report), "",
+                      "A decoding step reads every weight (and the cache so far) to make one token per request: at "
+                      "batch 1 the time per output token is the weights' bytes over the card's bandwidth, and the "
+                      "batch is what buys throughput, until the requests' KV caches fill the memory (the largest "
+                      "batch). The requests/s under the p99 bound are those of static batches: a batch waits for "
+                      "its last request and generates to the end; continuous batching, which serving engines use, "
+                      "is not modelled and would sustain more.", ""]
+        elif "serve" in name:
             note = report["cards"][0]["inference"]["peak_note"]
             parts += [serve_table(report), ""]
             if note:

@@ -298,6 +298,10 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"plan --model gpt --usable-memory 1.5", "--usable-memory: got '1.5'; accepted: a fraction in (0, 1]"},
            {"plan --model gpt --infer-dtype int4", "--infer-dtype: got 'int4'"},
            {"plan --model gpt --batch 0", "--batch: got '0'"},
+           {"plan --model mlp --new-tokens 8", "model: got 'mlp"},
+           {"plan --model gpt --preset tiny --new-tokens 8 --prompt-tokens 30",
+            "--prompt-tokens: got '30'; accepted: 1 .. 25"},
+           {"plan --model gpt --prompt-tokens 8", "--prompt-tokens: got '8'; accepted: 0 without --new-tokens"},
            {"infer --model mlp --slice-layers 1,2 --batch 1", "--slice-layers: got '1,2'; accepted: none for mlp"},
            {"infer --model gpt --slice-vocab 64,128 --batch 1", "--slice-vocab: got '64,128'; accepted: only with"},
            {"infer --model gpt --slice-layers 1,2 --slice-vocab 128,64 --batch 1", "--slice-vocab: got '128,64'"},
@@ -393,7 +397,7 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
       {"cards", "cards --cards all --json "},
       {"plan",
        "plan --model gpt --preset tiny --cards t4,h100-sxm --serve-qps 100 --p99-ms 50 --train-tokens 100000 "
-       "--quiet --json "},
+       "--new-tokens 8 --quiet --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
        "--json "}};

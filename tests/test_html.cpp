@@ -107,6 +107,19 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
   for (const char* id : {"plan-training-step", "plan-inference-latency", "plan-inference-qps"})
     CHECK(chart(p, id).find("projected (roofline bound .. estimate), not measured") != std::string::npos);
   CHECK(chart(p, "plan-inference-latency").find("t4 has no bf16_tflops peak") != std::string::npos);
+  // With generation: the time per output token and the new tokens per second, per card.
+  const auto generation =
+      test::run_cli("plan --model gpt --preset small --new-tokens 8 --cards a100-80gb-sxm,t4 --no-host -q --html " +
+                    (dir.path / "plan-generation.html").string());
+  INFO(generation.out);
+  REQUIRE(generation.exit_code == 0);
+  const std::string g = read_text(dir.path / "plan-generation.html");
+  CHECK(count(g, "<svg class=\"chart\"") == 5);
+  for (const char* id : {"plan-generation-tpot", "plan-generation-tokens"}) {
+    CHECK(chart(g, id).find("projected (roofline bound .. estimate), not measured") != std::string::npos);
+    CHECK(chart(g, id).find("t4 has no bf16_tflops peak") != std::string::npos);
+  }
+  CHECK(series_of(chart(g, "plan-generation-tokens")) == std::vector<std::string>{"tokens/s"});
 
   const auto infer = test::run_cli(
       "infer --model gpt --preset tiny --batch 1,256 --dtype fp32 --steps 2 --warmup 0 --device cpu "
@@ -149,7 +162,7 @@ TEST_CASE("HTML reports load in headless Chromium: no console message, every cha
       {"infer", "infer --model mlp --preset tiny --batch 1,4,16 --dtype fp32,bf16 --steps 2 --warmup 0 --device cpu"},
       {"serve", "serve --model mlp --preset tiny --qps 400 --queries 200 --device cpu"},
       {"decode", "decode --preset tiny --device cpu"},
-      {"plan", "plan --model gpt --preset small"},
+      {"plan", "plan --model gpt --preset small --new-tokens 8"},
   };
   for (const auto& [name, args] : reports) {
     INFO(name);

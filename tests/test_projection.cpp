@@ -287,6 +287,135 @@ TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow t
   CHECK_THROWS_WITH(validate(bad), Catch::Contains("plan.train_samples"));
 }
 
+TEST_CASE("decoding work: a step reads every weight once and attends to the cached positions", "[projection][pure]") {
+  InferSettings i;
+  i.batch_size = 4;
+  const double B = 4;
+  {
+    const GptConfig c = gpt_preset("small");
+    const auto w = make_zoo_workload("gpt", "small");
+    const double h = double(c.d_model), L = double(c.n_layer), V = double(c.vocab_size);
+    const StepWork step = decoding_work(*w, i, 1, 20);
+    // One new token per sequence: every Linear's weight read once (12 h^2 per block, the head h V), 2 FLOPs per
+    // weight element per sequence; the attention over 20 cached positions and the new one, 4 (K) h per block.
+    CHECK(step.forward[OpClass::matmul].weight_elements == Approx(L * 12 * h * h + h * V));
+    CHECK(step.forward[OpClass::matmul].flops == Approx(B * 2 * (L * 12 * h * h + h * V)));
+    CHECK(step.forward[OpClass::attention].flops == Approx(B * L * 4 * 21 * h));
+    CHECK(step.model_flops == Approx(step.forward[OpClass::matmul].flops + step.forward[OpClass::attention].flops));
+    CHECK(step.tokens == 4);
+    CHECK(step.samples == 4);
+    CHECK(step.backward.total().flops == 0);
+    // The attention reads the cache: its bytes grow by one position of keys and values per block per step.
+    const StepWork next = decoding_work(*w, i, 1, 21), after = decoding_work(*w, i, 1, 22);
+    const double grows = next.forward[OpClass::attention].bytes - step.forward[OpClass::attention].bytes;
+    CHECK(grows == Approx(B * L * 2 * h * 4));  // fp32 keys and values of one more position
+    CHECK(after.forward[OpClass::attention].bytes - next.forward[OpClass::attention].bytes == Approx(grows));
+    CHECK(next.forward[OpClass::matmul].bytes == Approx(step.forward[OpClass::matmul].bytes));
+    // The prefill of the whole context computes what one forward of it does (causal attention) but for the head,
+    // which gives the next token's logits only (the last position's), and writes the keys and values into the
+    // cache besides.
+    const double S = double(c.context_length);
+    const StepWork prefill = decoding_work(*w, i, c.context_length, 0), forward = inference_batch_work(*w, i);
+    CHECK(prefill.forward[OpClass::matmul].flops ==
+          Approx(forward.forward[OpClass::matmul].flops - B * (S - 1) * 2 * h * V));
+    CHECK(prefill.forward[OpClass::attention].flops == Approx(forward.forward[OpClass::attention].flops));
+    CHECK(prefill.forward[OpClass::elementwise].bytes ==
+          Approx(forward.forward[OpClass::elementwise].bytes + B * L * 2 * 2 * S * h * 4));
+  }
+  {
+    // llama: grouped-query attention; the cached forward repeats the g cached heads for the a query heads.
+    const LlamaConfig c = llama_preset("tiny");
+    const auto w = make_zoo_workload("llama", "tiny");
+    const double h = double(c.d_model), L = double(c.n_layer), d = h / double(c.n_head);
+    const double kv = double(c.n_kv_head) * d;
+    const StepWork step = decoding_work(*w, i, 1, 9);
+    const double linears = L * (2 * h * h + 2 * h * kv + 3 * h * double(c.d_ff)) + h * double(c.vocab_size);
+    CHECK(step.forward[OpClass::matmul].weight_elements == Approx(linears));
+    CHECK(step.forward[OpClass::attention].flops == Approx(B * L * 4 * 10 * h));
+  }
+  // Decoding needs a KV-cached forward: the mlp has none.
+  CHECK_THROWS_WITH(decoding_work(*make_zoo_workload("mlp", "tiny"), i, 1, 1),
+                    Catch::Contains("model") && Catch::Contains("KV-cached"));
+  CHECK_THROWS_WITH(decoding_work(*make_zoo_workload("gpt", "tiny"), i, 0, 1), Catch::Contains("new_positions"));
+}
+
+TEST_CASE("plan with generation: the prefill and every decoding step, the KV cache in the peak", "[projection]") {
+  const auto w = make_zoo_workload("llama", "llama-3-8b");  // context 128
+  const LlamaConfig c = llama_preset("llama-3-8b");
+  PlanSettings s;
+  s.infer.dtype = InferenceDtype::bf16;
+  s.cards = "h100-sxm,l4";
+  s.new_tokens = 48;  // the prompt: 128 - 48 = 80 tokens
+  const auto cards = select_accelerators(accelerator_catalog(), s.cards);
+  const auto plans = plan_cards(*w, s, cards);
+  PlanSettings one_forward = s;
+  one_forward.new_tokens = 0;
+  const auto forward_plans = plan_cards(*w, one_forward, cards);
+  REQUIRE(plans.size() == 2);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    const auto& card = plans[k].card;
+    const InferencePlan& p = plans[k].inference;
+    const GenerationPlan& g = p.generation;
+    INFO(card.id);
+    REQUIRE(p.supported);
+    CHECK(g.prompt_tokens == 80);
+    CHECK(g.new_tokens == 48);
+    // The request alone: the prompt's forward, then 47 steps, step k attending to 80 + k cached positions.
+    InferSettings i = s.infer;
+    i.batch_size = 1;
+    const ProjectedTime prefill = project_time(decoding_work(*w, i, 80, 0), card);
+    double bound = prefill.bound_s, estimate = prefill.estimate_s;
+    for (int64_t step = 0; step < 47; ++step) {
+      const ProjectedTime t = project_time(decoding_work(*w, i, 1, 80 + step), card);
+      bound += t.bound_s;
+      estimate += t.estimate_s;
+    }
+    CHECK(g.prefill.estimate_s == Approx(prefill.estimate_s));
+    CHECK(p.latency.bound_s == Approx(bound).epsilon(1e-9));
+    CHECK(p.latency.estimate_s == Approx(estimate).epsilon(1e-9));
+    CHECK(g.time_per_output_token_s.estimate == Approx((estimate - prefill.estimate_s) / 47));
+    // A step at batch 1 reads every bf16 weight (8B parameters, ~16 GB): bound by the card's bandwidth.
+    CHECK(g.time_per_output_token_s.bound >= 2.0 * 7.5e9 / (card.memory_bandwidth_gbs * 1e9));
+    // A request is a sample: its tokens per second at the best batch, and the batch pays off (weights read once
+    // per step for every request of the batch).
+    CHECK(g.tokens_per_s.estimate == Approx(p.samples_per_s.estimate * 48));
+    CHECK(p.best_batch > 1);
+    CHECK(g.tokens_per_s.estimate > 48 / p.latency.estimate_s);
+    // Memory: the KV cache of 80 + 48 - 1 positions, in bf16, per request, on top of the weights.
+    CHECK(g.kv_cache_bytes == llama_kv_cache_bytes(c, 1, 127, 2));
+    CHECK(p.peak_bytes >= w->facts().parameter_count * 2 + g.kv_cache_bytes);
+    CHECK(p.largest_batch * g.kv_cache_bytes + w->facts().parameter_count * 2 <= p.usable_bytes);
+    // At batch 1: weights, the KV cache, the prompt's ids and the larger working set of the prefill and the last
+    // step, whose head gives one position's logits (the 128-token forward's logits are 128 positions').
+    ActivationQuery q = activation_query(i, c10::Device(c10::kCUDA));
+    q.sequence_tokens = 80;
+    const ActivationEstimate prefill_set = w->estimate_activations(q);
+    q.sequence_tokens = 1;
+    q.cached_tokens = 80 + 48 - 2;
+    const ActivationEstimate step_set = w->estimate_activations(q);
+    CHECK(p.peak_bytes == w->facts().parameter_count * 2 + prefill_set.buffer_bytes + g.kv_cache_bytes + 80 * 8 +
+                              std::max(prefill_set.forward_peak_bytes, step_set.forward_peak_bytes));
+    CHECK(prefill_set.forward_peak_bytes <
+          w->estimate_activations(activation_query(i, c10::Device(c10::kCUDA))).forward_peak_bytes);
+    CHECK(p.latency.estimate_s > 10 * forward_plans[k].inference.latency.estimate_s);
+    CHECK(forward_plans[k].inference.generation.new_tokens == 0);
+  }
+  // Validation names the field: a model without a KV-cached forward, a request longer than the context.
+  PlanSettings bad = s;
+  CHECK_THROWS_WITH(plan_cards(*make_zoo_workload("mlp", "tiny"), bad, cards), Catch::Contains("KV-cached"));
+  bad.prompt_tokens = 100;
+  CHECK_THROWS_WITH(generation_prompt_tokens(*w, bad),
+                    Catch::Contains("plan.prompt_tokens") && Catch::Contains("1 .. 81"));
+  bad.prompt_tokens = 81;
+  CHECK(generation_prompt_tokens(*w, bad) == 81);
+  bad.new_tokens = 128;
+  CHECK_THROWS_WITH(generation_prompt_tokens(*w, bad), Catch::Contains("plan.new_tokens"));
+  bad = s;
+  bad.new_tokens = 0;
+  bad.prompt_tokens = 16;
+  CHECK_THROWS_WITH(validate(bad), Catch::Contains("plan.prompt_tokens"));
+}
+
 TEST_CASE("the host CPU projected from its catalog class lands within 2x of the measured gpt small step",
           "[projection]") {
   const auto& catalog = accelerator_catalog();

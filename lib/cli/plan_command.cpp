@@ -19,6 +19,7 @@ struct PlanOptions {
   bool no_host = false;
   double serve_qps = 0;
   double p99_ms = 0;
+  int64_t new_tokens = 0, prompt_tokens = 0;
   int64_t train_tokens = 0;
   int64_t train_samples = 0;
   double usable_memory_fraction = 0.9;
@@ -51,6 +52,13 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--serve-qps", o->serve_qps,
                    "Requests per second to serve: the cards each needs (with --p99-ms)", "plan.serve_qps");
   add_field_option(cmd, "--p99-ms", o->p99_ms, "The bound on a request's p99 latency, ms", "plan.p99_ms");
+  add_field_option(cmd, "--new-tokens", o->new_tokens,
+                   "gpt, llama: a request generates this many tokens after its prompt (KV-cached decoding, a batch "
+                   "of requests decoded together); 0: a request is one forward of the whole sequence",
+                   "plan.new_tokens");
+  add_field_option(cmd, "--prompt-tokens", o->prompt_tokens,
+                   "With --new-tokens: the prompt's tokens (0: the sequence length --seq minus the new tokens)",
+                   "plan.prompt_tokens");
   add_field_option(cmd, "--train-tokens", o->train_tokens, "Training budget in tokens (token models)",
                    "plan.train_tokens");
   add_field_option(cmd, "--train-samples", o->train_samples, "Training budget in samples", "plan.train_samples");
@@ -85,6 +93,8 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.include_host = !o->no_host;
     s.serve_qps = o->serve_qps;
     s.p99_ms = o->p99_ms;
+    s.new_tokens = o->new_tokens;
+    s.prompt_tokens = o->prompt_tokens;
     s.train_tokens = o->train_tokens;
     s.train_samples = o->train_samples;
     s.usable_memory_fraction = o->usable_memory_fraction;

@@ -143,9 +143,11 @@ class KvDecoder {
   virtual int64_t cache_bytes() const = 0;                         // bytes of the cache tensors
 };
 
-// KV-cached decoding over a model's cached forward: forward(tokens [B, n], caches, position) -> logits [B, n, V],
+// KV-cached decoding over a model's cached forward: forward(tokens [B, n], caches, position) -> logits [B, 1, V],
 // the forward of the new tokens at positions position .. position + n - 1, attending to the caches and writing
-// their keys and values into them. make_kv_decoder makes one for the zoo's gpt and llama.
+// their keys and values into them; the head runs on the last position only (the next token's logits are all
+// decoding needs: a prompt's [B, n, V] logits would be the prefill's largest tensor). make_kv_decoder makes one
+// for the zoo's gpt and llama.
 class CachedDecoder final : public KvDecoder {
  public:
   using Forward =

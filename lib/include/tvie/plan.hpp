@@ -49,12 +49,19 @@ struct PlanMeasure {
 };
 
 struct PlanSettings {
-  TrainSettings train;                     // per card: batch, precision, optimizer, accumulation, checkpointing
-  InferSettings infer;                     // dtype; the throughput batch is searched, latency is at batch 1
-  std::string cards = "all";               // "all" or catalog ids: "t4,l4,h100-sxm"
-  bool include_host = true;                // also this machine's CPU (its class from the catalog), as card "host"
-  double serve_qps = 0;                    // the request rate to serve (0: none: no card count for serving)
-  double p99_ms = 0;                       // the bound on a request's p99 latency (0: none: the rate is the throughput)
+  TrainSettings train;        // per card: batch, precision, optimizer, accumulation, checkpointing
+  InferSettings infer;        // dtype; the throughput batch is searched, latency is at batch 1
+  std::string cards = "all";  // "all" or catalog ids: "t4,l4,h100-sxm"
+  bool include_host = true;   // also this machine's CPU (its class from the catalog), as card "host"
+  double serve_qps = 0;       // the request rate to serve (0: none: no card count for serving)
+  double p99_ms = 0;          // the bound on a request's p99 latency (0: none: the rate is the throughput)
+  // Generation (the zoo's gpt and llama): a request is a prompt of prompt_tokens, then new_tokens generated one
+  // by one (KV-cached decoding; the first comes from the prompt's forward), the requests of a batch decoded
+  // together. 0 new tokens: a request is one forward of a sequence of the context length (as in ranking or
+  // embedding). prompt_tokens 0: the context length (`--seq`) minus the new tokens; prompt + new tokens - 1 at
+  // most the context length (the positions the model is built for, as `tvie decode` asks).
+  int64_t new_tokens = 0;
+  int64_t prompt_tokens = 0;
   int64_t train_tokens = 0;                // the training budget in tokens (token models) ...
   int64_t train_samples = 0;               // ... or in samples (0 and 0: no budget)
   double usable_memory_fraction = 0.9;     // of a card's memory the allocator can give the run
@@ -107,13 +114,25 @@ struct TrainingPlan {
   CloudCost budget_usd;         // renting `cards` for the estimated budget hours, on demand
 };
 
+// Generation (PlanSettings::new_tokens > 0): a request's two phases at batch 1, and the tokens generated per second.
+struct GenerationPlan {
+  int64_t prompt_tokens = 0, new_tokens = 0;  // 0 new tokens: no generation (a request is one forward)
+  ProjectedTime prefill;                      // batch 1: the prompt's forward, which gives the first token
+  Projected time_per_output_token_s;          // batch 1: the mean decoding step (0 when one token is asked)
+  Projected tokens_per_s;                     // generated tokens per second per card at best_batch
+  int64_t kv_cache_bytes = 0;  // batch 1: keys and values of prompt + new - 1 positions, in the layers' dtype
+};
+
 struct InferencePlan {
   bool supported = true;
   std::string unsupported;
   int64_t usable_bytes = 0;
-  int64_t peak_bytes = 0;  // predicted peak at batch 1 (-1: not predicted: a workload without a trace)
-  std::string peak_note;   // how the peak was obtained when not by the trace: int8/fp8's estimate, a workload
-                           // without a trace measured and extrapolated; or why it is not known
+  // Predicted peak at batch 1 (-1: not predicted: a workload without a trace). With generation: the weights, the
+  // request's whole KV cache, its prompt and the larger working set of the prefill and the last decoding step.
+  // A "sample" below is then a request (prompt and generation), and the latency its prefill and decoding steps.
+  int64_t peak_bytes = 0;
+  std::string peak_note;  // how the peak was obtained when not by the trace: int8/fp8's estimate, a workload
+                          // without a trace measured and extrapolated; or why it is not known
   bool fits = false;
   int64_t largest_batch = 0;  // 0: not even batch 1 fits (or not predicted: then max_batch)
   ProjectedTime latency;      // batch 1
@@ -128,6 +147,7 @@ struct InferencePlan {
   double power_kw = -1;       // cards_for_qps x TDP (an upper bound); -1: no TDP
   double hardware_usd = -1;   // cards_for_qps x purchase price; -1: no purchase price in the catalog
   CloudCost usd_per_million;  // a million requests at serve_qps on cards_for_qps rented cards, on demand
+  GenerationPlan generation;
 };
 
 struct CardPlan {
@@ -161,10 +181,15 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
 // none or more than one.
 const Accelerator* catalog_card_of_device(const std::string& gpu_name, double memory_bytes);
 
+// The prompt's tokens of PlanSettings' generation for `workload` (0 when new_tokens is 0): prompt_tokens, or the
+// context length minus the new tokens. InvalidArgument("model") unless a zoo gpt or llama (a KV-cached forward);
+// InvalidArgument("plan.new_tokens" / "plan.prompt_tokens") when prompt + new tokens - 1 exceeds its context.
+int64_t generation_prompt_tokens(const Workload& workload, const PlanSettings& settings);
+
 // Each card's plan (the building block of run_plan, tvie/run.hpp), in the order given. Validates the settings.
 // Cards of kind "cpu" are planned with the CPU kernels' ledger rules, the others with CUDA's (tvie/predict.hpp).
 // Nothing runs, except for a workload without a trace: its work is counted by LibTorch's profiler
-// (profiled_work) and its memory measured on this CPU at batches 1 and 2 (extrapolated_training_memory,
+// (profiled_work) and its memory measured on this CPU at batches 2 and 3 (extrapolated_training_memory,
 // extrapolated_inference_memory), said in each plan's peak_note.
 std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
                                  const std::vector<Accelerator>& cards);

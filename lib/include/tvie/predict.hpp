@@ -33,6 +33,12 @@ struct ActivationQuery {
   bool autocast = false;         // amp: matmuls and convolutions run in 2-byte floats, other ops in their inputs'
   bool fp16 = false;             // the 2-byte floats are fp16 (else bf16): the CPU picks its kernels by dtype
   int64_t checkpoint_every = 0;  // activation checkpointing of every k-th block (0: none)
+  // KV-cached decoding (the token models with a cached forward, gpt and llama; the others ignore both): the
+  // positions per sequence this forward runs (0: the model's context length) and the positions already in the
+  // cache that they also attend to. A prefill: the prompt's tokens, 0 cached; a decoding step: 1 token, and the
+  // tokens so far cached. Inference only.
+  int64_t sequence_tokens = 0;
+  int64_t cached_tokens = 0;
   // CUDA: the attention kernels also save their RNG seed and offset (two int64 on the device, dropout or
   // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
   // states a checkpoint keeps are host tensors (outside the device's ledger).

@@ -56,6 +56,16 @@ struct StepWork {
 StepWork training_step_work(const Workload& workload, const TrainSettings& settings);
 StepWork inference_batch_work(const Workload& workload, const InferSettings& settings);
 
+// KV-cached decoding (the zoo's gpt and llama): the work of one cached forward of `new_positions` tokens per
+// sequence that also attend to `cached_positions` positions already in the cache, for settings.batch_size sequences
+// in settings.dtype: a prefill (the prompt, 0 cached) or one decoding step (1 new token, the tokens so far cached).
+// From the model's trace of its cached forward (ActivationQuery::sequence_tokens): every weight read once per
+// step, the new keys and values written into the cache, the attention reading the cache's positions. tokens: the
+// new positions of all sequences; model_flops: the traced matmul and attention FLOPs. InvalidArgument("model")
+// for a workload without a KV-cached forward.
+StepWork decoding_work(const Workload& workload, const InferSettings& settings, int64_t new_positions,
+                       int64_t cached_positions);
+
 // The work of a workload without a trace, counted by LibTorch's profiler (Kineto, with input shapes and FLOP
 // figures) over one forward (inference: in inference mode) or one forward and one backward (training) on the CPU
 // in fp32, at batch 1 and at batch 2, extrapolated linearly to `batch_size` (w(b) = w(1) + (b - 1)(w(2) - w(1)):

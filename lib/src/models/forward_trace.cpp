@@ -84,7 +84,8 @@ void ForwardTrace::work(OpClass c, const OpWork& forward, const OpWork& backward
 // The work rules (bytes read and written, FLOPs at 2 per multiply-add; backward from the forward's shapes):
 //  - linear/conv: forward reads x and W, writes y; backward computes dW (reads dy and x, writes dW) and, when x
 //    requires grad, dx (reads dy and W, writes dx): twice the forward's FLOPs (once for the first layer).
-//  - attention: forward 4 B a S^2 d FLOPs (Q K^T and P V; half when causal), reads q, k, v, writes the output
+//  - attention: forward 4 B a S K d FLOPs (Q K^T and P V over K key positions, K = S but in decoding; half when
+//    causal), reads q, k, v (decoding: k and v are the cache's K positions), writes the output
 //    and its log-sum-exp; backward 2.5x the FLOPs (the flash kernels recompute P: five matmuls for two) and
 //    reads q, k, v, the output, its gradient and the log-sum-exp, writes dq, dk, dv.
 //  - normalisation, elementwise: bytes only (a few FLOPs per element); backward reads the incoming gradient and
@@ -356,7 +357,9 @@ Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool n
   return y;
 }
 
-Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal) {
+Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal,
+                            int64_t key_positions) {
+  const int64_t K = key_positions > 0 ? key_positions : S;
   auto cast = [&](const Sym& t) { return query_.autocast && t.element_bytes != 2 ? make(t.elements, 2, true) : t; };
   const Sym q2 = cast(q), k2 = cast(k), v2 = cast(v);
   Sym y = make(q.elements, q2.element_bytes, true);  // [B, a, S, d] in [B, S, a, d] memory order
@@ -366,7 +369,8 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   const Sym logsumexp = make(B * a * lse_positions, 4, false);
   {
     const double d = double(q.elements) / double(B * a * S);
-    const double f = 4.0 * B * a * double(S) * S * d * (causal ? 0.5 : 1.0);
+    // Scores q k^T and their product with v: 2 x 2 B a S K d (half of it when causal: S = K).
+    const double f = 4.0 * B * a * double(S) * double(K) * d * (causal ? 0.5 : 1.0);
     const double qkv = double(q2.bytes() + k2.bytes() + v2.bytes());
     work(OpClass::attention, {f, qkv + double(y.bytes() + logsumexp.bytes()), 0, 1},
          {2.5 * f, 2 * qkv + double(2 * y.bytes() + logsumexp.bytes()), 0, 1});
@@ -386,6 +390,11 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   }
   end_op(q.bytes() + k.bytes() + v.bytes(), y.bytes());
   return y;
+}
+
+Sym ForwardTrace::cache_append(const Sym& x, int64_t cached_elements) {
+  work(OpClass::elementwise, {0, 2.0 * double(x.bytes()), 0, 1}, {});  // copy_: reads x, writes the cache's rows
+  return input(x.elements + cached_elements, x.element_bytes);
 }
 
 Sym ForwardTrace::rotary(const Sym& x, int64_t S, int64_t d) {

@@ -108,9 +108,15 @@ class ForwardTrace {
   Sym mul(const Sym& a, const Sym& b);
   Sym add(const Sym& a, const Sym& b);  // a and b of a's shape (or broadcast into it)
   Sym embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad = true);
-  // [B, S, a, d] attention from q, k, v views or tensors of [B, a, S, d].
-  // causal: the flash kernels skip the masked half of the score matrix (half the FLOPs).
-  Sym attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal = false);
+  // [B, S, a, d] attention from q of [B, a, S, d] and k, v of [B, a, K, d] (K = key_positions; 0: S), views or
+  // tensors. causal: the flash kernels skip the masked half of the score matrix (half the FLOPs). Decoding: the
+  // new positions attend to the K cached ones (keys and values read from the cache).
+  Sym attention(const Sym& q, const Sym& k, const Sym& v, int64_t B, int64_t a, int64_t S, bool causal = false,
+                int64_t key_positions = 0);
+  // KV-cached decoding: x (the new positions' keys or values) copied into its layer's cache, which holds
+  // `cached_elements` before; returns the cache's filled part (cached + x's elements), alive before the forward:
+  // the KV cache is its own category, not the forward's working set.
+  Sym cache_append(const Sym& x, int64_t cached_elements);
   Sym rotary(const Sym& x, int64_t S, int64_t d);      // x * cos + rotate_half(x) * sin
   Sym repeat(const Sym& x, int64_t times);             // repeat_interleave: a new tensor
   Sym max_pool2d(const Sym& x, int64_t out_elements);  // saves input and int64 indices

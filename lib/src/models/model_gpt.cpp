@@ -112,7 +112,7 @@ struct GptImpl : torch::nn::Module {
     }
   }
   // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos ..
-  // pos+S-1 and each block reads and extends its layer's cache.
+  // pos+S-1, each block reads and extends its layer's cache, and the logits are the last position's: [B, 1, V].
   torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     const int64_t S = idx.size(1);
     auto positions = torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64));  // [S]
@@ -127,7 +127,8 @@ struct GptImpl : torch::nn::Module {
       else
         x = block->forward(x);
     }
-    x = ln_f->forward(x);  // [B, S, h]
+    if (caches) x = x.narrow(1, S - 1, 1);  // decoding: the next token's position only, [B, 1, h]
+    x = ln_f->forward(x);                   // [B, S, h]
     // Tied head: logits = x @ wte^T, so the token embedding is also the output projection.
     return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, wte->weight);  // [B, S, V]
   }
@@ -147,8 +148,11 @@ struct GptImpl : torch::nn::Module {
 // activations; without their two dropout masks (2sbh) and with the flash kernel's log-sum-exp in place of
 // the attention matrix (5as^2b), that is 32sbh bytes = 16 tensors of s*b*h 2-byte elements. amp adds the
 // 2-byte copies of the fp32 LayerNorm outputs the linears take and of the weights (forward_trace.hpp).
+// The KV-cached forward (ActivationQuery::sequence_tokens > 0: a prefill or a decoding step) also writes each
+// block's new keys and values into its cache, and attends to the cache's positions.
 trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::Sym& x_in) {
-  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  const int64_t B = t.batch(), S = zoo::sequence_positions(t.query(), c.context_length), h = c.d_model;
+  const int64_t cached = t.query().cached_tokens, d = h / c.n_head;
   trace::Sym x;
   {
     const trace::ForwardTrace::Hold residual(t, x_in.bytes());
@@ -157,7 +161,15 @@ trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::
     {
       const trace::Sym qkv = t.linear(normed, h, 3 * h, true);  // [B, S, 3h]; q, k, v are views of it
       const trace::Sym part = trace::view(qkv, B * S * h);
-      projected = t.linear(t.attention(part, part, part, B, c.n_head, S, /*causal=*/true), h, h, true);
+      trace::Sym attended;
+      if (t.query().sequence_tokens > 0) {  // [B, a, cached + S, d] each, from the cache
+        const trace::Sym k = t.cache_append(part, B * c.n_head * cached * d);
+        const trace::Sym v = t.cache_append(part, B * c.n_head * cached * d);
+        attended = t.attention(part, k, v, B, c.n_head, S, /*causal=*/cached == 0, cached + S);
+      } else {
+        attended = t.attention(part, part, part, B, c.n_head, S, /*causal=*/true);
+      }
+      projected = t.linear(attended, h, h, true);
     }
     x = t.add(x_in, projected);
   }
@@ -167,7 +179,7 @@ trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::
 }
 
 trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
-  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  const int64_t B = t.batch(), S = zoo::sequence_positions(t.query(), c.context_length), h = c.d_model;
   trace::Sym idx = t.input(B * S, 8);
   idx.dims = 2;
   trace::Sym x;
@@ -175,7 +187,7 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
     trace::Sym positions = t.index_tensor(S);
     positions.dims = 1;
     // A tied embedding's gradient is first written by the head (backward runs it first).
-    x = t.add(t.embedding(idx, h, c.vocab_size, !c.tied_head), t.embedding(positions, h, S));
+    x = t.add(t.embedding(idx, h, c.vocab_size, !c.tied_head), t.embedding(positions, h, c.context_length));
   }
   for (int64_t i = 0; i < c.n_layer; ++i) {
     if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
@@ -183,6 +195,7 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
     else
       x = trace_block(t, c, x);
   }
+  if (t.query().sequence_tokens > 0) x = trace::view(x, B * h);  // the cached forward: the last position only
   x = t.layer_norm(x, h);
   return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
 }
@@ -209,8 +222,8 @@ class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
   }
   ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
     return zoo::estimate_with_loss(
-        query, [&](trace::ForwardTrace& t) { return trace_gpt(t, config_); }, query.batch_size * config_.context_length,
-        config_.vocab_size);
+        query, [&](trace::ForwardTrace& t) { return trace_gpt(t, config_); },
+        query.batch_size * zoo::sequence_positions(query, config_.context_length), config_.vocab_size);
   }
 };
 
@@ -230,9 +243,9 @@ torch::Tensor CachedDecoder::advance(const torch::Tensor& tokens) {
   const int64_t n = tokens.size(1);
   if (length_ + n > max_length_)
     throw InvalidArgument("decode.tokens", std::to_string(length_ + n), cat("at most ", max_length_, " positions"));
-  auto logits = forward_(tokens, &caches_, length_);  // [B, n, V]
+  auto logits = forward_(tokens, &caches_, length_);  // [B, 1, V]: the last position's
   length_ += n;
-  return logits.select(1, n - 1);  // the next-token logits: [B, V]
+  return logits.select(1, 0);  // the next-token logits: [B, V]
 }
 
 int64_t CachedDecoder::cache_bytes() const {
@@ -257,8 +270,7 @@ std::unique_ptr<KvDecoder> cached_decoder(CachedDecoder::Forward forward, const 
 
 std::unique_ptr<KvDecoder> gpt_decoder(const GptConfig& c, std::shared_ptr<torch::nn::Module> module, int64_t batch,
                                        int64_t max_length) {
-  auto& gpt = dynamic_cast<GptImpl&>(*module);
-  const auto options = gpt.wte->weight.options().requires_grad(false);
+  const torch::Tensor weight = dynamic_cast<GptImpl&>(*module).wte->weight;
   // gpt caches every one of its a heads.
   const CacheShape shape{c.n_layer,
                          batch,
@@ -267,11 +279,7 @@ std::unique_ptr<KvDecoder> gpt_decoder(const GptConfig& c, std::shared_ptr<torch
                          max_length,
                          c.context_length,
                          "the model's position embeddings"};
-  return cached_decoder(
-      [module](const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position) {
-        return dynamic_cast<GptImpl&>(*module).forward(tokens, caches, position);
-      },
-      shape, options);
+  return module_decoder<GptImpl>(std::move(module), shape, weight);
 }
 
 }  // namespace zoo

@@ -134,7 +134,8 @@ struct LlamaImpl : torch::nn::Module {
     for (auto& p : named_parameters())
       if (p.key().find("norm") == std::string::npos) p.value().normal_(0.0, 0.02);
   }
-  // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos .. pos + S - 1.
+  // idx: [B, S] token ids -> logits [B, S, V]. With caches (decoding), idx holds positions pos .. pos + S - 1 and
+  // the logits are the last position's: [B, 1, V].
   torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     auto x = embed->forward(idx);  // [B, S, h]
     for (size_t i = 0; i < layers.size(); ++i) {
@@ -146,7 +147,8 @@ struct LlamaImpl : torch::nn::Module {
       else
         x = layer->forward(x);  // [B, S, h]
     }
-    x = norm->forward(x);                                                                    // [B, S, h]
+    if (caches) x = x.narrow(1, x.size(1) - 1, 1);  // decoding: the next token's position only, [B, 1, h]
+    x = norm->forward(x);                           // [B, S, h]
     return lm_head ? lm_head->forward(x) : torch::nn::functional::linear(x, embed->weight);  // [B, S, V]
   }
   int64_t checkpoint_every = 0;
@@ -161,18 +163,26 @@ struct LlamaImpl : torch::nn::Module {
 // and normed tensor 2, q/k/v projections' input 1 (shared), rotated q 1, rotated and repeated k and v 2
 // (the repeats are new tensors of a/g times the heads), the attention output 1, mlp_norm's 2, gate/up's input
 // 1 (shared), SiLU's input, its output and up's output 3f/h, down's input f/h: 10 + 4f/h.
+// The KV-cached forward (ActivationQuery::sequence_tokens > 0: a prefill or a decoding step) also writes the new
+// keys and values into the layer's cache and attends to all its positions (repeated per query head, as the
+// cached forward does: the repeat reads the whole cache each step).
 trace::Sym trace_attention(trace::ForwardTrace& t, const LlamaConfig& c, const trace::Sym& x) {
-  const int64_t B = t.batch(), S = c.context_length, h = c.d_model, d = h / c.n_head, kv = c.n_kv_head * d;
-  const int64_t group = c.n_head / c.n_kv_head;
+  const int64_t B = t.batch(), S = zoo::sequence_positions(t.query(), c.context_length), h = c.d_model;
+  const int64_t d = h / c.n_head, kv = c.n_kv_head * d, group = c.n_head / c.n_kv_head;
+  const int64_t cached = t.query().sequence_tokens > 0 ? t.query().cached_tokens : 0;
   trace::Sym q, k, v;
   q = t.rotary(t.linear(x, h, c.n_head * d, false), S, d);  // [B, a, S, d]
   k = t.rotary(t.linear(x, h, kv, false), S, d);            // [B, g, S, d]
   v = t.linear(x, h, kv, false);                            // [B, g, S, d] (a view)
-  if (group > 1) {                                          // repeat_interleave: [B, a, S, d] copies
+  if (t.query().sequence_tokens > 0) {                      // [B, g, cached + S, d], from the cache
+    k = t.cache_append(k, B * cached * kv);
+    v = t.cache_append(v, B * cached * kv);
+  }
+  if (group > 1) {  // repeat_interleave: [B, a, cached + S, d] copies
     k = t.repeat(k, group);
     v = t.repeat(v, group);
   }
-  return t.linear(t.attention(q, k, v, B, c.n_head, S, /*causal=*/true), c.n_head * d, h, false);
+  return t.linear(t.attention(q, k, v, B, c.n_head, S, /*causal=*/cached == 0, cached + S), c.n_head * d, h, false);
 }
 
 trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace::Sym& x_in) {
@@ -192,7 +202,7 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace
 }
 
 trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
-  const int64_t B = t.batch(), S = c.context_length, h = c.d_model;
+  const int64_t B = t.batch(), S = zoo::sequence_positions(t.query(), c.context_length), h = c.d_model;
   trace::Sym idx = t.input(B * S, 8);
   idx.dims = 2;
   trace::Sym x = t.embedding(idx, h, c.vocab_size, !c.tied_head);
@@ -202,6 +212,7 @@ trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
     else
       x = trace_layer(t, c, x);
   }
+  if (t.query().sequence_tokens > 0) x = trace::view(x, B * h);  // the cached forward: the last position only
   x = t.rms_norm(x, h);
   return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
 }
@@ -228,7 +239,7 @@ class LlamaWorkload final : public zoo::ZooWorkload<LlamaImpl, LlamaConfig> {
   ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
     return zoo::estimate_with_loss(
         query, [&](trace::ForwardTrace& t) { return trace_llama(t, config_); },
-        query.batch_size * config_.context_length, config_.vocab_size);
+        query.batch_size * zoo::sequence_positions(query, config_.context_length), config_.vocab_size);
   }
 };
 
@@ -251,10 +262,9 @@ namespace zoo {
 
 std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& c, std::shared_ptr<torch::nn::Module> module, int64_t batch,
                                          int64_t max_length) {
-  auto& llama = dynamic_cast<LlamaImpl&>(*module);
   // The cache in the dtype the layers compute in (an int8 copy keeps fp32 embeddings and activations), of its g
   // key/value heads only (grouped-query attention repeats them at use); rotary positions continue from `position`.
-  const auto options = llama.embed->weight.options().requires_grad(false);
+  const torch::Tensor weight = dynamic_cast<LlamaImpl&>(*module).embed->weight;
   const CacheShape shape{c.n_layer,
                          batch,
                          c.n_kv_head,
@@ -262,11 +272,7 @@ std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& c, std::shared_ptr<t
                          max_length,
                          c.context_length,
                          "the context the preset is built for"};
-  return cached_decoder(
-      [module](const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position) {
-        return dynamic_cast<LlamaImpl&>(*module).forward(tokens, caches, position);
-      },
-      shape, options);
+  return module_decoder<LlamaImpl>(std::move(module), shape, weight);
 }
 
 }  // namespace zoo

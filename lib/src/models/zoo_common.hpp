@@ -20,6 +20,18 @@ struct CacheShape {
 };
 std::unique_ptr<KvDecoder> cached_decoder(CachedDecoder::Forward forward, const CacheShape& shape,
                                           const torch::TensorOptions& options);
+// The decoder of a zoo module whose forward(tokens, caches, position) reads and extends the caches (gpt, llama),
+// with caches of `shape` in the dtype and on the device of `weight` (one of the module's: the dtype the layers
+// compute in).
+template <typename Impl>
+std::unique_ptr<KvDecoder> module_decoder(std::shared_ptr<torch::nn::Module> module, const CacheShape& shape,
+                                          const torch::Tensor& weight) {
+  return cached_decoder(
+      [module](const torch::Tensor& tokens, std::vector<GptLayerCache>* caches, int64_t position) {
+        return dynamic_cast<Impl&>(*module).forward(tokens, caches, position);
+      },
+      shape, weight.options().requires_grad(false));
+}
 std::unique_ptr<KvDecoder> gpt_decoder(const GptConfig& config, std::shared_ptr<torch::nn::Module> module,
                                        int64_t batch, int64_t max_length);
 std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& config, std::shared_ptr<torch::nn::Module> module,
@@ -75,6 +87,12 @@ inline Batch copy_task_batch(int64_t batch_size, int64_t S, int64_t V, const c10
 // Mean cross-entropy of logits [B, C] against classes [B].
 inline torch::Tensor classification_loss(const torch::Tensor& logits, const Batch& batch) {
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), batch.target);
+}
+
+// The positions per sequence a token model's forward runs for `query` (ActivationQuery::sequence_tokens, else the
+// model's context length).
+inline int64_t sequence_positions(const ActivationQuery& query, int64_t context_length) {
+  return query.sequence_tokens > 0 ? query.sequence_tokens : context_length;
 }
 
 // A zoo model's activation estimate: its traced forward (returning the logits) and, when training, the

@@ -40,6 +40,13 @@ void validate(const PlanSettings& s) {
   if (!(s.usable_memory_fraction > 0 && s.usable_memory_fraction <= 1))
     throw InvalidArgument("plan.usable_memory_fraction", cat(s.usable_memory_fraction), "a fraction in (0, 1]");
   if (s.max_batch < 1) throw InvalidArgument("plan.max_batch", cat(s.max_batch), ">= 1");
+  if (s.new_tokens < 0) throw InvalidArgument("plan.new_tokens", cat(s.new_tokens), ">= 0 (0: no generation)");
+  if (s.prompt_tokens < 0)
+    throw InvalidArgument("plan.prompt_tokens", cat(s.prompt_tokens),
+                          ">= 0 (0: the context length minus the new tokens)");
+  if (s.prompt_tokens > 0 && s.new_tokens == 0)
+    throw InvalidArgument("plan.prompt_tokens", cat(s.prompt_tokens),
+                          "0 without --new-tokens (a prompt is generated from)");
   if (s.measure.enabled && s.calibration)
     throw InvalidArgument("plan.measure", "with a report", "--measure or --from, not both (each calibrates)");
   if (s.measure.steps < 1) throw InvalidArgument("plan.measure.steps", cat(s.measure.steps), ">= 1");
@@ -303,6 +310,36 @@ Projected per_second(double units, const ProjectedTime& t) {
   return {t.bound_s > 0 ? units / t.bound_s : 0, t.estimate_s > 0 ? units / t.estimate_s : 0};
 }
 
+// Phases run one after the other: their times add, class by class.
+void add_time(ProjectedTime& into, const ProjectedTime& t) {
+  if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
+  into.bound_s += t.bound_s;
+  into.estimate_s += t.estimate_s;
+  for (size_t c = 0; c < into.by_class.size(); ++c) {
+    into.by_class[c].bound_s += t.by_class[c].bound_s;
+    into.by_class[c].estimate_s += t.by_class[c].estimate_s;
+  }
+  into.launch_s += t.launch_s;
+  into.kernels += t.kernels;
+}
+
+// The work of a decoding step at `f` of the way from step `a` to step `b`: a step's work is affine in the
+// positions it attends to (the attention's FLOPs and the cache it reads grow by one position per step; the
+// weights read and the kernels do not change).
+StepWork between(const StepWork& a, const StepWork& b, double f) {
+  StepWork w = a;
+  for (size_t c = 0; c < w.forward.by_class.size(); ++c) {
+    OpWork& o = w.forward.by_class[c];
+    const OpWork &x = a.forward.by_class[c], &y = b.forward.by_class[c];
+    o.flops = x.flops + f * (y.flops - x.flops);
+    o.bytes = x.bytes + f * (y.bytes - x.bytes);
+    o.weight_elements = x.weight_elements + f * (y.weight_elements - x.weight_elements);
+    o.kernels = x.kernels + f * (y.kernels - x.kernels);
+  }
+  w.model_flops = a.model_flops + f * (b.model_flops - a.model_flops);
+  return w;
+}
+
 // Memoised predictions: they depend on the card only through its kind (the CPU's kernels save a little
 // more than CUDA's, tvie/predict.hpp).
 struct Predictions {
@@ -341,11 +378,72 @@ struct Predictions {
     return train_memory[batch] = m;
   }
   int64_t training_peak(int64_t batch) { return training_memory(batch).peak; }
+  // Generation (settings.new_tokens > 0): the prompt's tokens, resolved by plan_cards.
+  int64_t prompt_tokens = 0;
+  bool generating() const { return settings.new_tokens > 0; }
+  std::map<std::pair<int64_t, int64_t>, StepWork> decode_work;  // (batch, cached positions) -> a cached forward
+
+  // The weights an inference copy holds in settings.infer.dtype: dense, every parameter in the dtype; int8/fp8
+  // (not predicted by predict_inference_memory) the Linear weights at 1 byte (the matmuls' weight elements), the
+  // other parameters in the dtype the rest runs in. An estimate for int8/fp8: the packed layouts and
+  // quantisation scratch are not modelled.
+  int64_t inference_weight_bytes(const ActivationQuery& q, const ActivationEstimate& a) {
+    const double n = static_cast<double>(workload.facts().parameter_count);
+    const double linear = quantised() ? inference_work(1).forward[OpClass::matmul].weight_elements : 0;
+    const double rest = std::max(0.0, n - linear);
+    return static_cast<int64_t>(linear + rest * static_cast<double>(q.weight_bytes)) + a.buffer_bytes;
+  }
+
+  // KV-cached decoding's work: a prefill (the prompt, `cached` 0) or a decoding step (1 token, `cached` so far).
+  const StepWork& cached_forward(int64_t batch, int64_t cached) {
+    const auto key = std::make_pair(batch, cached);
+    auto it = decode_work.find(key);
+    if (it != decode_work.end()) return it->second;
+    InferSettings i = settings.infer;
+    i.batch_size = batch;
+    return decode_work[key] = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached);
+  }
+
+  // One request batch with generation on `card`: the prefill, then new_tokens - 1 decoding steps, step k
+  // attending to prompt + k - 1 cached positions (each step's work between the first and the last step's).
+  // A class is memory-bound in the sum as it is in the phase (prefill or decoding) where it spends the longer time.
+  ProjectedTime generation_time(int64_t batch, const Accelerator& card, ProjectedTime* prefill) {
+    ProjectedTime t = project_time(cached_forward(batch, 0), card);
+    if (prefill) *prefill = t;
+    const int64_t steps = settings.new_tokens - 1;
+    if (steps == 0) return t;
+    const StepWork& first = cached_forward(batch, prompt_tokens);
+    const StepWork& last = cached_forward(batch, prompt_tokens + steps - 1);
+    ProjectedTime decoding, step;
+    for (int64_t k = 0; k < steps; ++k) {
+      step = project_time(steps == 1 ? first : between(first, last, double(k) / double(steps - 1)), card);
+      add_time(decoding, step);
+    }
+    for (size_t c = 0; c < t.by_class.size(); ++c)
+      if (decoding.by_class[c].estimate_s > t.by_class[c].estimate_s)
+        t.by_class[c].memory_bound = step.by_class[c].memory_bound;
+    add_time(t, decoding);
+    return t;
+  }
+
   int64_t inference_peak(int64_t batch) {
     auto it = infer_peak.find(batch);
     if (it != infer_peak.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
+    if (generating()) {
+      // The weights, the KV cache of prompt + new - 1 positions (in the dtype the layers compute in), the prompt's
+      // token ids, and the larger working set of the prefill and the last decoding step.
+      ActivationQuery q = activation_query(i, device);
+      q.sequence_tokens = prompt_tokens;
+      const ActivationEstimate prefill = workload.estimate_activations(q);
+      q.sequence_tokens = 1;
+      q.cached_tokens = prompt_tokens + settings.new_tokens - 2;
+      const ActivationEstimate step = workload.estimate_activations(q);
+      const int64_t kv = kv_cache_bytes(workload, batch, prompt_tokens + settings.new_tokens - 1, q.weight_bytes);
+      return infer_peak[batch] = inference_weight_bytes(q, prefill) + kv + batch * prompt_tokens * 8 +
+                                 std::max(prefill.forward_peak_bytes, step.forward_peak_bytes);
+    }
     const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
     if (p.peak >= 0) return infer_peak[batch] = p.peak;
     const ActivationQuery q = activation_query(i, device);
@@ -363,14 +461,8 @@ struct Predictions {
       }
     }
     if (!quantised()) return infer_peak[batch] = p.peak;
-    // int8/fp8 (not predicted by predict_inference_memory): the Linear weights at 1 byte (the matmuls' weight
-    // elements), the other parameters in the dtype the rest runs in, plus the trace's working set. An estimate:
-    // the packed layouts and quantisation scratch are not modelled.
-    const double linear = inference_work(1).forward[OpClass::matmul].weight_elements;
-    const double rest = std::max(0.0, static_cast<double>(workload.facts().parameter_count) - linear);
-    const double weights =
-        linear * 1.0 + rest * static_cast<double>(q.weight_bytes) + static_cast<double>(a.buffer_bytes);
-    return infer_peak[batch] = static_cast<int64_t>(weights) + a.forward_peak_bytes + p.batch;
+    // int8/fp8: the estimated weights plus the trace's working set.
+    return infer_peak[batch] = inference_weight_bytes(q, a) + a.forward_peak_bytes + p.batch;
   }
   bool quantised() const {
     return settings.infer.dtype == InferenceDtype::int8 || settings.infer.dtype == InferenceDtype::fp8;
@@ -459,7 +551,26 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
 
 InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
   InferencePlan i;
-  i.latency = calibrated(project_time(p.inference_work(1), card), factor);
+  // A batch of b requests, projected: one forward, or (generation) the prefill and the decoding steps.
+  const auto batch_time = [&](int64_t b, ProjectedTime* prefill) {
+    if (!p.generating()) return calibrated(project_time(p.inference_work(b), card), factor);
+    ProjectedTime t = calibrated(p.generation_time(b, card, prefill), factor);
+    if (prefill) *prefill = calibrated(*prefill, factor);
+    return t;
+  };
+  GenerationPlan& g = i.generation;
+  i.latency = batch_time(1, &g.prefill);
+  if (p.generating()) {
+    g.prompt_tokens = p.prompt_tokens;
+    g.new_tokens = s.new_tokens;
+    g.kv_cache_bytes =
+        kv_cache_bytes(p.workload, 1, g.prompt_tokens + g.new_tokens - 1, activation_query(s.infer).weight_bytes);
+    if (g.new_tokens > 1) {
+      const double steps = static_cast<double>(g.new_tokens - 1);
+      g.time_per_output_token_s = {(i.latency.bound_s - g.prefill.bound_s) / steps,
+                                   (i.latency.estimate_s - g.prefill.estimate_s) / steps};
+    }
+  }
   i.supported = i.latency.supported;
   i.unsupported = i.latency.unsupported;
   i.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
@@ -482,7 +593,7 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accele
   for (int64_t b = 1; b <= i.largest_batch; b *= 2) batches.push_back(b);
   if (batches.back() != i.largest_batch) batches.push_back(i.largest_batch);
   for (int64_t b : batches) {
-    const ProjectedTime t = calibrated(project_time(p.inference_work(b), card), factor);
+    const ProjectedTime t = batch_time(b, nullptr);
     const Projected rate = per_second(static_cast<double>(b), t);
     if (rate.estimate > i.samples_per_s.estimate) i.best_batch = b, i.samples_per_s = rate;
     if (s.p99_ms > 0) {
@@ -493,6 +604,8 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accele
     }
   }
   if (s.p99_ms <= 0) i.qps_per_card = i.samples_per_s, i.serving_batch = i.best_batch;
+  const double tokens = static_cast<double>(g.new_tokens);
+  g.tokens_per_s = {i.samples_per_s.bound * tokens, i.samples_per_s.estimate * tokens};
   if (s.serve_qps > 0 && i.qps_per_card.estimate > 0) {
     i.cards_for_qps = static_cast<int64_t>(std::ceil(s.serve_qps / i.qps_per_card.estimate));
     const double n = static_cast<double>(i.cards_for_qps);
@@ -520,6 +633,20 @@ CloudCost cloud_cost(const Accelerator& card, double device_hours) {
   return c;
 }
 
+int64_t generation_prompt_tokens(const Workload& workload, const PlanSettings& settings) {
+  if (settings.new_tokens == 0) return 0;
+  kv_cache_bytes(workload, 1, 1, 1);  // InvalidArgument("model") unless a zoo gpt or llama
+  const int64_t context = workload.facts().tokens_per_sample, n = settings.new_tokens;
+  if (n >= context)
+    throw InvalidArgument("plan.new_tokens", cat(n), cat("1 .. ", context - 1, " (below the context length, --seq)"));
+  const int64_t prompt = settings.prompt_tokens > 0 ? settings.prompt_tokens : context - n;
+  if (prompt + n - 1 > context)
+    throw InvalidArgument(
+        "plan.prompt_tokens", cat(prompt),
+        cat("1 .. ", context - n + 1, " (prompt + new tokens - 1 <= the context length ", context, ", --seq)"));
+  return prompt;
+}
+
 std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
                                  const std::vector<Accelerator>& cards) {
   {
@@ -529,6 +656,7 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
   }
   Predictions cpu{workload, settings, c10::Device(c10::kCPU), {}, {}, {}, {}};
   Predictions accelerator{workload, settings, c10::Device(c10::kCUDA), {}, {}, {}, {}};
+  cpu.prompt_tokens = accelerator.prompt_tokens = generation_prompt_tokens(workload, settings);
   std::vector<CardPlan> plans;
   for (const auto& card : cards) {
     Predictions& p = card.kind == "cpu" ? cpu : accelerator;

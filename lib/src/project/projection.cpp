@@ -9,6 +9,7 @@
 
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
+#include <tvie/models.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie {
@@ -154,16 +155,18 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
   return w;
 }
 
-StepWork inference_batch_work(const Workload& workload, const InferSettings& settings) {
-  const ActivationQuery query = activation_query(settings);
+namespace {
+
+// One inference forward's work at `query`, with the peaks and weight bytes of settings.dtype; samples, tokens and
+// model FLOPs are the caller's.
+StepWork inference_work(const Workload& workload, const InferSettings& settings, const ActivationQuery& query,
+                        Work* traced) {
   const Work a = work_of(workload, query);
-  const ModelFacts facts = workload.facts();
+  if (traced) *traced = a;
   StepWork w;
   w.profiled = a.profiled;
   w.forward = a.forward;
   w.samples = settings.batch_size;
-  w.tokens = settings.batch_size * facts.tokens_per_sample;
-  w.model_flops = flops_per_sample(facts, a) * static_cast<double>(settings.batch_size);
   w.precision = to_string(settings.dtype);
   switch (settings.dtype) {
     case InferenceDtype::fp32:
@@ -188,6 +191,31 @@ StepWork inference_batch_work(const Workload& workload, const InferSettings& set
       w.weight_element_bytes = 1;
       break;
   }
+  return w;
+}
+
+}  // namespace
+
+StepWork inference_batch_work(const Workload& workload, const InferSettings& settings) {
+  Work a;
+  StepWork w = inference_work(workload, settings, activation_query(settings), &a);
+  const ModelFacts facts = workload.facts();
+  w.tokens = settings.batch_size * facts.tokens_per_sample;
+  w.model_flops = flops_per_sample(facts, a) * static_cast<double>(settings.batch_size);
+  return w;
+}
+
+StepWork decoding_work(const Workload& workload, const InferSettings& settings, int64_t new_positions,
+                       int64_t cached_positions) {
+  kv_cache_bytes(workload, 1, 1, 1);  // InvalidArgument("model") unless a zoo gpt or llama
+  if (new_positions < 1) throw InvalidArgument("new_positions", cat(new_positions), ">= 1");
+  if (cached_positions < 0) throw InvalidArgument("cached_positions", cat(cached_positions), ">= 0");
+  ActivationQuery query = activation_query(settings);
+  query.sequence_tokens = new_positions;
+  query.cached_tokens = cached_positions;
+  StepWork w = inference_work(workload, settings, query, nullptr);
+  w.tokens = settings.batch_size * new_positions;
+  w.model_flops = w.forward[OpClass::matmul].flops + w.forward[OpClass::attention].flops;
   return w;
 }
 

@@ -761,7 +761,8 @@ void ConsoleReporter::report(const PlanReport& r) {
   out << "\nInference (projected, " << to_string(s.infer.dtype) << "), per card:\n";
   const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12, 14};
   row(out,
-      {"card", "fits", "max b", "latency b1 ms", "best b", "samples/s at best",
+      {"card", "fits", "max b", "latency b1 ms", "best b",
+       s.new_tokens > 0 ? "requests/s at best" : "samples/s at best",
        s.p99_ms > 0 ? cat("QPS/card p99<=", s.p99_ms, "ms") : std::string("QPS/card (no bound)"), "cards", "kW (TDP)",
        "hardware $", "cloud $/1M req"},
       wi);
@@ -784,7 +785,15 @@ void ConsoleReporter::report(const PlanReport& r) {
          rate ? cloud_span(i.usd_per_million, "%.3g") : "-"},
         wi);
   }
-  out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
+  if (s.new_tokens > 0) {
+    const GenerationPlan* any = nullptr;
+    for (const auto& c : r.cards) any = &c.inference.generation;
+    out << "  latency b1: one request alone: its prompt's forward (prefill) and " << s.new_tokens - 1
+        << " decoding steps (a request: "
+        << (any ? cat(any->prompt_tokens, " prompt tokens, ", any->new_tokens, " new") : std::string("")) << ").\n";
+  } else {
+    out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
+  }
   out << "  QPS/card: requests/s one card sustains"
       << (s.p99_ms > 0 ? " with p99 within the bound: batches of @b requests (a batch waits for its last), an M/D/1 "
                          "queue\n  of batches at the projected service time"
@@ -793,6 +802,30 @@ void ConsoleReporter::report(const PlanReport& r) {
       << " at the estimate; hardware $ from the catalog's purchase prices where it\n  has one; cloud $/1M req: "
          "those cards rented for the hours a million requests take, at the cheapest..dearest\n  listed on-demand "
          "price. Rates are estimate..bound.\n";
+  if (s.new_tokens > 0) {
+    out << "\nGeneration (projected), per card:\n";
+    const std::vector<size_t> wg = {22, 24, 24, 28, 14};
+    row(out, {"card", "first token ms (b1)", "per output token ms (b1)", "tokens/s at best b", "KV cache/req"}, wg);
+    for (const auto& c : r.cards) {
+      const auto& i = c.inference;
+      if (!i.supported) continue;
+      const GenerationPlan& g = i.generation;
+      row(out,
+          {c.card.id + (c.inference_calibration > 0 ? "*" : ""),
+           span(g.prefill.bound_s * 1e3, g.prefill.estimate_s * 1e3, ""),
+           g.new_tokens > 1 ? span(g.time_per_output_token_s.bound * 1e3, g.time_per_output_token_s.estimate * 1e3, "")
+                            : "-",
+           i.best_batch > 0 ? span(g.tokens_per_s.estimate, g.tokens_per_s.bound, cat(" @b", i.best_batch).c_str())
+                            : "0",
+           gb(g.kv_cache_bytes)},
+          wg);
+    }
+    out << "  per output token: the mean decoding step of a request alone (each reads every weight and the KV "
+           "cache so far).\n"
+           "  tokens/s: new tokens per second per card with batches of @b requests decoded together (static "
+           "batching). Times are\n  bound..estimate, rates estimate..bound; the peaks above hold each request's "
+           "whole KV cache.\n";
+  }
   out << "Efficiencies and their basis per card: --json PATH (cards[].efficiency); the catalog: "
          "lib/data/accelerators.json.\n";
 }

@@ -577,6 +577,22 @@ std::string to_html_string(const PlanReport& r) {
                          {"requests/s per card", true}, "requests/s");
   svg::IntervalChart latency("plan-inference-latency", "Latency at batch 1 per card, " + projected, {"seconds", true},
                              "latency");
+  // Generation (--new-tokens): the decoding step of a request alone, and the new tokens a card makes per second.
+  svg::IntervalChart tpot("plan-generation-tpot", "Time per output token at batch 1 per card, " + projected,
+                          {"seconds per token", true}, "per output token");
+  svg::IntervalChart tokens("plan-generation-tokens", "New tokens per second per card at its best batch, " + projected,
+                            {"tokens/s per card", true}, "tokens/s");
+  for (const auto& c : r.cards) {
+    const auto& g = c.inference.generation;
+    if (g.new_tokens == 0) continue;
+    const bool ok = c.inference.supported && g.new_tokens > 1;
+    const std::string why = !c.inference.supported ? c.inference.unsupported : ok ? "" : "one token: no decoding step";
+    tpot.rows.push_back(
+        {c.card.id, ok ? g.time_per_output_token_s.bound : 0, ok ? g.time_per_output_token_s.estimate : 0, why});
+    const bool fits = c.inference.supported && c.inference.best_batch > 0;
+    tokens.rows.push_back({c.card.id, fits ? g.tokens_per_s.estimate : 0, fits ? g.tokens_per_s.bound : 0,
+                           fits ? "" : (c.inference.supported ? "does not fit" : c.inference.unsupported)});
+  }
   for (const auto& c : r.cards) {
     const auto& t = c.training;
     if (t.supported && t.step.supported)
@@ -604,6 +620,10 @@ std::string to_html_string(const PlanReport& r) {
   add(s, {"Training", how, svg::render(step)});
   add(s, {"Inference: latency", how, svg::render(latency)});
   add(s, {"Inference: requests per card", how, svg::render(qps)});
+  if (!tpot.rows.empty()) {
+    add(s, {"Generation: time per output token", how, svg::render(tpot)});
+    add(s, {"Generation: new tokens per second", how, svg::render(tokens)});
+  }
   add(s, table_section("The plan (projected)", to_csv_string(r), "plan"));
   return page("tvie plan: " + r.workload,
               workload_summary(r.workload, r.facts) + " Every figure on this page is projected, not measured.", s,

@@ -688,6 +688,8 @@ std::string to_json_string(const PlanReport& r, int indent) {
                    {"include_host", s.include_host},
                    {"serve_qps", s.serve_qps},
                    {"p99_ms", s.p99_ms},
+                   {"new_tokens", s.new_tokens},
+                   {"prompt_tokens", s.prompt_tokens},
                    {"train_tokens", s.train_tokens},
                    {"train_samples", s.train_samples},
                    {"usable_memory_fraction", s.usable_memory_fraction},
@@ -765,6 +767,15 @@ std::string to_json_string(const PlanReport& r, int indent) {
            {"power_kw", figure(i.power_kw)},
            {"hardware_usd", figure(i.hardware_usd)},
            {"usd_per_million", cloud_cost_json(i.usd_per_million)}}}});
+    const GenerationPlan& g = i.generation;
+    cards.back()["inference"]["generation"] =
+        g.new_tokens == 0 ? json()
+                          : json{{"prompt_tokens", g.prompt_tokens},
+                                 {"new_tokens", g.new_tokens},
+                                 {"prefill", time_json(g.prefill)},
+                                 {"time_per_output_token_s", interval_json(g.time_per_output_token_s)},
+                                 {"tokens_per_s", interval_json(g.tokens_per_s)},
+                                 {"kv_cache_bytes", g.kv_cache_bytes}};
   }
   j["cards"] = cards;
   return j.dump(indent);
@@ -778,7 +789,8 @@ std::string to_csv_string(const PlanReport& r) {
       "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
       "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
       "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
-      "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high";
+      "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high,infer_first_token_ms_projected_estimate,"
+      "infer_time_per_output_token_ms_projected_estimate,infer_tokens_per_s_projected_estimate";
   const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
   for (const auto& c : r.cards) {
     const auto& t = c.training;
@@ -792,6 +804,11 @@ std::string to_csv_string(const PlanReport& r) {
         ",", i.best_batch, ",", i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate),
         ",", i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd), ",", cell(t.budget_usd.low_usd), ",",
         cell(t.budget_usd.high_usd), ",", cell(i.usd_per_million.low_usd), ",", cell(i.usd_per_million.high_usd));
+    const GenerationPlan& g = i.generation;
+    const bool generated = g.new_tokens > 0 && i.supported;
+    out += cat(",", generated ? cat(g.prefill.estimate_s * 1e3) : "", ",",
+               generated && g.new_tokens > 1 ? cat(g.time_per_output_token_s.estimate * 1e3) : "", ",",
+               generated ? cat(g.tokens_per_s.estimate) : "");
   }
   return out;
 }

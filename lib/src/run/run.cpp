@@ -362,6 +362,7 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
 
 PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings, const RunOptions& options) {
   validate(plan_settings);
+  generation_prompt_tokens(workload, plan_settings);  // the model and the context checked before anything runs
   PlanSettings settings = plan_settings;
   if (settings.measure.enabled) settings.calibration = measure_for_plan(workload, settings, options);
   const auto& catalog = accelerator_catalog();

@@ -67,6 +67,25 @@ def cloud(cost, digits=0):
     return f"{low if low == high else low + ' .. ' + high} ({n} listing{'' if n == 1 else 's'})"
 
 
+def fits_cell(card):
+    """Whether batch 1 fits, with its predicted peak against the card's memory."""
+    i = card["inference"]
+    peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
+    return f"{'yes' if i['fits'] else 'no'} ({peak} of {card['memory_gb']:g})"
+
+
+def serving_cells(i):
+    """The requests/s one card sustains under the bound, the cards for the rate and their power."""
+    q = i["qps_per_card"]
+    kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
+    return [f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']})", f"{i['cards_for_qps'] or '-'}",
+            kw]
+
+
+def cloud_cell(i):
+    return cloud(i["usd_per_million"], 2) if i["cards_for_qps"] else "-"
+
+
 def serve_table(report):
     s = report["settings"]
     rows = ["| card | fits (peak at batch 1) | largest batch | latency, batch 1 (ms) | best batch: samples/s | "
@@ -75,20 +94,14 @@ def serve_table(report):
             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in report["cards"]:
         i = c["inference"]
-        peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
         if not i["supported"]:
-            rows.append(f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak}) | {i['largest_batch']} | "
-                        f"n/a: {i['unsupported']} | | | | | | |")
+            rows.append(f"| {c['id']} | {fits_cell(c)} | {i['largest_batch']} | n/a: {i['unsupported']} | | | | | | |")
             continue
-        q = i["qps_per_card"]
-        kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
-        rows.append(
-            f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | {i['largest_batch']} | "
-            f"{span(i['latency']['bound_s'], i['latency']['estimate_s'], 1e3)} | "
-            f"{i['best_batch']}: {span(i['samples_per_s']['estimate'], i['samples_per_s']['bound'])} | "
-            f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']}) | "
-            f"{i['cards_for_qps'] or '-'} | {kw} | "
-            f"{money(i['hardware_usd'])} | {cloud(i['usd_per_million'], 2) if i['cards_for_qps'] else '-'} |")
+        cells = [c["id"], fits_cell(c), f"{i['largest_batch']}",
+                 span(i["latency"]["bound_s"], i["latency"]["estimate_s"], 1e3),
+                 f"{i['best_batch']}: {span(i['samples_per_s']['estimate'], i['samples_per_s']['bound'])}",
+                 *serving_cells(i), money(i["hardware_usd"]), cloud_cell(i)]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -101,24 +114,18 @@ def chat_table(report):
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in report["cards"]:
         i = c["inference"]
-        peak = "-" if i["peak_bytes"] is None else f"{i['peak_bytes'] / 1e9:.1f} GB"
         if not i["supported"] or i["largest_batch"] == 0:
             why = f"n/a: {i['unsupported']}" if not i["supported"] else "does not fit"
-            rows.append(f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | "
-                        f"{i['largest_batch']} | {why} | | | | | | | |")
+            rows.append(f"| {c['id']} | {fits_cell(c)} | {i['largest_batch']} | {why} | | | | | | | |")
             continue
         g = i["generation"]
-        q = i["qps_per_card"]
-        kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
         tpot = g["time_per_output_token_s"]
-        rows.append(
-            f"| {c['id']} | {'yes' if i['fits'] else 'no'} ({peak} of {c['memory_gb']:g}) | {i['largest_batch']} | "
-            f"{span(g['prefill']['bound_s'], g['prefill']['estimate_s'], 1e3)} | "
-            f"{span(tpot['bound'], tpot['estimate'], 1e3)} | "
-            f"{span(i['latency']['bound_s'], i['latency']['estimate_s'])} | "
-            f"{i['best_batch']}: {span(g['tokens_per_s']['estimate'], g['tokens_per_s']['bound'])} | "
-            f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']}) | "
-            f"{i['cards_for_qps'] or '-'} | {kw} | {cloud(i['usd_per_million'], 2) if i['cards_for_qps'] else '-'} |")
+        cells = [c["id"], fits_cell(c), f"{i['largest_batch']}",
+                 span(g["prefill"]["bound_s"], g["prefill"]["estimate_s"], 1e3), span(tpot["bound"], tpot["estimate"], 1e3),
+                 span(i["latency"]["bound_s"], i["latency"]["estimate_s"]),
+                 f"{i['best_batch']}: {span(g['tokens_per_s']['estimate'], g['tokens_per_s']['bound'])}",
+                 *serving_cells(i), cloud_cell(i)]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
-# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices]   (a group: only those results)
+# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices|plan]   (a group: only those results)
 # Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
 # (docs/results/ and README.md aside, which it rewrites itself).
 set -euo pipefail
@@ -137,6 +137,14 @@ if [ "$group" = all ] || [ "$group" = max-batch ]; then
 # The largest batch that fits training and inference on an emulated 64 MiB device (README's headline of the gap).
 run "cpu-max-batch-gpt-tiny" "$bin/tvie" compare --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 64 \
     --optimizer adamw --device cpu --quiet --json "$out/cpu-max-batch-gpt-tiny.json"
+fi
+
+if [ "$group" = all ] || [ "$group" = plan ]; then
+# The host card's projection against what this CPU measures (tvie plan --measure): the training step, an inference
+# batch, and a generation's prefill and decoding step, each with its factor and the term it corrects.
+run "cpu-plan-gpt-small-measured" "$bin/tvie" plan --model gpt --preset small --batch 8 --infer-dtype fp32 \
+    --new-tokens 32 --prompt-tokens 32 --measure --steps 5 --warmup 2 --cards t4 --device cpu --quiet \
+    --json "$out/cpu-plan-gpt-small-measured.json"
 fi
 
 if [ "$group" = all ] || [ "$group" = slices ]; then

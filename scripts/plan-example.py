@@ -16,6 +16,7 @@ import subprocess
 root = pathlib.Path(__file__).resolve().parent.parent
 results = root / "docs" / "results"
 H200_REPORT = "docs/results/gpu-h200-compare-gpt2-small.json"  # measured on an H200 (scripts/gpu-check.sh)
+H200_DECODE = "docs/results/gpu-h200-decode-gpt2-small.json"  # tvie decode on the same H200
 
 SERVE_CARDS = "t4,l4,a100-80gb-sxm,h100-sxm"
 TRAIN_CARDS = "a100-80gb-sxm,h100-sxm"
@@ -30,6 +31,10 @@ CASES = [
      "request, 20 requests/s, p99 <= 60 s",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000"),
+    ("plan-llama-3-8b-chat-fp16-calibrated", "The same generation, calibrated with gpt2-small's generation "
+     "(tvie decode) measured on the H200 (Hopper)",
+     f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
+     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --from {H200_DECODE}"),
     ("plan-mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
      "5,000 requests/s, p99 <= 20 ms",
      f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20"),
@@ -129,6 +134,28 @@ def chat_table(report):
     return "\n".join(rows)
 
 
+def calibration_note(c):
+    """What the calibration measured and what it corrected, per mode the report had (the JSON's own figures)."""
+    modes = []
+    for mode, what in [("training", "training step"), ("inference", "inference batch"), ("prefill", "prefill"),
+                       ("decoding", "decoding step")]:
+        if not c[f"{mode}_factor"]:
+            continue
+        projected = c[f"{mode}_projected_s"]
+        term = (f"the kernel overhead x{c[f'{mode}_launch_factor']:.3g}" if c[f"{mode}_work_factor"] == 1
+                else f"the operators' time x{c[f'{mode}_work_factor']:.3g}" if c[f"{mode}_launch_factor"] == 1
+                else f"both x{c[f'{mode}_factor']:.3g}")
+        modes.append(f"{what} {c[f'{mode}_measured_s'] * 1e3:.2f} ms against {projected * 1e3:.2f} ms projected for "
+                     f"that card ({c[f'{mode}_launch_s'] / projected * 100:.0f}% of it kernel launches): x"
+                     f"{c[f'{mode}_factor']:.3g}, corrected as {term}")
+    return (f"Calibration: {c['workload']} measured on {c['device']} ([{pathlib.Path(c['source']).name}]"
+            f"({pathlib.Path(c['source']).name})); " + "; ".join(modes) + f". Applied to the {c['architecture']} "
+            "cards (marked by their calibration factor in the JSON; never below the bound). The term that "
+            "dominated the measured run's projection takes the difference, the other stays as projected, so a "
+            "small model's launch overhead is not multiplied into a big model's weight reads (docs/plan.md, "
+            "Calibration).")
+
+
 def train_table(report):
     s = report["settings"]
     rows = ["| card | fits one card | cards (sharding) | step on one card (ms) | tokens/s per card | MFU assumed | "
@@ -175,7 +202,18 @@ def main():
     for name, what, args in CASES:
         cmd, report = run(a.tvie, name, args)
         parts += [f"## {what}", "", f"`{cmd}` ([{name}.json]({name}.json))", ""]
-        if "chat" in name:
+        c = report["settings"].get("calibration")
+        if c:
+            parts += [calibration_note(c), ""]
+        if "chat" in name and c:
+            decode = json.loads((root / H200_DECODE).read_text())["decoding"]["settings"]
+            parts += [chat_table(report), "",
+                      "The decode report was measured before the cached forward ran its head on the last position "
+                      f"only (commit 52793f5): its prefill computed the logits of all {decode['prompt_tokens']} "
+                      f"prompt positions of its {decode['batch_size']} requests, which the "
+                      "projection of today's prefill does not count, so the prefill's factor is somewhat high; the "
+                      "decoding step (one position) is unaffected.", ""]
+        elif "chat" in name:
             parts += [chat_table(report), "",
                       "A decoding step reads every weight (and the cache so far) to make one token per request: at "
                       "batch 1 the time per output token is the weights' bytes over the card's bandwidth, and the "
@@ -189,12 +227,6 @@ def main():
             if note:
                 parts += [f"Memory with int8: {note}.", ""]
         else:
-            c = report["settings"].get("calibration")
-            if c:
-                parts += [f"Calibration: {c['workload']} measured on {c['device']}: training step "
-                          f"{c['training_measured_s'] * 1e3:.1f} ms against {c['training_projected_s'] * 1e3:.1f} ms "
-                          f"projected for that card, factor x{c['training_factor']:.3g}, applied to the "
-                          f"{c['architecture']} cards' estimates.", ""]
             parts += [train_table(report), ""]
     parts += ["Hardware prices are the catalog's dated list prices where it has one (`-`: none there). Cloud costs "
               "price the cards at the cheapest and at the dearest on-demand listing the catalog has for the card "

@@ -580,11 +580,12 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   // gpt small cut to 2 of its 4 blocks: the slice's factor stands for the whole model.
   const Run r = run_cli(
       "plan --model gpt --preset small --batch 4 --measure --measure-layers 2 --steps 2 --warmup 1 "
-      "--infer-dtype fp32 --cards t4 --device cpu --json " +
+      "--infer-dtype fp32 --new-tokens 8 --prompt-tokens 16 --cards t4 --device cpu --json " +
       json.string());
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("calibrated (*) from measured here (--measure, 2 steps)") != std::string::npos);
+  CHECK(r.out.find("calibrated (*) from measured here (--measure, 2 steps and generations)") != std::string::npos);
+  CHECK(r.out.find("\n  decoding step ") != std::string::npos);
   const auto j = read_json(json);
   const auto& c = j["settings"]["calibration"];
   CHECK(c["card"] == "host");
@@ -592,10 +593,19 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(c["training_factor"].get<double>() ==
         Approx(c["training_measured_s"].get<double>() / c["training_projected_s"].get<double>()));
   CHECK(c["inference_factor"].get<double>() > 0);
+  // The generation asked (16 prompt tokens, 8 new) measured too: its prefill and decoding step have factors.
+  CHECK(c["prefill_factor"].get<double>() ==
+        Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
+  CHECK(c["decoding_factor"].get<double>() ==
+        Approx(c["decoding_measured_s"].get<double>() / c["decoding_projected_s"].get<double>()));
+  CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
   REQUIRE(j["cards"].size() == 2);  // t4, then the host
   CHECK(j["cards"][0]["training_calibration"] == 0.0);
+  CHECK(j["cards"][0]["decoding_calibration"] == 0.0);
   CHECK(j["cards"][1]["id"] == "host");
   CHECK(j["cards"][1]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
+  CHECK(j["cards"][1]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
+  CHECK(j["cards"][1]["prefill_calibration"].get<double>() == Approx(c["prefill_factor"].get<double>()));
   // --measure and --from together: one line, exit code 2.
   const Run both = run_cli("plan --model gpt --measure --from " + json.string() + " --device cpu");
   CHECK(both.exit_code == 2);

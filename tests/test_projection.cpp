@@ -456,6 +456,42 @@ std::string read_text(const std::string& path) {
 }
 }  // namespace
 
+TEST_CASE("calibration factor: the term that dominated the measured run's projection takes the difference",
+          "[projection][pure]") {
+  const auto time = [](double estimate, double launch, double bound) {
+    ProjectedTime t;
+    t.estimate_s = estimate, t.launch_s = launch, t.bound_s = bound;
+    t.by_class[0].estimate_s = estimate - launch;
+    return t;
+  };
+  // Launch-bound (a small model decoding): 0.8 of 1.0 ms launches, measured 3 ms: the launches were 2.8 ms.
+  const ProjectedTime small = time(1e-3, 0.8e-3, 0.1e-3);
+  const CalibrationFactor l = calibration_factor(small, 3e-3);
+  CHECK(l.factor == Approx(3));
+  CHECK(l.work_factor == 1);
+  CHECK(l.launch_factor == Approx(2.8 / 0.8));
+  CHECK(calibrated(small, l).estimate_s == Approx(3e-3));  // the measured run itself: its measurement
+  CHECK(calibrated(small, l).launch_s == Approx(2.8e-3));
+  // A big model's step (10 ms, of which 0.5 ms launches) keeps its operators' time: 9.5 + 0.5 x 3.5 ms, not 3 x 10.
+  const ProjectedTime big = time(10e-3, 0.5e-3, 5e-3);
+  CHECK(calibrated(big, l).estimate_s == Approx(9.5e-3 + 0.5e-3 * 3.5));
+  CHECK(calibrated(big, l).by_class[0].estimate_s == Approx(9.5e-3));
+  // Operator-bound: the operators' time takes the difference, the launches stay.
+  const CalibrationFactor w = calibration_factor(big, 15e-3);
+  CHECK(w.launch_factor == 1);
+  CHECK(w.work_factor == Approx(14.5 / 9.5));
+  CHECK(calibrated(big, w).estimate_s == Approx(15e-3));
+  CHECK(calibrated(big, w).by_class[0].estimate_s == Approx(14.5e-3));
+  // Measured below the dominant term's share (faster than projected): both scale; never below the bound.
+  const CalibrationFactor fast = calibration_factor(small, 0.15e-3);
+  CHECK(fast.work_factor == Approx(0.15));
+  CHECK(fast.launch_factor == Approx(0.15));
+  CHECK(calibrated(big, fast).estimate_s == Approx(5e-3));
+  // Nothing measured, or nothing projected: no factor, nothing changed.
+  CHECK(calibration_factor(small, 0).factor == 0);
+  CHECK(calibrated(big, CalibrationFactor{}).estimate_s == big.estimate_s);
+}
+
 TEST_CASE("calibration from a measured report: the H200 run scales the Hopper cards' estimates", "[projection]") {
   const std::string path = std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200-compare-gpt2-small.json";
   const auto report = nlohmann::json::parse(read_text(path));
@@ -484,14 +520,16 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
   const auto plain = plan_cards(*w, s, cards);
   s.calibration = c;
   const auto tuned = plan_cards(*w, s, cards);
-  CHECK(tuned[0].training_calibration == 0);
+  CHECK(tuned[0].training_calibration.factor == 0);
   CHECK(tuned[0].training.step.estimate_s == plain[0].training.step.estimate_s);
-  CHECK(tuned[1].training_calibration == Approx(c.training.factor));
-  CHECK(tuned[1].training.step.estimate_s ==
-        Approx(std::max(plain[1].training.step.bound_s, plain[1].training.step.estimate_s * c.training.factor)));
-  CHECK(
-      tuned[1].inference.latency.estimate_s ==
-      Approx(std::max(plain[1].inference.latency.bound_s, plain[1].inference.latency.estimate_s * c.inference.factor)));
+  CHECK(tuned[1].training_calibration.factor == Approx(c.training.factor));
+  // The operators' time and the launches each by their own factor (one of them 1), never below the bound.
+  const auto corrected = [](const ProjectedTime& t, const CalibrationFactor& f) {
+    return std::max(t.bound_s, (t.estimate_s - t.launch_s) * f.work_factor + t.launch_s * f.launch_factor);
+  };
+  CHECK((c.training.work_factor == 1 || c.training.launch_factor == 1));
+  CHECK(tuned[1].training.step.estimate_s == Approx(corrected(plain[1].training.step, c.training)));
+  CHECK(tuned[1].inference.latency.estimate_s == Approx(corrected(plain[1].inference.latency, c.inference)));
   // Reports that cannot calibrate name --from's field.
   auto bad = report;
   bad["context"]["gpu"]["name"] = "NVIDIA GeForce GTX 480";
@@ -530,7 +568,71 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   s.cards = "t4";
   s.calibration = c;
   const auto plans = plan_cards(*w, s, {*host, select_accelerators(accelerator_catalog(), "t4").at(0)});
-  CHECK(plans[0].training_calibration == Approx(c.training.factor));
+  CHECK(plans[0].training_calibration.factor == Approx(c.training.factor));
   CHECK(plans[0].training.step.estimate_s == Approx(std::max(plans[0].training.step.bound_s, c.training.measured_s)));
-  CHECK(plans[1].training_calibration == 0);  // not the host: untouched
+  CHECK(plans[1].training_calibration.factor == 0);  // not the host: untouched
+}
+
+TEST_CASE(
+    "calibration from a decode report of this machine: the host's first token and time per output token "
+    "become the measured ones",
+    "[projection]") {
+  const auto host = local_host_accelerator();
+  if (!host) {
+    WARN("this machine's CPU has no class in the catalog: no host card to calibrate");
+    return;
+  }
+  const auto w = make_zoo_workload("gpt", "small");
+  DecodeSettings d;
+  d.prompt_tokens = 32;
+  d.new_tokens = 16;
+  d.repetitions = 2;
+  const DecodeReport r = run_decode(*w, d, {"cpu", {}});
+  const std::string text = to_json_string(r);
+  const Calibration c = calibration_from_report(text, "decode.json", host);
+  CHECK(c.card_id == "host");
+  CHECK(c.training.factor == 0);  // a decode report has no training step and no forward of whole sequences
+  CHECK(c.inference.factor == 0);
+  CHECK(c.prefill.measured_s == Approx(r.result.ttft_ms.mean / 1000));
+  CHECK(c.decoding.measured_s == Approx(r.result.tpot_ms.mean / 1000));
+  CHECK(c.decoding.factor == Approx(c.decoding.measured_s / c.decoding.projected_s));
+  CHECK(c.prefill.factor == Approx(c.prefill.measured_s / c.prefill.projected_s));
+  INFO("uncalibrated host projection against the measurement: prefill x" << c.prefill.factor << ", decoding step x"
+                                                                         << c.decoding.factor);
+  CHECK(c.decoding.bound_s <= c.decoding.measured_s);  // no run beats the roofline bound
+  CHECK(c.prefill.bound_s <= c.prefill.measured_s);
+
+  // The plan of the same generation: its uncalibrated figures are the calibration's projections, and with the
+  // calibration the host's become the measured ones; other cards are untouched.
+  PlanSettings s;
+  s.infer.dtype = InferenceDtype::fp32;
+  s.new_tokens = d.new_tokens;
+  s.prompt_tokens = d.prompt_tokens;
+  const std::vector<Accelerator> cards = {*host, select_accelerators(accelerator_catalog(), "t4").at(0)};
+  const auto plain = plan_cards(*w, s, cards);
+  const GenerationPlan& p = plain[0].inference.generation;
+  CHECK(p.prefill.estimate_s == Approx(c.prefill.projected_s));
+  CHECK(p.time_per_output_token_s.estimate == Approx(c.decoding.projected_s));
+  CHECK(p.time_per_output_token_s.bound == Approx(c.decoding.bound_s));
+  s.calibration = c;
+  const auto plans = plan_cards(*w, s, cards);
+  CHECK(plans[0].prefill_calibration.factor == Approx(c.prefill.factor));
+  CHECK(plans[0].decoding_calibration.factor == Approx(c.decoding.factor));
+  const GenerationPlan& g = plans[0].inference.generation;
+  CHECK(g.prefill.estimate_s == Approx(std::max(g.prefill.bound_s, c.prefill.measured_s)));
+  CHECK(g.time_per_output_token_s.estimate == Approx(std::max(g.time_per_output_token_s.bound, c.decoding.measured_s)));
+  CHECK(plans[0].inference.latency.estimate_s ==
+        Approx(g.prefill.estimate_s + double(d.new_tokens - 1) * g.time_per_output_token_s.estimate));
+  CHECK(plans[1].prefill_calibration.factor == 0);
+  CHECK(plans[1].decoding_calibration.factor == 0);
+  CHECK(plans[1].inference.latency.estimate_s == plain[1].inference.latency.estimate_s);
+  // Without generation the prefill's factor stands in for a forward's.
+  s.new_tokens = s.prompt_tokens = 0;
+  const auto forward = plan_cards(*w, s, cards);
+  CHECK(forward[0].inference_calibration.factor == Approx(c.prefill.factor));
+  CHECK(forward[0].decoding_calibration.factor == 0);
+  // A decode report the model cannot replay names --from's field.
+  auto bad = nlohmann::json::parse(text);
+  bad["decoding"]["settings"]["prompt_tokens"] = 4096;
+  CHECK_THROWS_WITH(calibration_from_report(bad.dump(), "x.json", host), Catch::Contains("from"));
 }

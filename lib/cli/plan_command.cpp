@@ -70,12 +70,14 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--max-batch", o->max_batch, "The largest batch the searches try", "plan.max_batch")
       ->capture_default_str();
   add_field_option(cmd, "--from", o->from,
-                   "A tvie JSON report (compare or train) measured on a catalog card or this host: calibrates the "
-                   "estimates of the cards of its architecture",
+                   "A tvie JSON report (compare or train; decode for a generation's prefill and decoding step) "
+                   "measured on a catalog card or this host: calibrates the estimates of the cards of its "
+                   "architecture",
                    "from");
   add_field_flag(cmd, "--measure", o->measure,
-                 "Run the workload here first (--device; --steps timed steps after --warmup) and calibrate the "
-                 "estimates of this device's architecture with it",
+                 "Run the workload here first (--device; --steps timed steps after --warmup; with --new-tokens also "
+                 "--steps generations of one request) and calibrate the estimates of this device's architecture "
+                 "with it",
                  "plan.measure");
   add_field_option(cmd, "--measure-layers", o->measure_layers,
                    "With --measure: measure the model cut to this many blocks (a big model's slice; 0: whole)",

@@ -23,11 +23,23 @@ class Workload;
 // onto the catalog card it ran on, against what it measured. factor = measured / projected estimate; applied
 // to the estimates of every card of the same architecture (a report from an H200 calibrates the Hopper
 // cards; a CPU report calibrates the host card, on the machine that made it), the estimate never below the
-// bound. One factor per mode for all operator classes: the report gives one time per mode, not one per class.
+// bound. One measurement per mode, so one correction per mode: the report gives one time per mode, not one per
+// class. The correction goes to the term that dominated the projection of the measured run: a run projected to
+// spend at least half its time launching kernels (a small model, batch 1 decoding) corrects the cards' kernel
+// overhead, leaving the operators' time as projected; any other corrects the operators' time, leaving the
+// launches. A small model's factor then does not multiply a big model's weight reads (calibration_factor).
+// Generation has two modes of its own, measured by `tvie decode` (or --measure with --new-tokens): the prefill
+// (the prompt's forward) and the decoding step (one token per request, every weight read: memory-bound where a
+// forward of a whole sequence is compute-bound, so a forward's factor says little about it). Where a generation
+// has no factor of its own, the inference factor stands in for both.
 // One mode's comparison: what a run measured against the projection of the same work on the card it ran on.
 struct CalibrationFactor {
   double factor = 0;  // measured / projected estimate; 0: the report has no such mode
   double measured_s = 0, projected_s = 0, bound_s = 0;
+  double launch_s = 0;  // the kernel launches in projected_s (kernels x the card's kernel_overhead_us)
+  // What calibrated() multiplies: the operators' time (projected_s - launch_s) and the launches. One of the two is
+  // 1 (the term that did not dominate); both are `factor` when the measurement is below what that term alone takes.
+  double work_factor = 0, launch_factor = 0;
 };
 
 struct Calibration {
@@ -38,6 +50,25 @@ struct Calibration {
   std::string workload;         // "gpt/gpt2-small"
   CalibrationFactor training;   // one training step
   CalibrationFactor inference;  // one inference batch
+  CalibrationFactor prefill;    // a generation's prefill (its time to the first token)
+  CalibrationFactor decoding;   // a generation's decoding step (its mean time per output token)
+};
+
+// The correction that makes `projected` (the projection of a measured run on the card it ran on) equal to
+// `measured_s`: launch-bound (launch_s >= half the estimate) and measured above the operators' time: launch_factor
+// = (measured - operators) / launches, work_factor 1; else, measured above the launches: work_factor = (measured -
+// launches) / operators, launch_factor 1; else both = measured / estimate. factor 0 when not supported or not > 0.
+CalibrationFactor calibration_factor(const ProjectedTime& projected, double measured_s);
+// `time` corrected: its operators' time (each class's estimate, the optimizer's) x work_factor, its launches x
+// launch_factor, the estimate never below the bound. Unchanged when factor is 0.
+ProjectedTime calibrated(ProjectedTime time, const CalibrationFactor& factor);
+
+// A generation measured (`tvie decode`): requests of `infer.batch_size` decoded together in `infer.dtype`, a
+// prompt of prompt_tokens then new_tokens generated; the mean time to the first token and per output token.
+struct MeasuredGeneration {
+  InferSettings infer;
+  int64_t prompt_tokens = 0, new_tokens = 0;
+  double ttft_s = 0, tpot_s = 0;
 };
 
 // `tvie plan --measure`: run the workload here first (run_plan's device) and calibrate with what it measured.
@@ -60,8 +91,8 @@ struct PlanSettings {
   // together. 0 new tokens: a request is one forward of a sequence of the context length (as in ranking or
   // embedding). prompt_tokens 0: the context length (`--seq`) minus the new tokens; prompt + new tokens - 1 at
   // most the context length (the positions the model is built for, as `tvie decode` asks).
-  int64_t new_tokens = 0;
-  int64_t prompt_tokens = 0;
+  int64_t new_tokens = 0;                  // per request (0: no generation)
+  int64_t prompt_tokens = 0;               // per request (0: the context length minus the new tokens)
   int64_t train_tokens = 0;                // the training budget in tokens (token models) ...
   int64_t train_samples = 0;               // ... or in samples (0 and 0: no budget)
   double usable_memory_fraction = 0.9;     // of a card's memory the allocator can give the run
@@ -152,8 +183,9 @@ struct InferencePlan {
 
 struct CardPlan {
   Accelerator card;
-  // The calibration factors applied to this card's estimates (0: none: not the calibrated architecture).
-  double training_calibration = 0, inference_calibration = 0;
+  // The calibrations applied to this card's estimates (factor 0: none: not the calibrated architecture). With
+  // generation, prefill and decoding are its two phases' (their own, or the inference batch's).
+  CalibrationFactor training_calibration, inference_calibration, prefill_calibration, decoding_calibration;
   TrainingPlan training;
   InferencePlan inference;
 };
@@ -162,8 +194,9 @@ struct CardPlan {
 // clock /proc/cpuinfo reports and the RAM. nullopt when the CPU has no class in the catalog or no clock is known.
 std::optional<Accelerator> local_host_accelerator();
 
-// Reads a tvie JSON report (compare, train; infer and serve have no single batch time and are refused) and
-// projects what it measured onto the catalog card it ran on. `host` is the host card (host_accelerator) when
+// Reads a tvie JSON report (compare, train: a training step and an inference batch; decode: a generation's
+// prefill and decoding step; infer and serve have no single batch time and are refused) and projects what it
+// measured onto the catalog card it ran on. `host` is the host card (host_accelerator) when
 // this machine has a CPU class: a CPU report calibrates it only when the report's CPU model is this machine's.
 // InvalidArgument("from", ...) for a report that is not JSON, not of a zoo model, or from a device the catalog
 // does not have.
@@ -176,6 +209,9 @@ Calibration calibration_from_report(const std::string& json_text, const std::str
 Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
                                          const std::optional<TrainSettings>& train, double step_s,
                                          const std::optional<InferSettings>& infer, double latency_s);
+// ... and the prefill and decoding factors of a measured generation (`workload` a zoo gpt or llama), added to `into`.
+void calibrate_generation(Calibration& into, const Workload& workload, const Accelerator& card,
+                          const MeasuredGeneration& measured);
 // The catalog card a CUDA device is (its name as CUDA reports it, "NVIDIA H200", and its memory in bytes):
 // the card whose model is a word of the name, PCIe or not as the name says, memory within 15%; nullptr when
 // none or more than one.

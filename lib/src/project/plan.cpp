@@ -177,7 +177,103 @@ const Accelerator* catalog_card_of_device(const std::string& gpu_name, double me
   return found;
 }
 
-namespace {}  // namespace
+namespace {
+
+// Phases run one after the other: their times add, class by class.
+void add_time(ProjectedTime& into, const ProjectedTime& t) {
+  if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
+  into.bound_s += t.bound_s;
+  into.estimate_s += t.estimate_s;
+  for (size_t c = 0; c < into.by_class.size(); ++c) {
+    into.by_class[c].bound_s += t.by_class[c].bound_s;
+    into.by_class[c].estimate_s += t.by_class[c].estimate_s;
+  }
+  into.launch_s += t.launch_s;
+  into.kernels += t.kernels;
+}
+
+// The work of a decoding step at `f` of the way from step `a` to step `b`: a step's work is affine in the
+// positions it attends to (the attention's FLOPs and the cache it reads grow by one position per step; the
+// weights read and the kernels do not change).
+StepWork between(const StepWork& a, const StepWork& b, double f) {
+  StepWork w = a;
+  for (size_t c = 0; c < w.forward.by_class.size(); ++c) {
+    OpWork& o = w.forward.by_class[c];
+    const OpWork &x = a.forward.by_class[c], &y = b.forward.by_class[c];
+    o.flops = x.flops + f * (y.flops - x.flops);
+    o.bytes = x.bytes + f * (y.bytes - x.bytes);
+    o.weight_elements = x.weight_elements + f * (y.weight_elements - x.weight_elements);
+    o.kernels = x.kernels + f * (y.kernels - x.kernels);
+  }
+  w.model_flops = a.model_flops + f * (b.model_flops - a.model_flops);
+  return w;
+}
+
+// A generation's two phases on `card`: the prefill, then new_tokens - 1 decoding steps, step k attending to
+// prompt + k - 1 cached positions (each step's work between the first and the last step's). `work(cached)`: the
+// cached forward with `cached` positions in the cache (0: the prefill, the prompt's positions new).
+struct GenerationTime {
+  ProjectedTime prefill, decoding, last_step;
+};
+
+GenerationTime project_generation(const std::function<const StepWork&(int64_t)>& work, int64_t prompt,
+                                  int64_t new_tokens, const Accelerator& card) {
+  GenerationTime g;
+  g.prefill = project_time(work(0), card);
+  const int64_t steps = new_tokens - 1;
+  if (steps <= 0) return g;
+  const StepWork first = work(prompt);
+  const StepWork last = work(prompt + steps - 1);
+  for (int64_t k = 0; k < steps; ++k) {
+    g.last_step = project_time(steps == 1 ? first : between(first, last, double(k) / double(steps - 1)), card);
+    add_time(g.decoding, g.last_step);
+  }
+  return g;
+}
+
+// The two phases one after the other. A class is memory-bound in the sum as it is in the phase where it spends the
+// longer time.
+ProjectedTime whole(const GenerationTime& g) {
+  ProjectedTime t = g.prefill;
+  for (size_t c = 0; c < t.by_class.size(); ++c)
+    if (g.decoding.by_class[c].estimate_s > t.by_class[c].estimate_s)
+      t.by_class[c].memory_bound = g.last_step.by_class[c].memory_bound;
+  add_time(t, g.decoding);
+  return t;
+}
+
+// `t` per unit: a sum of `n` steps as its mean step.
+ProjectedTime per_step(ProjectedTime t, double n) {
+  t.bound_s /= n, t.estimate_s /= n, t.launch_s /= n, t.kernels /= n;
+  for (auto& c : t.by_class) c.bound_s /= n, c.estimate_s /= n;
+  t.optimizer.bound_s /= n, t.optimizer.estimate_s /= n;
+  return t;
+}
+
+}  // namespace
+
+CalibrationFactor calibration_factor(const ProjectedTime& p, double measured_s) {
+  CalibrationFactor f;
+  f.measured_s = measured_s, f.projected_s = p.estimate_s, f.bound_s = p.bound_s, f.launch_s = p.launch_s;
+  if (!p.supported || !(p.estimate_s > 0) || !(measured_s > 0)) return f;
+  f.factor = f.work_factor = f.launch_factor = measured_s / p.estimate_s;
+  const double launch = p.launch_s, work = p.estimate_s - p.launch_s;
+  if (launch >= work && measured_s > work)
+    f.work_factor = 1, f.launch_factor = (measured_s - work) / launch;
+  else if (work > launch && measured_s > launch)
+    f.launch_factor = 1, f.work_factor = (measured_s - launch) / work;
+  return f;
+}
+
+ProjectedTime calibrated(ProjectedTime t, const CalibrationFactor& f) {
+  if (!(f.factor > 0) || !t.supported) return t;
+  const double work = t.estimate_s - t.launch_s;
+  for (auto& c : t.by_class) c.estimate_s *= f.work_factor;
+  t.optimizer.estimate_s *= f.work_factor;
+  t.launch_s *= f.launch_factor;
+  t.estimate_s = std::max(t.bound_s, work * f.work_factor + t.launch_s);
+  return t;
+}
 
 Calibration calibration_from_report(const std::string& text, const std::string& source,
                                     const std::optional<Accelerator>& host) {
@@ -185,10 +281,10 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    bad_report(source, detail::first_line(e.what()), "a tvie JSON report (compare or train, --json)");
+    bad_report(source, detail::first_line(e.what()), "a tvie JSON report (compare, train or decode, --json)");
   }
   const std::string accepted =
-      "a tvie report of a zoo model (compare or train --json) from a catalog card or this host";
+      "a tvie report of a zoo model (compare, train or decode --json) from a catalog card or this host";
   Calibration c;
   c.source = source;
   try {
@@ -226,6 +322,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   }
   std::optional<TrainSettings> train;
   std::optional<InferSettings> infer;
+  std::optional<MeasuredGeneration> generation;
   double step_s = 0, latency_s = 0;
   const auto read_train = [&](const json& t) {
     TrainSettings s;
@@ -250,16 +347,35 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
       infer = s;
       latency_s = j.at("inference").at("latency_ms").at("mean").get<double>() / 1000;
     }
+    if (j.contains("decoding") && j.at("decoding").contains("ttft_ms")) {  // tvie decode
+      const auto& d = j.at("decoding");
+      const auto& k = d.at("settings");
+      MeasuredGeneration g;
+      g.infer.batch_size = k.at("batch_size").get<int64_t>();
+      g.infer.dtype = parse_inference_dtype(k.at("dtype").get<std::string>(), "from");
+      g.prompt_tokens = k.at("prompt_tokens").get<int64_t>();
+      g.new_tokens = k.at("new_tokens").get<int64_t>();
+      g.ttft_s = d.at("ttft_ms").at("mean").get<double>() / 1000;
+      if (g.new_tokens > 1) g.tpot_s = d.at("tpot_ms").at("mean").get<double>() / 1000;
+      generation = g;
+    }
   } catch (const json::exception& e) {
     bad_report(source, detail::first_line(e.what()), accepted);
   }
   Calibration m = calibration_from_measurement(*workload, card, train, step_s, infer, latency_s);
+  if (generation) {
+    try {
+      calibrate_generation(m, *workload, card, *generation);
+    } catch (const InvalidArgument& e) {  // a model without a KV-cached forward, or a prompt it cannot hold
+      bad_report(source, detail::first_line(e.what()), accepted);
+    }
+  }
   m.source = c.source;
   m.device = c.device;
   m.workload = c.workload;
   m.architecture = c.architecture;
-  if (m.training.factor == 0 && m.inference.factor == 0)
-    bad_report(source, "no training step time and no inference latency to calibrate with", accepted);
+  if (m.training.factor == 0 && m.inference.factor == 0 && m.prefill.factor == 0 && m.decoding.factor == 0)
+    bad_report(source, "no training step, inference latency or decoding time to calibrate with", accepted);
   return m;
 }
 
@@ -270,15 +386,34 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
   c.workload = workload.name();
   c.card_id = card.id;
   c.architecture = card.id == "host" ? "host" : card.architecture;
-  const auto compare = [&](const StepWork& work, double measured_s) {
-    const ProjectedTime p = project_time(work, card);
-    CalibrationFactor f{0, measured_s, p.estimate_s, p.bound_s};
-    if (p.supported && p.estimate_s > 0) f.factor = measured_s / p.estimate_s;
-    return f;
-  };
-  if (train && step_s > 0) c.training = compare(training_step_work(workload, *train), step_s);
-  if (infer && latency_s > 0) c.inference = compare(inference_batch_work(workload, *infer), latency_s);
+  if (train && step_s > 0)
+    c.training = calibration_factor(project_time(training_step_work(workload, *train), card), step_s);
+  if (infer && latency_s > 0)
+    c.inference = calibration_factor(project_time(inference_batch_work(workload, *infer), card), latency_s);
   return c;
+}
+
+void calibrate_generation(Calibration& into, const Workload& workload, const Accelerator& card,
+                          const MeasuredGeneration& m) {
+  validate(m.infer);
+  if (m.prompt_tokens < 1 || m.new_tokens < 1)
+    throw InvalidArgument("generation", cat(m.prompt_tokens, " prompt and ", m.new_tokens, " new tokens"),
+                          "at least one of each");
+  PlanSettings asked;
+  asked.new_tokens = m.new_tokens;
+  asked.prompt_tokens = m.prompt_tokens;
+  generation_prompt_tokens(workload, asked);  // a zoo gpt or llama whose context holds the prompt and new tokens
+  std::map<int64_t, StepWork> works;
+  const auto work = [&](int64_t cached) -> const StepWork& {
+    auto it = works.find(cached);
+    if (it == works.end())
+      it = works.emplace(cached, decoding_work(workload, m.infer, cached == 0 ? m.prompt_tokens : 1, cached)).first;
+    return it->second;
+  };
+  const GenerationTime g = project_generation(work, m.prompt_tokens, m.new_tokens, card);
+  into.prefill = calibration_factor(g.prefill, m.ttft_s);
+  if (m.new_tokens > 1)
+    into.decoding = calibration_factor(per_step(g.decoding, static_cast<double>(m.new_tokens - 1)), m.tpot_s);
 }
 
 namespace {
@@ -300,49 +435,14 @@ int64_t largest_batch(const std::function<int64_t(int64_t)>& peak, int64_t usabl
   return lo;
 }
 
-// The estimate scaled by a calibration factor, never below the bound.
-ProjectedTime calibrated(ProjectedTime t, double factor) {
-  if (factor > 0 && t.supported) t.estimate_s = std::max(t.bound_s, t.estimate_s * factor);
-  return t;
-}
-
 Projected per_second(double units, const ProjectedTime& t) {
   return {t.bound_s > 0 ? units / t.bound_s : 0, t.estimate_s > 0 ? units / t.estimate_s : 0};
-}
-
-// Phases run one after the other: their times add, class by class.
-void add_time(ProjectedTime& into, const ProjectedTime& t) {
-  if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
-  into.bound_s += t.bound_s;
-  into.estimate_s += t.estimate_s;
-  for (size_t c = 0; c < into.by_class.size(); ++c) {
-    into.by_class[c].bound_s += t.by_class[c].bound_s;
-    into.by_class[c].estimate_s += t.by_class[c].estimate_s;
-  }
-  into.launch_s += t.launch_s;
-  into.kernels += t.kernels;
-}
-
-// The work of a decoding step at `f` of the way from step `a` to step `b`: a step's work is affine in the
-// positions it attends to (the attention's FLOPs and the cache it reads grow by one position per step; the
-// weights read and the kernels do not change).
-StepWork between(const StepWork& a, const StepWork& b, double f) {
-  StepWork w = a;
-  for (size_t c = 0; c < w.forward.by_class.size(); ++c) {
-    OpWork& o = w.forward.by_class[c];
-    const OpWork &x = a.forward.by_class[c], &y = b.forward.by_class[c];
-    o.flops = x.flops + f * (y.flops - x.flops);
-    o.bytes = x.bytes + f * (y.bytes - x.bytes);
-    o.weight_elements = x.weight_elements + f * (y.weight_elements - x.weight_elements);
-    o.kernels = x.kernels + f * (y.kernels - x.kernels);
-  }
-  w.model_flops = a.model_flops + f * (b.model_flops - a.model_flops);
-  return w;
 }
 
 // Memoised predictions: they depend on the card only through its kind (the CPU's kernels save a little
 // more than CUDA's, tvie/predict.hpp).
 struct Predictions {
+  Predictions(const Workload& w, const PlanSettings& s, c10::Device d) : workload(w), settings(s), device(d) {}
   const Workload& workload;
   const PlanSettings& settings;
   c10::Device device;
@@ -404,26 +504,16 @@ struct Predictions {
     return decode_work[key] = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached);
   }
 
-  // One request batch with generation on `card`: the prefill, then new_tokens - 1 decoding steps, step k
-  // attending to prompt + k - 1 cached positions (each step's work between the first and the last step's).
-  // A class is memory-bound in the sum as it is in the phase (prefill or decoding) where it spends the longer time.
-  ProjectedTime generation_time(int64_t batch, const Accelerator& card, ProjectedTime* prefill) {
-    ProjectedTime t = project_time(cached_forward(batch, 0), card);
-    if (prefill) *prefill = t;
-    const int64_t steps = settings.new_tokens - 1;
-    if (steps == 0) return t;
-    const StepWork& first = cached_forward(batch, prompt_tokens);
-    const StepWork& last = cached_forward(batch, prompt_tokens + steps - 1);
-    ProjectedTime decoding, step;
-    for (int64_t k = 0; k < steps; ++k) {
-      step = project_time(steps == 1 ? first : between(first, last, double(k) / double(steps - 1)), card);
-      add_time(decoding, step);
-    }
-    for (size_t c = 0; c < t.by_class.size(); ++c)
-      if (decoding.by_class[c].estimate_s > t.by_class[c].estimate_s)
-        t.by_class[c].memory_bound = step.by_class[c].memory_bound;
-    add_time(t, decoding);
-    return t;
+  // One request batch with generation on `card`: the prefill and the decoding steps.
+  GenerationTime generation(int64_t batch, const Accelerator& card) {
+    return project_generation([&](int64_t cached) -> const StepWork& { return cached_forward(batch, cached); },
+                              prompt_tokens, settings.new_tokens, card);
+  }
+
+  // The KV cache of `batch` requests: prompt + new - 1 positions each, in the dtype the layers compute in.
+  int64_t request_kv_bytes(int64_t batch) const {
+    return kv_cache_bytes(workload, batch, prompt_tokens + settings.new_tokens - 1,
+                          activation_query(settings.infer, device).weight_bytes);
   }
 
   int64_t inference_peak(int64_t batch) {
@@ -440,7 +530,7 @@ struct Predictions {
       q.sequence_tokens = 1;
       q.cached_tokens = prompt_tokens + settings.new_tokens - 2;
       const ActivationEstimate step = workload.estimate_activations(q);
-      const int64_t kv = kv_cache_bytes(workload, batch, prompt_tokens + settings.new_tokens - 1, q.weight_bytes);
+      const int64_t kv = request_kv_bytes(batch);
       return infer_peak[batch] = inference_weight_bytes(q, prefill) + kv + batch * prompt_tokens * 8 +
                                  std::max(prefill.forward_peak_bytes, step.forward_peak_bytes);
     }
@@ -479,7 +569,8 @@ struct Predictions {
 constexpr const char* kMeasuredNote =
     "measured on this CPU at batches of 2 and 3 samples and extrapolated (a workload without a trace)";
 
-TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
+TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card,
+                           const CalibrationFactor& factor) {
   TrainingPlan t;
   const StepWork& work = p.training_work();
   t.step = calibrated(project_time(work, card), factor);
@@ -549,22 +640,25 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
   return t;
 }
 
-InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const Accelerator& card, double factor) {
+InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPlan& factors) {
   InferencePlan i;
-  // A batch of b requests, projected: one forward, or (generation) the prefill and the decoding steps.
+  const Accelerator& card = factors.card;
+  // A batch of b requests, projected: one forward, or (generation) the prefill and the decoding steps, each
+  // phase with its factor.
   const auto batch_time = [&](int64_t b, ProjectedTime* prefill) {
-    if (!p.generating()) return calibrated(project_time(p.inference_work(b), card), factor);
-    ProjectedTime t = calibrated(p.generation_time(b, card, prefill), factor);
-    if (prefill) *prefill = calibrated(*prefill, factor);
-    return t;
+    if (!p.generating()) return calibrated(project_time(p.inference_work(b), card), factors.inference_calibration);
+    GenerationTime g = p.generation(b, card);
+    g.prefill = calibrated(g.prefill, factors.prefill_calibration);
+    g.decoding = calibrated(g.decoding, factors.decoding_calibration);
+    if (prefill) *prefill = g.prefill;
+    return whole(g);
   };
   GenerationPlan& g = i.generation;
   i.latency = batch_time(1, &g.prefill);
   if (p.generating()) {
     g.prompt_tokens = p.prompt_tokens;
     g.new_tokens = s.new_tokens;
-    g.kv_cache_bytes =
-        kv_cache_bytes(p.workload, 1, g.prompt_tokens + g.new_tokens - 1, activation_query(s.infer).weight_bytes);
+    g.kv_cache_bytes = p.request_kv_bytes(1);
     if (g.new_tokens > 1) {
       const double steps = static_cast<double>(g.new_tokens - 1);
       g.time_per_output_token_s = {(i.latency.bound_s - g.prefill.bound_s) / steps,
@@ -654,8 +748,8 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
     checked.measure = {};  // plan_cards measures nothing: run_plan has turned --measure into the calibration
     validate(checked);
   }
-  Predictions cpu{workload, settings, c10::Device(c10::kCPU), {}, {}, {}, {}};
-  Predictions accelerator{workload, settings, c10::Device(c10::kCUDA), {}, {}, {}, {}};
+  Predictions cpu(workload, settings, c10::Device(c10::kCPU));
+  Predictions accelerator(workload, settings, c10::Device(c10::kCUDA));
   cpu.prompt_tokens = accelerator.prompt_tokens = generation_prompt_tokens(workload, settings);
   std::vector<CardPlan> plans;
   for (const auto& card : cards) {
@@ -664,10 +758,21 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
     plan.card = card;
     if (const auto& c = settings.calibration) {
       const bool same = c->architecture == "host" ? card.id == "host" : card.architecture == c->architecture;
-      if (same) plan.training_calibration = c->training.factor, plan.inference_calibration = c->inference.factor;
+      const auto either = [](const CalibrationFactor& own, const CalibrationFactor& other) {
+        return own.factor > 0 ? own : other;
+      };
+      if (same) {
+        plan.training_calibration = c->training;
+        // A forward of whole sequences; a decode report's prefill stands in for it when it has none.
+        plan.inference_calibration = either(c->inference, c->prefill);
+        if (p.generating()) {  // each phase its own factor, else the forward's
+          plan.prefill_calibration = either(c->prefill, c->inference);
+          plan.decoding_calibration = either(c->decoding, c->inference);
+        }
+      }
     }
     plan.training = plan_training(p, settings, card, plan.training_calibration);
-    plan.inference = plan_inference(p, settings, card, plan.inference_calibration);
+    plan.inference = plan_inference(p, settings, plan);
     plans.push_back(std::move(plan));
   }
   return plans;

@@ -664,6 +664,11 @@ std::string gb(int64_t bytes) {
   return bytes < 0 ? std::string("-") : fmt("%.3g GB", static_cast<double>(bytes) / 1e9);
 }
 
+// The card's inference figures scaled by a measured factor (a forward's, or a generation's phases').
+bool inference_calibrated(const CardPlan& c) {
+  return c.inference_calibration.factor > 0 || c.prefill_calibration.factor > 0 || c.decoding_calibration.factor > 0;
+}
+
 }  // namespace
 
 void ConsoleReporter::report(const PlanReport& r) {
@@ -707,15 +712,27 @@ void ConsoleReporter::report(const PlanReport& r) {
   work_line("one inference batch of 1", r.inference_work);
   if (const auto& c = s.calibration) {
     out << "calibrated (*) from " << c->source << ": " << c->workload << " measured on " << c->device << " (catalog "
-        << c->card_id << ")";
-    if (c->training.factor > 0)
-      out << "; training step " << fmt("%.3f", c->training.measured_s * 1e3) << " ms measured / "
-          << fmt("%.3f", c->training.projected_s * 1e3) << " ms projected = x" << fmt("%.3g", c->training.factor);
-    if (c->inference.factor > 0)
-      out << "; inference batch " << fmt("%.3f", c->inference.measured_s * 1e3) << " ms / "
-          << fmt("%.3f", c->inference.projected_s * 1e3) << " ms = x" << fmt("%.3g", c->inference.factor);
-    out << "\n  applied to the estimates of the "
-        << (c->architecture == "host" ? "host card" : c->architecture + " cards") << " (never below the bound)\n";
+        << c->card_id << "), applied to the estimates of the "
+        << (c->architecture == "host" ? "host card" : c->architecture + " cards") << " (never below the bound):\n";
+    const auto factor = [&](const char* what, const CalibrationFactor& f) {
+      if (f.factor <= 0) return;
+      out << "  " << pad(what, 16) << fmt("%.3f", f.measured_s * 1e3) << " ms measured / "
+          << fmt("%.3f", f.projected_s * 1e3) << " ms projected ("
+          << fmt("%.0f", f.projected_s > 0 ? 100 * f.launch_s / f.projected_s : 0) << "% kernel launches) = x"
+          << fmt("%.3g", f.factor) << ": ";
+      if (f.work_factor == 1 && f.launch_factor != 1)
+        out << "the kernel overhead x" << fmt("%.3g", f.launch_factor) << " (launch-bound)\n";
+      else if (f.launch_factor == 1 && f.work_factor != 1)
+        out << "the operators' time x" << fmt("%.3g", f.work_factor) << "\n";
+      else
+        out << "both x" << fmt("%.3g", f.factor) << "\n";
+    };
+    factor("training step", c->training);
+    factor("inference batch", c->inference);
+    factor("prefill", c->prefill);
+    factor("decoding step", c->decoding);
+    if (s.new_tokens > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))
+      out << "  the generation's phases without a measurement of their own take the inference batch's correction\n";
   }
   if (s.train_tokens > 0 || s.train_samples > 0)
     out << "training budget: "
@@ -738,7 +755,7 @@ void ConsoleReporter::report(const PlanReport& r) {
       continue;
     }
     row(out,
-        {c.card.id + (c.training_calibration > 0 ? "*" : ""), gb(static_cast<int64_t>(c.card.memory_gb * 1e9)),
+        {c.card.id + (c.training_calibration.factor > 0 ? "*" : ""), gb(static_cast<int64_t>(c.card.memory_gb * 1e9)),
          t.peak_bytes < 0 ? "?"
          : t.fits         ? "yes"
                           : "no",
@@ -774,7 +791,7 @@ void ConsoleReporter::report(const PlanReport& r) {
     }
     const bool rate = s.serve_qps > 0 && i.cards_for_qps > 0;
     row(out,
-        {c.card.id + (c.inference_calibration > 0 ? "*" : ""), i.fits ? "yes" : "no", cat(i.largest_batch),
+        {c.card.id + (inference_calibrated(c) ? "*" : ""), i.fits ? "yes" : "no", cat(i.largest_batch),
          span(i.latency.bound_s * 1e3, i.latency.estimate_s * 1e3, ""), cat(i.best_batch),
          span(i.samples_per_s.estimate, i.samples_per_s.bound, ""),
          i.qps_per_card.estimate > 0
@@ -811,7 +828,7 @@ void ConsoleReporter::report(const PlanReport& r) {
       if (!i.supported) continue;
       const GenerationPlan& g = i.generation;
       row(out,
-          {c.card.id + (c.inference_calibration > 0 ? "*" : ""),
+          {c.card.id + (inference_calibrated(c) ? "*" : ""),
            span(g.prefill.bound_s * 1e3, g.prefill.estimate_s * 1e3, ""),
            g.new_tokens > 1 ? span(g.time_per_output_token_s.bound * 1e3, g.time_per_output_token_s.estimate * 1e3, "")
                             : "-",

@@ -694,20 +694,27 @@ std::string to_json_string(const PlanReport& r, int indent) {
                    {"train_samples", s.train_samples},
                    {"usable_memory_fraction", s.usable_memory_fraction},
                    {"max_batch", s.max_batch}};
-  if (const auto& c = s.calibration)
-    j["settings"]["calibration"] = {{"source", c->source},
-                                    {"device", c->device},
-                                    {"card", c->card_id},
-                                    {"architecture", c->architecture},
-                                    {"workload", c->workload},
-                                    {"training_factor", c->training.factor},
-                                    {"training_measured_s", c->training.measured_s},
-                                    {"training_projected_s", c->training.projected_s},
-                                    {"training_bound_s", c->training.bound_s},
-                                    {"inference_factor", c->inference.factor},
-                                    {"inference_measured_s", c->inference.measured_s},
-                                    {"inference_projected_s", c->inference.projected_s},
-                                    {"inference_bound_s", c->inference.bound_s}};
+  if (const auto& c = s.calibration) {
+    json k = {{"source", c->source},
+              {"device", c->device},
+              {"card", c->card_id},
+              {"architecture", c->architecture},
+              {"workload", c->workload}};
+    const auto mode = [&](const std::string& name, const CalibrationFactor& f) {
+      k[name + "_factor"] = f.factor;
+      k[name + "_measured_s"] = f.measured_s;
+      k[name + "_projected_s"] = f.projected_s;
+      k[name + "_bound_s"] = f.bound_s;
+      k[name + "_launch_s"] = f.launch_s;
+      k[name + "_work_factor"] = f.work_factor;
+      k[name + "_launch_factor"] = f.launch_factor;
+    };
+    mode("training", c->training);
+    mode("inference", c->inference);
+    mode("prefill", c->prefill);
+    mode("decoding", c->decoding);
+    j["settings"]["calibration"] = k;
+  }
   j["training_predicted"] = predicted_json(r.training_predicted);
   j["inference_predicted"] = predicted_json(r.inference_predicted);
   j["training_work"] = work_json(r.training_work);
@@ -723,8 +730,10 @@ std::string to_json_string(const PlanReport& r, int indent) {
          {"memory_gb", c.card.memory_gb},
          {"tdp_w", figure(c.card.tdp_w)},
          {"efficiency", efficiency_json(c.card.efficiency)},
-         {"training_calibration", c.training_calibration},
-         {"inference_calibration", c.inference_calibration},
+         {"training_calibration", c.training_calibration.factor},
+         {"inference_calibration", c.inference_calibration.factor},
+         {"prefill_calibration", c.prefill_calibration.factor},
+         {"decoding_calibration", c.decoding_calibration.factor},
          {"training",
           {{"supported", t.supported},
            {"unsupported", t.unsupported},

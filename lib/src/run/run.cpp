@@ -353,7 +353,32 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
                   "; the inference estimates stay uncalibrated"));
   }
   Calibration c = calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s);
-  c.source = cat("measured here (--measure, ", m.steps, " steps)");
+  if (settings.new_tokens > 0) {
+    // The generation as asked, one request alone (the plan's latency and time per output token are at batch 1).
+    DecodeSettings d;
+    d.prompt_tokens = generation_prompt_tokens(measured, settings);
+    d.new_tokens = settings.new_tokens;
+    d.repetitions = m.steps;
+    d.dtype = settings.infer.dtype;
+    try {
+      validate(d, measured.facts().tokens_per_sample);
+      validate_inference_dtype(d.dtype, device, "decode.dtype");
+      const DecodeResult r = measure_decoding(measured, d, device);
+      MeasuredGeneration g;
+      g.infer = settings.infer;
+      g.infer.batch_size = 1;
+      g.prompt_tokens = d.prompt_tokens;
+      g.new_tokens = d.new_tokens;
+      g.ttft_s = r.ttft_ms.mean / 1000;
+      g.tpot_s = r.tpot_ms.mean / 1000;
+      calibrate_generation(c, measured, *card, g);
+    } catch (const InvalidArgument& e) {
+      log::warn(cat("--measure: decoding in ", to_string(d.dtype), " not measured on ", device.str(), ": ", e.what(),
+                    "; the generation's estimates take the inference factor"));
+    }
+  }
+  c.source =
+      cat("measured here (--measure, ", m.steps, " steps", settings.new_tokens > 0 ? " and generations" : "", ")");
   c.device = device.is_cuda() ? cat(device.str(), " (", describe_gpu(device).value_or(GpuInfo{}).name, ")") : "cpu";
   return c;
 }

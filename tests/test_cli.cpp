@@ -586,6 +586,7 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("calibrated (*) from measured here (--measure, 2 steps and generations)") != std::string::npos);
   CHECK(r.out.find("\n  decoding step ") != std::string::npos);
+  CHECK(r.out.find("the workload ran here first, to calibrate (--measure)") != std::string::npos);
   const auto j = read_json(json);
   const auto& c = j["settings"]["calibration"];
   CHECK(c["card"] == "host");

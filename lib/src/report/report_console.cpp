@@ -674,11 +674,12 @@ bool inference_calibrated(const CardPlan& c) {
 void ConsoleReporter::report(const PlanReport& r) {
   auto& out = out_;
   const auto& s = r.settings;
-  out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: "
-      << (r.training_work.profiled ? "nothing ran on them (a workload without a trace: its work was counted and its "
-                                     "memory measured on this CPU at batches 2 and 3)"
-                                   : "nothing ran")
-      << " (tvie " << r.context.tvie_version << ")\n"
+  std::string ran = r.training_work.profiled ? "nothing ran on them (a workload without a trace: its work was counted "
+                                               "and its memory measured on this CPU at batches 2 and 3)"
+                                             : "nothing ran on them";
+  if (s.measure.enabled) ran += "; the workload ran here first, to calibrate (--measure)";
+  out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: " << ran << " (tvie "
+      << r.context.tvie_version << ")\n"
       << "The predicted ledger against each card's memory; the traced work on its datasheet peaks and bandwidth\n"
       << "(tvie cards). Times are bound..estimate: the roofline bound (every peak reached) .. the estimate (the\n"
       << "catalog's efficiency per operator class and card, plus kernel launches).\n";

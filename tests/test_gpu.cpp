@@ -482,7 +482,7 @@ TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architect
   const auto json = (dir.path / "plan.json").string();
   const Run r = run_cli(
       "plan --model gpt --preset small --batch 8 --precision amp-bf16 --infer-dtype bf16 --measure "
-      "--steps 5 --warmup 2 --device cuda --cards " +
+      "--new-tokens 8 --prompt-tokens 16 --steps 5 --warmup 2 --device cuda --cards " +
       card->id + " --no-host --quiet --json " + json);
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
@@ -494,4 +494,8 @@ TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architect
   // The measured step is not faster than the roofline bound of the same work on this card.
   CHECK(c["training_bound_s"].get<double>() <= c["training_measured_s"].get<double>());
   CHECK(j["cards"][0]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
+  // The generation asked, measured on this GPU (as tvie decode): its decoding step calibrates the card too.
+  CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
+  CHECK(c["prefill_bound_s"].get<double>() <= c["prefill_measured_s"].get<double>());
+  CHECK(j["cards"][0]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
 }

@@ -487,8 +487,15 @@ TEST_CASE("calibration factor: the term that dominated the measured run's projec
   CHECK(fast.work_factor == Approx(0.15));
   CHECK(fast.launch_factor == Approx(0.15));
   CHECK(calibrated(big, fast).estimate_s == Approx(5e-3));
-  // Nothing measured, or nothing projected: no factor, nothing changed.
+  // Nothing measured, or nothing projected: no factor, nothing changed; a card that cannot project it says why.
   CHECK(calibration_factor(small, 0).factor == 0);
+  ProjectedTime unsupported = small;
+  unsupported.supported = false;
+  unsupported.unsupported = "host has no bf16_tflops peak in the catalog";
+  const CalibrationFactor none = calibration_factor(unsupported, 3e-3);
+  CHECK(none.factor == 0);
+  CHECK(none.measured_s == 3e-3);
+  CHECK(none.unsupported == unsupported.unsupported);
   CHECK(calibrated(big, CalibrationFactor{}).estimate_s == big.estimate_s);
 }
 

@@ -40,6 +40,7 @@ struct CalibrationFactor {
   // What calibrated() multiplies: the operators' time (projected_s - launch_s) and the launches. One of the two is
   // 1 (the term that did not dominate); both are `factor` when the measurement is below what that term alone takes.
   double work_factor = 0, launch_factor = 0;
+  std::string unsupported;  // why a measured mode has no factor: the card cannot project its precision
 };
 
 struct Calibration {

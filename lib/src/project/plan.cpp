@@ -255,6 +255,7 @@ ProjectedTime per_step(ProjectedTime t, double n) {
 CalibrationFactor calibration_factor(const ProjectedTime& p, double measured_s) {
   CalibrationFactor f;
   f.measured_s = measured_s, f.projected_s = p.estimate_s, f.bound_s = p.bound_s, f.launch_s = p.launch_s;
+  if (!p.supported) f.unsupported = p.unsupported;
   if (!p.supported || !(p.estimate_s > 0) || !(measured_s > 0)) return f;
   f.factor = f.work_factor = f.launch_factor = measured_s / p.estimate_s;
   const double launch = p.launch_s, work = p.estimate_s - p.launch_s;

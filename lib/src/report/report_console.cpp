@@ -716,7 +716,12 @@ void ConsoleReporter::report(const PlanReport& r) {
         << c->card_id << "), applied to the estimates of the "
         << (c->architecture == "host" ? "host card" : c->architecture + " cards") << " (never below the bound):\n";
     const auto factor = [&](const char* what, const CalibrationFactor& f) {
-      if (f.factor <= 0) return;
+      if (f.factor <= 0) {
+        if (f.measured_s > 0)
+          out << "  " << pad(what, 16) << fmt("%.3f", f.measured_s * 1e3) << " ms measured, not projected there ("
+              << f.unsupported << "): no correction\n";
+        return;
+      }
       out << "  " << pad(what, 16) << fmt("%.3f", f.measured_s * 1e3) << " ms measured / "
           << fmt("%.3f", f.projected_s * 1e3) << " ms projected ("
           << fmt("%.0f", f.projected_s > 0 ? 100 * f.launch_s / f.projected_s : 0) << "% kernel launches) = x"
@@ -732,7 +737,7 @@ void ConsoleReporter::report(const PlanReport& r) {
     factor("inference batch", c->inference);
     factor("prefill", c->prefill);
     factor("decoding step", c->decoding);
-    if (s.new_tokens > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))
+    if (s.new_tokens > 0 && c->inference.factor > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))
       out << "  the generation's phases without a measurement of their own take the inference batch's correction\n";
   }
   if (s.train_tokens > 0 || s.train_samples > 0)

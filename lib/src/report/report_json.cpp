@@ -708,6 +708,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
       k[name + "_launch_s"] = f.launch_s;
       k[name + "_work_factor"] = f.work_factor;
       k[name + "_launch_factor"] = f.launch_factor;
+      k[name + "_unsupported"] = f.unsupported;
     };
     mode("training", c->training);
     mode("inference", c->inference);

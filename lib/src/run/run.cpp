@@ -363,6 +363,8 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
     try {
       validate(d, measured.facts().tokens_per_sample);
       validate_inference_dtype(d.dtype, device, "decode.dtype");
+      log::info(cat("generating ", d.new_tokens, " tokens after a prompt of ", d.prompt_tokens, " on ", device.str(),
+                    " (", d.repetitions, " timed runs after 1 warm-up) to calibrate the generation"));
       const DecodeResult r = measure_decoding(measured, d, device);
       MeasuredGeneration g;
       g.infer = settings.infer;

@@ -211,7 +211,8 @@ StepWork between(const StepWork& a, const StepWork& b, double f) {
 
 // A generation's two phases on `card`: the prefill, then new_tokens - 1 decoding steps, step k attending to
 // prompt + k - 1 cached positions (each step's work between the first and the last step's). `work(cached)`: the
-// cached forward with `cached` positions in the cache (0: the prefill, the prompt's positions new).
+// cached forward with `cached` positions in the cache (0: the prefill, the prompt's positions new), returned by
+// reference from a store whose references stay valid as it grows.
 struct GenerationTime {
   ProjectedTime prefill, decoding, last_step;
 };
@@ -222,8 +223,8 @@ GenerationTime project_generation(const std::function<const StepWork&(int64_t)>&
   g.prefill = project_time(work(0), card);
   const int64_t steps = new_tokens - 1;
   if (steps <= 0) return g;
-  const StepWork first = work(prompt);
-  const StepWork last = work(prompt + steps - 1);
+  const StepWork& first = work(prompt);  // `work` keeps what it returns (a std::map: references stay valid)
+  const StepWork& last = work(prompt + steps - 1);
   for (int64_t k = 0; k < steps; ++k) {
     g.last_step = project_time(steps == 1 ? first : between(first, last, double(k) / double(steps - 1)), card);
     add_time(g.decoding, g.last_step);

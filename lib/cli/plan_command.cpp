@@ -40,7 +40,10 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
       "cost. Analytic: nothing runs (seconds); every figure is labelled projected");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   add_model_options(cmd, o->model, "Size preset: tiny, small, and per model large / resnet50 / llama-3-8b ...");
-  add_train_options(cmd, o->train);  // --batch is per card; --steps and --warmup size --measure's run
+  // --batch is per card; --steps and --warmup size --measure's run, a short one by default (its help shows it).
+  o->train.settings.steps = PlanMeasure{}.steps;
+  o->train.settings.warmup_steps = PlanMeasure{}.warmup_steps;
+  add_train_options(cmd, o->train);
   add_field_option(cmd, "--infer-dtype", o->infer_dtype,
                    "Weights of the inference copy: fp32, fp16, bf16, int8 (Linear layers), fp8 (Linear layers)",
                    "infer.dtype")
@@ -85,7 +88,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--measure-vocab", o->measure_vocab, "With --measure: and to this vocabulary (0: the preset's)",
                    "plan.measure.vocab");
   add_output_options(cmd, o->output, /*with_csv=*/true, "Also write the plan (every card, every class) as JSON here");
-  return [o, cmd, argv]() {
+  return [o, argv]() {
     apply_log_level(o->output);
     PlanSettings s;
     s.train = train_settings(o->train);
@@ -102,9 +105,8 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.usable_memory_fraction = o->usable_memory_fraction;
     s.max_batch = o->max_batch;
     s.measure.enabled = o->measure;
-    // --steps and --warmup, when given, size the measurement; else a short one (3 timed after 1).
-    if (cmd->count("--steps") > 0) s.measure.steps = s.train.steps;
-    if (cmd->count("--warmup") > 0) s.measure.warmup_steps = s.train.warmup_steps;
+    s.measure.steps = s.train.steps;
+    s.measure.warmup_steps = s.train.warmup_steps;
     s.measure.layers = o->measure_layers;
     s.measure.vocab = o->measure_vocab;
     if (o->measure && !o->from.empty())

@@ -134,6 +134,15 @@ def chat_table(report):
     return "\n".join(rows)
 
 
+def corrected_term(c, mode, launches, operators, both):
+    """The term a mode's calibration corrected and by how much (settings.calibration of a plan's JSON)."""
+    if c[f"{mode}_work_factor"] == 1:
+        return f"{launches} x{c[f'{mode}_launch_factor']:.3g}"
+    if c[f"{mode}_launch_factor"] == 1:
+        return f"{operators} x{c[f'{mode}_work_factor']:.3g}"
+    return f"{both} x{c[f'{mode}_factor']:.3g}"
+
+
 def calibration_note(c):
     """What the calibration measured and what it corrected, per mode the report had (the JSON's own figures)."""
     modes = []
@@ -142,9 +151,7 @@ def calibration_note(c):
         if not c[f"{mode}_factor"]:
             continue
         projected = c[f"{mode}_projected_s"]
-        term = (f"the kernel overhead x{c[f'{mode}_launch_factor']:.3g}" if c[f"{mode}_work_factor"] == 1
-                else f"the operators' time x{c[f'{mode}_work_factor']:.3g}" if c[f"{mode}_launch_factor"] == 1
-                else f"both x{c[f'{mode}_factor']:.3g}")
+        term = corrected_term(c, mode, "the kernel overhead", "the operators' time", "both")
         modes.append(f"{what} {c[f'{mode}_measured_s'] * 1e3:.2f} ms against {projected * 1e3:.2f} ms projected for "
                      f"that card ({c[f'{mode}_launch_s'] / projected * 100:.0f}% of it kernel launches): x"
                      f"{c[f'{mode}_factor']:.3g}, corrected as {term}")
@@ -158,6 +165,7 @@ def calibration_note(c):
 
 def train_table(report):
     s = report["settings"]
+    cal = s.get("calibration")
     rows = ["| card | fits one card | cards (sharding) | step on one card (ms) | tokens/s per card | MFU assumed | "
             f"{s['train_tokens'] / 1e9:g}B tokens: hours | energy, kWh (TDP x time) | cloud, on demand | "
             "calibration |",
@@ -174,7 +182,8 @@ def train_table(report):
             f"{span(t['tokens_per_s']['estimate'], t['tokens_per_s']['bound'])} | {t['mfu_estimate'] * 100:.0f}% | "
             f"{span(t['budget_hours']['bound'], t['budget_hours']['estimate'])} | "
             f"{'-' if e is None else span(e['bound'], e['estimate'])} | {cloud(t['budget_usd'])} | "
-            f"{'x' + format(c['training_calibration'], '.3g') if c['training_calibration'] else '-'} |")
+            f"{corrected_term(cal, 'training', 'launches', 'operators', 'all') if c['training_calibration'] else '-'}"
+            " |")
     return "\n".join(rows)
 
 

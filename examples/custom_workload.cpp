@@ -1,5 +1,7 @@
 // Bring your own model: implement tvie::Workload (module, batch maker, loss) and hand it to
-// tvie::run_compare. This one is a small regression network with a mean-squared-error loss.
+// tvie::run_compare (training vs inference, measured here), then to tvie::run_plan (the same workload projected
+// onto cards it never ran on: which card to train on, which to serve with). This one is a small regression
+// network with a mean-squared-error loss.
 //
 //   build/bin/custom_workload [--device cpu|cuda|auto]
 //
@@ -67,8 +69,19 @@ int main(int argc, char** argv) {
   settings.infer.batch_size = 32;
   try {
     RegressionWorkload workload;
-    const auto report = tvie::run_compare(workload, settings, options);
-    tvie::ConsoleReporter(std::cout).report(report);
+    tvie::ConsoleReporter console(std::cout);
+    console.report(tvie::run_compare(workload, settings, options));
+
+    // The same workload on cards it never ran on (`tvie plan` for your own module): its work counted by
+    // LibTorch's profiler (it has no trace), its memory measured on this CPU at two batches and extrapolated, each
+    // card's peaks, bandwidth and efficiencies from the catalog (`tvie cards`). Every figure is projected.
+    tvie::PlanSettings plan;
+    plan.train = settings.train;                    // per card
+    plan.infer.dtype = tvie::InferenceDtype::fp16;  // every card below has fp16 matrix units
+    plan.cards = "t4,l4,a100-80gb-sxm,h100-sxm";
+    plan.serve_qps = 20000;  // the requests per second to serve ...
+    plan.p99_ms = 5;         // ... with the p99 latency within this
+    console.report(tvie::run_plan(workload, plan, options));
   } catch (const tvie::InvalidArgument& e) {
     std::cerr << "custom_workload: error: " << e.what() << "\n";
     return 2;

@@ -53,6 +53,8 @@ if [ "$record" -eq 1 ]; then
     tail -n 200 "$dir/ctest-summary.log" 2>/dev/null | grep -E '^[0-9]+% tests passed|Total Test time' || true
     echo "skipped with their reason: $(grep -h '^SKIPPED' Testing/Temporary/LastTest.log 2>/dev/null | sort -u | wc -l)"
     echo "sanitizer findings: $(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' Testing/Temporary/LastTest.log || true)"
+    grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)' "$dir/ctest-summary.log" |
+      sed 's/^\s*/failed: /' || true
     echo "result: $([ "$rc" -eq 0 ] && echo clean || echo FAILED)"
   } >"$out"
   say "wrote $out"

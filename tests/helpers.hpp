@@ -24,6 +24,21 @@
 
 namespace tvie::test {
 
+// Built with AddressSanitizer (scripts/sanitize.sh). Its allocator replaces glibc's, so the heap growth tvie reads
+// from mallinfo2 (CPU int8's fbgemm packs) is not there to read, and its interceptors slow every memory call, so a
+// measured time is not what the machine does: tests of those figures skip under it, with the reason.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // TVIE_REQUIRE_GPU=1 in the environment: a [gpu] test without a usable CUDA device fails instead of
 // being skipped (scripts/gpu-check.sh sets it, so that a broken CUDA set-up cannot pass as "skipped").
 inline bool gpu_required() {

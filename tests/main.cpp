@@ -1,7 +1,8 @@
 // Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
 // a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available (unless
 // TVIE_REQUIRE_GPU=1: then they fail), [dist] tests when the build has no Gloo backend, and [browser] tests when
-// no chromium is installed (unless TVIE_REQUIRE_BROWSER=1).
+// no chromium is installed (unless TVIE_REQUIRE_BROWSER=1), and [timing] tests (a measured time against a
+// projection) in a build with AddressSanitizer.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -66,6 +67,18 @@ int main(int argc, char* argv[]) {
                   << ": needs chromium (apt-get install chromium; scripts/setup.sh installs it)"
                   << (required ? " (TVIE_REQUIRE_BROWSER=1)" : "") << "\n";
       return required ? 1 : 77;
+    }
+  }
+  if (!config.listTestNamesOnly() && !config.listTests() && !config.listTags() && tvie::test::kAddressSanitizer) {
+    const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
+    const bool all_timing = !selected.empty() && std::all_of(selected.begin(), selected.end(),
+                                                             [](const auto& t) { return has_tag(t, "timing"); });
+    if (all_timing) {
+      for (const auto& t : selected)
+        std::cout << "SKIPPED [timing] " << t.getTestCaseInfo().name
+                  << ": built with AddressSanitizer, whose interceptors slow every memory call: the measured time "
+                     "is not what this CPU does\n";
+      return 77;
     }
   }
   return session.run();

@@ -417,7 +417,7 @@ TEST_CASE("plan with generation: the prefill and every decoding step, the KV cac
 }
 
 TEST_CASE("the host CPU projected from its catalog class lands within 2x of the measured gpt small step",
-          "[projection]") {
+          "[projection][timing]") {
   const auto& catalog = accelerator_catalog();
   const HostInfo host = describe_host();
   const std::string cls = host_cpu_class(host.cpu_features);

@@ -290,8 +290,8 @@ Sym ForwardTrace::rms_norm(const Sym& x, int64_t h) {
   return y;
 }
 
-Sym ForwardTrace::gelu(const Sym& x) {
-  save(x, "gelu");
+Sym ForwardTrace::input_saving_activation(const Sym& x, const char* layer) {
+  save(x, layer);
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);
   y.dims = x.dims;
   work(OpClass::elementwise, {8.0 * x.elements, double(x.bytes() + y.bytes()), 0, 1},
@@ -300,15 +300,9 @@ Sym ForwardTrace::gelu(const Sym& x) {
   return y;
 }
 
-Sym ForwardTrace::silu(const Sym& x) {
-  save(x, "silu");
-  Sym y = make(x.elements, x.element_bytes, x.requires_grad);
-  y.dims = x.dims;
-  work(OpClass::elementwise, {8.0 * x.elements, double(x.bytes() + y.bytes()), 0, 1},
-       {12.0 * x.elements, double(2 * x.bytes() + y.bytes()), 0, 1});
-  end_op(x.bytes(), y.bytes());
-  return y;
-}
+Sym ForwardTrace::gelu(const Sym& x) { return input_saving_activation(x, "gelu"); }
+
+Sym ForwardTrace::silu(const Sym& x) { return input_saving_activation(x, "silu"); }
 
 Sym ForwardTrace::relu(const Sym& x) {
   Sym y = make(x.elements, x.element_bytes, x.requires_grad);

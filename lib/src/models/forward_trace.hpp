@@ -150,6 +150,8 @@ class ForwardTrace {
 
  private:
   void save(const Sym& t, const char* layer);
+  // gelu and silu: a pointwise op that saves its input (its backward needs it); the same work for both.
+  Sym input_saving_activation(const Sym& x, const char* layer);
   // The kernel LibTorch's CPU convolution picks (cached per shape): its scratch differs.
   enum class CpuConv { im2col, onednn_avx512, onednn_avx2, other };
   CpuConv cpu_conv(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw, int64_t element_bytes);

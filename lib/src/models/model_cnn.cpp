@@ -157,29 +157,7 @@ trace::Sym trace_cnn(trace::ForwardTrace& t, const CnnConfig& c) {
   return t.linear(x, channels, c.classes, true);
 }
 
-class CnnWorkload final : public zoo::ZooWorkload<CnnImpl, CnnConfig> {
- public:
-  using ZooWorkload::ZooWorkload;
-  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    const auto& c = config_;
-    // Labels from a fixed random linear teacher on each channel's mean brightness: what a global
-    // average pool exposes, so the network can learn it.
-    return zoo::teacher_batch({batch_size, c.in_channels, c.image_size, c.image_size}, c.classes, device, seed,
-                              [](const torch::Tensor& x) {
-                                return x.mean({2, 3});
-                              });
-  }
-  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
-    return zoo::classification_loss(output, batch);
-  }
-  ModelFacts facts() const override {
-    return {parameter_count(config_), buffer_bytes(config_), forward_flops_per_sample(config_), 0};
-  }
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
-    return zoo::estimate_with_loss(
-        query, [&](trace::ForwardTrace& t) { return trace_cnn(t, config_); }, query.batch_size, config_.classes);
-  }
-};
+using CnnWorkload = zoo::ImageClassifierWorkload<CnnImpl, CnnConfig, trace_cnn>;
 
 }  // namespace
 

@@ -200,32 +200,7 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
   return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
 }
 
-class GptWorkload final : public zoo::ZooWorkload<GptImpl, GptConfig> {
- public:
-  using ZooWorkload::ZooWorkload;
-  const GptConfig& config() const { return config_; }
-  // The copy task (zoo::copy_task_batch): the second half repeats the first after a separator.
-  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    return zoo::copy_task_batch(batch_size, config_.context_length, config_.vocab_size, device, seed);
-  }
-  int64_t block_count() const override { return config_.n_layer; }
-  void set_checkpointing(torch::nn::Module& module, int64_t every) const override {
-    static_cast<GptImpl&>(module).checkpoint_every = every;
-  }
-  // Mean next-token cross-entropy over the B*S positions that are not masked.
-  torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
-    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, config_.vocab_size}),
-                                                batch.target.reshape({-1}));
-  }
-  ModelFacts facts() const override {
-    return {parameter_count(config_), 0, forward_flops_per_sample(config_), config_.context_length};
-  }
-  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
-    return zoo::estimate_with_loss(
-        query, [&](trace::ForwardTrace& t) { return trace_gpt(t, config_); },
-        query.batch_size * zoo::sequence_positions(query, config_.context_length), config_.vocab_size);
-  }
-};
+using GptWorkload = zoo::LanguageModelWorkload<GptImpl, GptConfig, trace_gpt>;
 
 }  // namespace
 

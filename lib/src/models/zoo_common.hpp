@@ -124,4 +124,63 @@ class ZooWorkload : public Workload {
   std::string label_;
 };
 
+// The image classifiers (cnn, resnet): random images [B, C, H, H] labelled by a fixed random linear teacher on each
+// channel's mean brightness (what the global average pool exposes, so that the network can learn it), the
+// cross-entropy over the classes, and the activation estimate from `Trace`, the model's traced forward.
+template <typename Impl, typename Config, trace::Sym (*Trace)(trace::ForwardTrace&, const Config&)>
+class ImageClassifierWorkload final : public ZooWorkload<Impl, Config> {
+ public:
+  using ZooWorkload<Impl, Config>::ZooWorkload;
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    const Config& c = this->config_;
+    return teacher_batch({batch_size, c.in_channels, c.image_size, c.image_size}, c.classes, device, seed,
+                         [](const torch::Tensor& x) {
+                           return x.mean({2, 3});  // [B, C]
+                         });
+  }
+  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
+    return classification_loss(output, batch);
+  }
+  ModelFacts facts() const override {
+    const Config& c = this->config_;
+    return {parameter_count(c), buffer_bytes(c), forward_flops_per_sample(c), 0};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    return estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return Trace(t, this->config_); }, query.batch_size,
+        this->config_.classes);
+  }
+};
+
+// The decoder-only language models (gpt, llama): the copy task (copy_task_batch), the mean next-token cross-entropy
+// over the positions that are not masked, checkpointing every N blocks, and the activation estimate from `Trace`,
+// the model's traced forward.
+template <typename Impl, typename Config, trace::Sym (*Trace)(trace::ForwardTrace&, const Config&)>
+class LanguageModelWorkload final : public ZooWorkload<Impl, Config> {
+ public:
+  using ZooWorkload<Impl, Config>::ZooWorkload;
+  const Config& config() const { return this->config_; }
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    return copy_task_batch(batch_size, this->config_.context_length, this->config_.vocab_size, device, seed);
+  }
+  int64_t block_count() const override { return this->config_.n_layer; }
+  void set_checkpointing(torch::nn::Module& module, int64_t every) const override {
+    static_cast<Impl&>(module).checkpoint_every = every;
+  }
+  torch::Tensor loss(const torch::Tensor& logits, const Batch& batch) const override {
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, this->config_.vocab_size}),
+                                                batch.target.reshape({-1}));  // [B*S, V] against [B*S]
+  }
+  ModelFacts facts() const override {
+    const Config& c = this->config_;
+    return {parameter_count(c), 0, forward_flops_per_sample(c), c.context_length};
+  }
+  ActivationEstimate estimate_activations(const ActivationQuery& query) const override {
+    const Config& c = this->config_;
+    return estimate_with_loss(
+        query, [&](trace::ForwardTrace& t) { return Trace(t, c); },
+        query.batch_size * sequence_positions(query, c.context_length), c.vocab_size);
+  }
+};
+
 }  // namespace tvie::zoo

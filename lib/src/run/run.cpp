@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <tuple>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "core/compat.hpp"
 #include <tvie/device.hpp>
@@ -251,10 +253,15 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     }
     return out;
   };
-  const auto times = [](const auto& slices, const auto& time) {
-    std::vector<double> out;
-    for (const auto& s : slices) out.push_back(time(s));
-    return out;
+  // The slices' ledgers and mean times (`time` of a result, ms) extrapolated to the full model.
+  const auto extrapolated = [](const auto& slices, const SlicePlan& p, const auto& time) {
+    std::vector<std::decay_t<decltype(slices.front().memory)>> memory;
+    std::vector<double> ms;
+    for (const auto& s : slices) {
+      memory.push_back(s.memory);
+      ms.push_back(time(s));
+    }
+    return std::make_pair(extrapolate(memory, p), extrapolate_time(ms, p));
   };
   if (settings.train) {
     TrainingSlices t;
@@ -263,11 +270,8 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     t.predicted = predict_training_memory(full, t.settings, false, device);
     log::info(cat("training ", full.name(), what(t.plan), "; its predicted ledger: ", describe(t.predicted)));
     t.slices = measure_all(t.plan, [&](const Workload& slice) { return measure_training(slice, t.settings, device); });
-    std::vector<TrainingMemory> memory;
-    for (const auto& s : t.slices) memory.push_back(s.memory);
-    t.extrapolated = extrapolate(memory, t.plan);
-    t.extrapolated_step_ms =
-        extrapolate_time(times(t.slices, [](const TrainingResult& r) { return r.step.mean; }), t.plan);
+    std::tie(t.extrapolated, t.extrapolated_step_ms) =
+        extrapolated(t.slices, t.plan, [](const TrainingResult& r) { return r.step.mean; });
     report.training = std::move(t);
   }
   if (infer) {
@@ -279,11 +283,8 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     log::info(cat("inference of ", full.name(), " (", to_string(i.settings.dtype), ", batch ", i.settings.batch_size,
                   ")", what(i.plan)));
     i.slices = measure_all(i.plan, [&](const Workload& slice) { return measure_inference(slice, i.settings, device); });
-    std::vector<InferenceMemory> memory;
-    for (const auto& s : i.slices) memory.push_back(s.memory);
-    i.extrapolated = extrapolate(memory, i.plan);
-    i.extrapolated_latency_ms =
-        extrapolate_time(times(i.slices, [](const InferenceResult& r) { return r.latency.mean; }), i.plan);
+    std::tie(i.extrapolated, i.extrapolated_latency_ms) =
+        extrapolated(i.slices, i.plan, [](const InferenceResult& r) { return r.latency.mean; });
     report.inference = std::move(i);
   }
   return report;

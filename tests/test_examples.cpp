@@ -105,7 +105,8 @@ TEST_CASE("the tutorial's tables are what examples/why_training_needs_more_memor
           CHECK(doc[r][c] == rows[r][c]);
         else if (!same_bf16_kernels && rows[r][0].find("bf16") != std::string::npos)
           not_compared.push_back(name + " / " + rows[r][0] + " / " + rows.front()[c]);
-        else if (test::kAddressSanitizer && rows.front()[c].find("heap growth") != std::string::npos)
+        else if (test::kAddressSanitizer && name == "inference" && rows[r][0] == "int8")
+          // The int8 packs are glibc heap growth, in the row's peak too.
           std::cout << "SKIPPED in part: built with AddressSanitizer, whose allocator leaves no glibc heap growth "
                        "to read: not compared: "
                     << name << " / " << rows[r][0] << " / " << rows.front()[c] << std::endl;

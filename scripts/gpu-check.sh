@@ -99,7 +99,7 @@ configure() {
   local gloo=()
   [ -d "$prep/gloo-headers/gloo" ] && gloo=(-DTVIE_GLOO_INCLUDE_DIR="$prep/gloo-headers")
   bounded cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTVIE_PYTHON="$py" \
-    -DCMAKE_PREFIX_PATH="$prep/root/usr" "${gloo[@]}" -DTVIE_BUILD_EXAMPLES=OFF -DTVIE_BUILD_BENCH=OFF \
+    -DCMAKE_PREFIX_PATH="$prep/root/usr" "${gloo[@]}" -DTVIE_BUILD_EXAMPLES=ON -DTVIE_BUILD_BENCH=OFF \
     >"$build/gpu-check-configure.log" 2>&1 || { tail -30 "$build/gpu-check-configure.log"; return 1; }
 }
 compile() {

@@ -129,9 +129,12 @@ TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[c
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("int8 copy of the trained weights") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(json));
+  CHECK(j["inference"]["memory"]["packed_weights_measured"].get<bool>() == tvie::heap_statistics_available());
   if (tvie::test::packs_measurable()) {  // the packs are measured through glibc's heap statistics
     CHECK(r.out.find("packed by fbgemm") != std::string::npos);
     CHECK(j["inference"]["memory"]["packed_weights"].get<int64_t>() > 0);
+  } else {
+    CHECK(r.out.find("packed by fbgemm outside torch's allocator: not measured here") != std::string::npos);
   }
   // int8 Linear weights: the training copy (fp32) holds about four times the inference weights.
   CHECK(j["gap"]["parameter_memory_ratio"].get<double>() > 3.0);

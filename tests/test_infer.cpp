@@ -126,6 +126,9 @@ TEST_CASE("int8 on CPU: mlp outputs near fp32 and weights about a quarter of fp3
   const double int8_bytes = static_cast<double>(int8.memory.parameters + int8.memory.packed_weights);
   INFO("fp32 " << fp32_bytes << " int8 " << int8_bytes << " (packed " << int8.memory.packed_weights << ")");
   CHECK(fp32.memory.packed_weights == 0);
+  CHECK(fp32.memory.packed_weights_measured);  // nothing outside torch's allocator to measure
+  // The packs are measured where glibc's heap can be read, and said not to be elsewhere (not a silent 0).
+  CHECK(int8.memory.packed_weights_measured == tvie::heap_statistics_available());
   if (test::packs_measurable()) {
     CHECK(int8.memory.packed_weights > 0);  // fbgemm's packs, seen through glibc's heap
     // int8 weights + fp32 biases + per-channel scales: 0.25 of fp32 plus a little.

@@ -32,6 +32,7 @@ struct DecodeResult {
   std::string timer;
   int64_t parameter_bytes = 0;           // the weights, measured (packed_weight_bytes included)
   int64_t packed_weight_bytes = 0;       // CPU int8: fbgemm's packs, outside torch's allocator (glibc heap growth)
+  bool packed_weights_measured = true;   // false: CPU int8 without readable heap statistics (packed_weight_bytes 0)
   int64_t kv_cache_bytes = 0;            // measured: allocated bytes the cache added
   int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * kv width * bytes per element
                                          // (kv width: h for gpt, g * d for llama's grouped-query attention)

@@ -56,6 +56,7 @@ class InferenceSession {
   Batch batch_;
   int64_t parameter_bytes_ = 0;
   int64_t packed_bytes_ = 0;
+  bool packed_measured_ = true;
   int64_t baseline_bytes_ = 0;
   int64_t linears_converted_ = 0, linears_kept_dense_ = 0;
   std::shared_ptr<detail::GraphedForward> graph_;  // set by capture_cuda_graph()

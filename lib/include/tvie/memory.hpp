@@ -83,6 +83,9 @@ struct InferenceMemory {
   int64_t peak = 0;            // tensor peak above the baseline, plus packed_weights
   int64_t peak_reserved = -1;
   int64_t batch = 0;
+  // False: CPU int8 where glibc's heap statistics cannot be read (glibc before 2.33, AddressSanitizer), so the
+  // packs were not measured: packed_weights is 0 and the peak lacks them.
+  bool packed_weights_measured = true;
 };
 
 // The predicted ledgers (PredictedTrainingMemory, PredictedInferenceMemory) are in tvie/predict.hpp.

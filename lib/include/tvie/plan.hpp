@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <tvie/catalog.hpp>
+#include <tvie/decode.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/projection.hpp>
 #include <tvie/settings.hpp>
@@ -71,6 +72,10 @@ struct MeasuredGeneration {
   int64_t prompt_tokens = 0, new_tokens = 0;
   double ttft_s = 0, tpot_s = 0;
 };
+// The generation `decoded` describes (its batch, dtype, prompt and new tokens), with the mean time to the first
+// token and per output token in ms (`tvie decode`'s ttft_ms.mean, tpot_ms.mean; the latter read only when more
+// than one token was generated).
+MeasuredGeneration measured_generation(const DecodeSettings& decoded, double ttft_ms_mean, double tpot_ms_mean);
 
 // `tvie plan --measure`: run the workload here first (run_plan's device) and calibrate with what it measured.
 struct PlanMeasure {

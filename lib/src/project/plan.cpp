@@ -352,14 +352,13 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
     if (j.contains("decoding") && j.at("decoding").contains("ttft_ms")) {  // tvie decode
       const auto& d = j.at("decoding");
       const auto& k = d.at("settings");
-      MeasuredGeneration g;
-      g.infer.batch_size = k.at("batch_size").get<int64_t>();
-      g.infer.dtype = parse_inference_dtype(k.at("dtype").get<std::string>(), "from");
-      g.prompt_tokens = k.at("prompt_tokens").get<int64_t>();
-      g.new_tokens = k.at("new_tokens").get<int64_t>();
-      g.ttft_s = d.at("ttft_ms").at("mean").get<double>() / 1000;
-      if (g.new_tokens > 1) g.tpot_s = d.at("tpot_ms").at("mean").get<double>() / 1000;
-      generation = g;
+      DecodeSettings s;
+      s.batch_size = k.at("batch_size").get<int64_t>();
+      s.dtype = parse_inference_dtype(k.at("dtype").get<std::string>(), "from");
+      s.prompt_tokens = k.at("prompt_tokens").get<int64_t>();
+      s.new_tokens = k.at("new_tokens").get<int64_t>();
+      generation = measured_generation(s, d.at("ttft_ms").at("mean").get<double>(),
+                                       s.new_tokens > 1 ? d.at("tpot_ms").at("mean").get<double>() : 0.0);
     }
   } catch (const json::exception& e) {
     bad_report(source, detail::first_line(e.what()), accepted);
@@ -393,6 +392,18 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
   if (infer && latency_s > 0)
     c.inference = calibration_factor(project_time(inference_batch_work(workload, *infer), card), latency_s);
   return c;
+}
+
+MeasuredGeneration measured_generation(const DecodeSettings& decoded, double ttft_ms_mean, double tpot_ms_mean) {
+  MeasuredGeneration g;
+  g.infer.batch_size = decoded.batch_size;
+  g.infer.dtype = decoded.dtype;
+  g.infer.seed = decoded.seed;
+  g.prompt_tokens = decoded.prompt_tokens;
+  g.new_tokens = decoded.new_tokens;
+  g.ttft_s = ttft_ms_mean / 1000;
+  if (decoded.new_tokens > 1) g.tpot_s = tpot_ms_mean / 1000;
+  return g;
 }
 
 void calibrate_generation(Calibration& into, const Workload& workload, const Accelerator& card,

@@ -1,11 +1,13 @@
 // The console tables. Every figure says what it is: which counter, which steps.
 #include <tvie/report.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <string>
 
 #include "core/text.hpp"
 #include <tvie/log.hpp>
@@ -20,6 +22,11 @@ std::string fmt(const char* format, double v) {
 }
 
 using detail::with_commas;
+
+// CPU int8 where glibc's heap statistics cannot be read (tvie::heap_statistics_available()).
+const std::string kPacksNotMeasured =
+    "  int8 weights packed by fbgemm outside torch's allocator: not measured here (glibc's heap statistics\n"
+    "  cannot be read: glibc before 2.33, or an AddressSanitizer build); weights and peak lack them\n";
 
 std::string ratio(double a, double b) { return (b != 0 && a != 0) ? fmt("%.2fx", a / b) : "-"; }
 
@@ -343,6 +350,7 @@ void ConsoleReporter::report(const CompareReport& r) {
   if (i.memory.packed_weights > 0)
     out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
         << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";
+  if (!i.memory.packed_weights_measured) out << kPacksNotMeasured;
 
   out << '\n';
   const std::vector<size_t> w2 = {18, 24, 24, 12};
@@ -415,9 +423,10 @@ void ConsoleReporter::report(const InferReport& r) {
     row(out,
         {cat(x.batch_size), to_string(x.dtype), fmt("%.3f", i.latency.p50), fmt("%.3f", i.latency.p99),
          fmt("%.1f", i.samples_per_s), tokens ? fmt("%.0f", i.tokens_per_s) : "",
-         format_bytes(i.memory.parameters + i.memory.packed_weights), format_bytes(i.memory.activations),
-         format_bytes(i.memory.peak), predicted_cell(i.predicted.peak), accuracy_cell(x, 0), accuracy_cell(x, 1),
-         accuracy_cell(x, 2)},
+         format_bytes(i.memory.parameters + i.memory.packed_weights) + (i.memory.packed_weights_measured ? "" : "*"),
+         format_bytes(i.memory.activations),
+         format_bytes(i.memory.peak) + (i.memory.packed_weights_measured ? "" : "*"), predicted_cell(i.predicted.peak),
+         accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2)},
         w);
   }
   out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
@@ -430,6 +439,9 @@ void ConsoleReporter::report(const InferReport& r) {
       << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
       << "  weights, the rest bf16.\n"
       << "  timer: " << r.sweep.timer << '\n';
+  if (std::any_of(r.sweep.rows.begin(), r.sweep.rows.end(),
+                  [](const auto& x) { return x.fits && !x.result.memory.packed_weights_measured; }))
+    out << "  *" << kPacksNotMeasured.substr(1);
 }
 
 void ConsoleReporter::report(const MaxBatchReport& r) {
@@ -868,7 +880,8 @@ void ConsoleReporter::report(const DecodeReport& r) {
       << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n"
       << "  memory: parameters " << format_bytes(x.parameter_bytes)
       << (x.packed_weight_bytes > 0 ? " (" + format_bytes(x.packed_weight_bytes) + " of them packed by fbgemm)" : "")
-      << ", kv_cache " << format_bytes(x.kv_cache_bytes) << " measured, " << format_bytes(x.kv_cache_bytes_predicted)
+      << (x.packed_weights_measured ? "" : " (without fbgemm's packs: not measured here)") << ", kv_cache "
+      << format_bytes(x.kv_cache_bytes) << " measured, " << format_bytes(x.kv_cache_bytes_predicted)
       << " predicted\n    (2 x layers x batch x positions x key/value width x bytes; the width: gpt's d_model, "
          "llama's n_kv_head x head size)\n"
       << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";

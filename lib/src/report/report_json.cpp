@@ -37,6 +37,7 @@ nlohmann::json memory_json(const TrainingMemory& m) {
 nlohmann::json memory_json(const InferenceMemory& m) {
   return {{"parameters", m.parameters},
           {"packed_weights", m.packed_weights},
+          {"packed_weights_measured", m.packed_weights_measured},
           {"activations", m.activations},
           {"other", m.other},
           {"peak", m.peak},
@@ -296,6 +297,7 @@ std::string to_json_string(const DecodeReport& r, int indent) {
                    {"memory",
                     {{"parameters", x.parameter_bytes},
                      {"packed_weights", x.packed_weight_bytes},
+                     {"packed_weights_measured", x.packed_weights_measured},
                      {"kv_cache", x.kv_cache_bytes},
                      {"kv_cache_predicted", x.kv_cache_bytes_predicted}}},
                    {"timer", x.timer},

@@ -367,14 +367,7 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
       log::info(cat("generating ", d.new_tokens, " tokens after a prompt of ", d.prompt_tokens, " on ", device.str(),
                     " (", d.repetitions, " timed runs after 1 warm-up) to calibrate the generation"));
       const DecodeResult r = measure_decoding(measured, d, device);
-      MeasuredGeneration g;
-      g.infer = settings.infer;
-      g.infer.batch_size = 1;
-      g.prompt_tokens = d.prompt_tokens;
-      g.new_tokens = d.new_tokens;
-      g.ttft_s = r.ttft_ms.mean / 1000;
-      g.tpot_s = r.tpot_ms.mean / 1000;
-      calibrate_generation(c, measured, *card, g);
+      calibrate_generation(c, measured, *card, measured_generation(d, r.ttft_ms.mean, r.tpot_ms.mean));
     } catch (const InvalidArgument& e) {
       log::warn(cat("--measure: decoding in ", to_string(d.dtype), " not measured on ", device.str(), ": ", e.what(),
                     "; the generation's estimates take the inference factor"));

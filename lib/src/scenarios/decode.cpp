@@ -42,17 +42,14 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
   r.memory_counter = probe->counter_description();
   std::shared_ptr<torch::nn::Module> module;
   int64_t packed_bytes = 0;  // CPU int8: fbgemm's packed weights, outside torch's allocator
-  r.parameter_bytes =
-      detail::measure_added_bytes(
-          probe.get(), device,
-          [&] {
-            torch::manual_seed(settings.seed);
-            module = workload->make_module();
-            packed_bytes =
-                detail::make_inference_copy(*module, device, settings.dtype, probe.get()).outside_allocator_bytes;
-          })
-          .added +
-      packed_bytes;
+  const auto built = detail::measure_added_bytes(probe.get(), device, [&] {
+    torch::manual_seed(settings.seed);
+    module = workload->make_module();
+    const auto copy = detail::make_inference_copy(*module, device, settings.dtype, probe.get());
+    packed_bytes = copy.outside_allocator_bytes;
+    r.packed_weights_measured = copy.outside_allocator_measured;
+  });
+  r.parameter_bytes = built.added + packed_bytes;
   r.packed_weight_bytes = packed_bytes;
   // The cache holds every position the run writes: the prompt and all generated tokens but the last.
   const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;

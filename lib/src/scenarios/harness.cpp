@@ -98,6 +98,7 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
     throw InvalidArgument("infer.dtype", to_string(dtype),
                           "fp32, bf16 (this model has no tvie::nn::Linear layers to convert; build its Linear layers "
                           "from tvie::nn::Linear to run it in int8 or fp8)");
+  copy.outside_allocator_measured = kind != nn::LinearWeights::int8_dynamic || measure_heap;
   if (measure_heap) {
     const int64_t counted = probe->allocated_bytes() - counted_before;
     copy.outside_allocator_bytes = std::max<int64_t>(0, heap_in_use_bytes() - heap_before - counted);

@@ -62,6 +62,9 @@ struct InferenceCopy {
   // Bytes the conversion left allocated outside LibTorch's allocator (CPU int8: fbgemm's packed weights),
   // measured as glibc heap growth (mallinfo2) minus what the tensor counter saw; 0 when not measured.
   int64_t outside_allocator_bytes = 0;
+  // False when there were such bytes to measure (CPU int8) but glibc's heap statistics cannot be read
+  // (heap_statistics_available()): outside_allocator_bytes is then 0 for want of a measurement.
+  bool outside_allocator_measured = true;
 };
 
 // Turns a freshly built fp32 module into the inference copy for `dtype` on `device`: floating tensors to

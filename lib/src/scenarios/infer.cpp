@@ -23,6 +23,7 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
     if (weights) copy_weights(*weights, *module_);
     const auto copy = detail::make_inference_copy(*module_, device_, settings_.dtype, probe);
     packed_bytes_ = copy.outside_allocator_bytes;
+    packed_measured_ = copy.outside_allocator_measured;
     linears_converted_ = copy.converted_linears;
     linears_kept_dense_ = copy.dense_linears;
     workload_.prepare_inference(*module_);
@@ -57,6 +58,7 @@ InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe, MemoryTimelin
   InferenceMemory m;
   m.parameters = parameter_bytes_;
   m.packed_weights = packed_bytes_;
+  m.packed_weights_measured = packed_measured_;
   m.batch = batch_bytes(batch_);
   run_batch();  // lazily created library state is allocated here, before measuring
   synchronize(device_);

@@ -1,6 +1,7 @@
 // Linear extrapolation of slices to the full model (tvie/slices.hpp).
 #include <tvie/slices.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include <tvie/errors.hpp>
@@ -146,6 +147,8 @@ InferenceMemory extrapolate(const std::vector<InferenceMemory>& at, const SliceP
   InferenceMemory m;
   m.parameters = x(&InferenceMemory::parameters);
   m.packed_weights = x(&InferenceMemory::packed_weights);
+  m.packed_weights_measured =
+      std::all_of(at.begin(), at.end(), [](const InferenceMemory& s) { return s.packed_weights_measured; });
   m.activations = x(&InferenceMemory::activations);
   m.other = x(&InferenceMemory::other);
   m.peak = x(&InferenceMemory::peak);

@@ -29,7 +29,18 @@ t_all=$SECONDS
 rm -rf "$res"
 mkdir -p "$res"
 log="$res/gpu-check.log"
-echo "# scripts/gpu-check.sh ${*:-}, commit $(cat "$prep/commit" 2>/dev/null || git -C "$root" rev-parse --short=12 HEAD), $(date -u +%F)" >"$log"
+# The commit of the tree that is built: git's where the clone is here (a dry run), else the one gpu-prepare.sh
+# recorded (the device machine gets the tree without its .git).
+source_commit() {
+  local c
+  if c="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null)"; then
+    [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || c="$c with uncommitted changes"
+    echo "$c"
+  else
+    cat "$prep/commit" 2>/dev/null || echo unknown
+  fi
+}
+echo "# scripts/gpu-check.sh ${*:-}, commit $(source_commit), $(date -u +%F)" >"$log"
 
 pack() {  # the figures so far into $OUT (the device tool's return folder), when there is one
   [ -n "${OUT:-}" ] || return 0
@@ -121,7 +132,7 @@ if [ "$dry_run" -eq 1 ]; then
     grep -E "tests passed|tests failed" "$res/dry-run-ctest.txt"
   }
   step "CPU tests (ctest)" 1200 cpu_tests
-  echo "[gpu-check] dry run: stopping before the first GPU step ($((SECONDS - t_all)) s in all)"
+  echo "[gpu-check] dry run: stopping before the first GPU step ($((SECONDS - t_all)) s in all)" | tee -a "$log"
   exit "$failed"
 fi
 
@@ -131,7 +142,7 @@ card="$(echo "${gpu_name:-unknown}" | tr 'A-Z' 'a-z' | sed -e 's/^nvidia //' -e 
 header() {
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "# torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
-  echo "# commit: $(cat "$prep/commit" 2>/dev/null || git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  echo "# commit: $(source_commit)"
   echo "# date: $(date -u +%F)"
 }
 figure() {  # figure NAME COMMAND...: into gpu-<card>-NAME.txt the header, the command line, then its output;

@@ -21,5 +21,9 @@ else
   say "no gloo headers in $TVIE_HOME: the GPU build will have no Gloo backend (its [dist] CPU tests skip)"
 fi
 for f in "$prep"/debs/*%3a*; do [ -e "$f" ] && mv "$f" "${f//%3a/_}"; done  # plain file names travel anywhere
-git -C "$TVIE_ROOT" rev-parse --short=12 HEAD >"$prep/commit"
+{  # the commit the device's copy of the tree is at (it travels without .git), and whether the tree differs from it
+  c="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
+  [ -z "$(git -C "$TVIE_ROOT" status --porcelain --untracked-files=no)" ] || c="$c with uncommitted changes"
+  echo "$c"
+} >"$prep/commit"
 say "prepared $prep ($(du -sh "$prep" | cut -f1)): $(ls "$prep/debs" | tr '\n' ' ')"

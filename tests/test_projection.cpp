@@ -580,6 +580,27 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   CHECK(plans[1].training_calibration.factor == 0);  // not the host: untouched
 }
 
+TEST_CASE("a measured generation takes the decoding's batch, dtype and lengths, and its times in seconds",
+          "[projection][pure]") {
+  DecodeSettings d;
+  d.batch_size = 3;
+  d.prompt_tokens = 24;
+  d.new_tokens = 8;
+  d.dtype = InferenceDtype::bf16;
+  d.seed = 7;
+  const MeasuredGeneration g = measured_generation(d, 12.5, 2.0);
+  CHECK(g.infer.batch_size == 3);
+  CHECK(g.infer.dtype == InferenceDtype::bf16);
+  CHECK(g.infer.seed == 7);
+  CHECK(g.prompt_tokens == 24);
+  CHECK(g.new_tokens == 8);
+  CHECK(g.ttft_s == Approx(0.0125));
+  CHECK(g.tpot_s == Approx(0.002));
+  // One new token: it comes from the prefill, there is no time per output token after it to read.
+  d.new_tokens = 1;
+  CHECK(measured_generation(d, 12.5, 99.0).tpot_s == 0);
+}
+
 TEST_CASE(
     "calibration from a decode report of this machine: the host's first token and time per output token "
     "become the measured ones",

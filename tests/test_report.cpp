@@ -102,6 +102,26 @@ TEST_CASE("console report puts both modes side by side and names the counter", "
   }
 }
 
+TEST_CASE("int8 packs that could not be measured are said to be, not shown as 0 B", "[report]") {
+  CompareSettings s;
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  auto report = run_compare(*make_zoo_workload("mlp", "tiny"), s, {"cpu"});
+  CHECK(report.inference.memory.packed_weights_measured);  // fp32: nothing outside torch's allocator
+  const auto console = [](const CompareReport& r) {
+    std::ostringstream out;
+    ConsoleReporter(out).report(r);
+    return out.str();
+  };
+  const std::string note = "packed by fbgemm outside torch's allocator: not measured here";
+  CHECK(console(report).find(note) == std::string::npos);
+  CHECK(nlohmann::json::parse(to_json_string(report))["inference"]["memory"]["packed_weights_measured"] == true);
+  // As where glibc's heap statistics cannot be read (heap_statistics_available() false): the report says so.
+  report.inference.memory.packed_weights_measured = false;
+  CHECK(console(report).find(note) != std::string::npos);
+  CHECK(nlohmann::json::parse(to_json_string(report))["inference"]["memory"]["packed_weights_measured"] == false);
+}
+
 TEST_CASE("files are written atomically and bad output paths are refused", "[report]") {
   const fs::path dir = make_temp_dir();
   const std::string path = (dir / "report.json").string();

@@ -114,11 +114,14 @@ TEST_CASE("int8 packs that could not be measured are said to be, not shown as 0 
     return out.str();
   };
   const std::string note = "packed by fbgemm outside torch's allocator: not measured here";
+  const std::string bar = "inference, measured (int8 packs not measured)";
   CHECK(console(report).find(note) == std::string::npos);
+  CHECK(to_html_string(report).find(bar) == std::string::npos);
   CHECK(nlohmann::json::parse(to_json_string(report))["inference"]["memory"]["packed_weights_measured"] == true);
   // As where glibc's heap statistics cannot be read (heap_statistics_available() false): the report says so.
   report.inference.memory.packed_weights_measured = false;
   CHECK(console(report).find(note) != std::string::npos);
+  CHECK(to_html_string(report).find(bar) != std::string::npos);  // the ledger chart's bar says what it lacks
   CHECK(nlohmann::json::parse(to_json_string(report))["inference"]["memory"]["packed_weights_measured"] == false);
 }
 

@@ -189,7 +189,9 @@ svg::Bar ledger_bar(const std::string& label, const PredictedTrainingMemory& p) 
                       p.comm_buffers, p.activations, p.peak);
 }
 svg::Bar ledger_bar(const std::string& label, const InferenceMemory& m) {
-  return training_bar(label, m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
+  // CPU int8 without readable heap statistics: the bar lacks fbgemm's packs, and its label says so.
+  return training_bar(label + (m.packed_weights_measured ? "" : " (int8 packs not measured)"),
+                      m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
 }
 svg::Bar ledger_bar(const std::string& label, const PredictedInferenceMemory& p) {
   return training_bar(label, p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak);

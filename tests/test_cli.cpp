@@ -721,3 +721,90 @@ TEST_CASE("docs/cli.md is what tvie reference prints (every command and option, 
     CHECK(doc.find(command) != std::string::npos);
   CHECK(doc.find("`--html`") != std::string::npos);
 }
+
+TEST_CASE("cli: --config FILE.json sets a command's options, the command line wins, bad files get one line", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  auto write = [&](const std::string& name, const std::string& text) {
+    const fs::path path = dir.path / name;
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  const std::string config =
+      write("run.json",
+            R"({"model": "mlp", "batch": 4, "steps": 2, "warmup": 1, "device": "cpu", "infer-dtype": "fp32",
+                "quiet": true})");
+  const fs::path json = dir.path / "report.json";
+  const fs::path html = dir.path / "report.html";
+
+  SECTION("the file's options apply; --batch on the command line wins over the file's; the report says so") {
+    const Run r =
+        run_cli("compare --config " + config + " --batch 2 --json " + json.string() + " --html " + html.string());
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("options from " + config +
+                     ": device=cpu, infer-dtype=fp32, model=mlp, quiet=true, steps=2, warmup=1\n") !=
+          std::string::npos);
+    const auto j = read_json(json);
+    CHECK(j["model"]["name"] == "mlp/tiny");
+    CHECK(j["training"]["settings"]["batch_size"] == 2);  // the command line's
+    CHECK(j["training"]["timed_steps"] == 2);             // the file's
+    CHECK(j["training"]["warmup_steps"] == 1);
+    CHECK(j["inference"]["settings"]["dtype"] == "fp32");
+    CHECK(j["context"]["config_file"] == config);
+    std::vector<std::string> set;
+    for (const auto& item : j["context"]["config"]) set.push_back(item["option"].get<std::string>());
+    CHECK(set == std::vector<std::string>{"device", "infer-dtype", "model", "quiet", "steps", "warmup"});
+    CHECK(j["context"]["config"][4]["value"] == "2");
+    // The documented keys, with the two optional ones present here.
+    std::set<std::string> paths;
+    tvie::test::collect_key_paths(j["context"], "context", paths);
+    const auto documented = tvie::test::documented_keys("context");
+    for (const char* key : {"context.config_file", "context.config[].option", "context.config[].value"}) {
+      INFO(key);
+      CHECK(paths.count(key) == 1);
+      CHECK(documented.optional.count(key) == 1);
+    }
+    std::ifstream in(html);
+    const std::string page{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    CHECK(page.find("<dt>config</dt><dd>" + config + ": device=cpu, infer-dtype=fp32") != std::string::npos);
+  }
+
+  SECTION("an array is joined by commas, as on the command line") {
+    const std::string sweep =
+        write("sweep.json",
+              R"({"model": "mlp", "batch": [1, 2], "dtype": ["fp32"], "steps": 1, "warmup": 0, "device": "cpu"})");
+    const Run r = run_cli("infer --config " + sweep + " --quiet --json " + json.string());
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    const auto j = read_json(json);
+    CHECK(j["inference_sweep"]["settings"]["batch_sizes"] == nlohmann::json::array({1, 2}));
+    CHECK(j["inference_sweep"]["rows"].size() == 2);
+  }
+
+  SECTION("bad files: exit code 2, one line naming --config (or the option, and the file), no output file") {
+    const auto refused = [&](const std::string& text, const std::vector<std::string>& needles) {
+      const std::string path = write("bad.json", text);
+      const Run r = run_cli("compare --config " + path + " --json " + json.string());
+      INFO(text << "\n" << r.out);
+      CHECK(r.exit_code == 2);
+      CHECK(line_count(r.out) == 1);
+      for (const auto& needle : needles) CHECK(r.out.find(needle) != std::string::npos);
+      CHECK_FALSE(fs::exists(json));
+    };
+    refused(R"({"model": "mlp",)", {"--config", "not JSON", "parse error at line"});
+    refused("[1, 2]", {"--config", "a JSON object of options", "batch"});
+    refused(R"({"batchsize": 8})", {"--config", "\"batchsize\"", "long options of tvie compare", "accumulate, batch,"});
+    refused(R"({"config": "other.json"})", {"--config", "\"config\"", "long options of tvie compare"});
+    refused(R"({"quiet": "yes"})", {"--config", "\"quiet\": \"yes\"", "true or false"});
+    refused(R"({"batch": {"n": 8}})", {"--config", "\"batch\"", "a string, a number, true or false, or an array"});
+    refused(R"({"batch": [8, null]})", {"--config", "\"batch\": [8,null]", "an array of strings and numbers"});
+    refused(R"({"batch": true})", {"--config", "\"batch\": true", "a value for --batch (not a flag)"});
+    refused(R"({"batch": "many"})", {"--config", "\"batch\": \"many\"", "a value --batch takes"});
+    refused(R"({"model": "mlp", "batch": -3})", {"--batch (from ", "bad.json)", "'-3'", "an integer >= 1"});
+    refused(R"({"model": "vgg"})", {"--model (from ", "'vgg'", "accepted: mlp, cnn"});
+    const Run missing = run_cli("compare --config " + (dir.path / "none.json").string());
+    CHECK(missing.exit_code == 2);
+    CHECK(line_count(missing.out) == 1);
+    CHECK(missing.out.find("a readable JSON file") != std::string::npos);
+  }
+}

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "helpers.hpp"
 
 using namespace tvie;
@@ -123,4 +125,45 @@ TEST_CASE("every enum's names parse back to their values, and unknown names list
   } catch (const InvalidArgument& e) {
     CHECK(e.accepted() == "fp32, amp-bf16, amp-fp16, bf16");
   }
+}
+
+TEST_CASE("an options file: each key's value as the command line spells it, sorted by key; bad files name the key",
+          "[settings][pure]") {
+  tvie::test::TempDir dir("tvie-options");
+  const auto file = [&](const std::string& text) {
+    const auto path = (dir.path / "options.json").string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  const auto entries =
+      read_options_file(file(R"({"steps": 3, "model": "gpt", "lr": 0.0005, "batch": [1, "2", 4], "quiet": false})"));
+  REQUIRE(entries.size() == 5);
+  const std::vector<std::string> keys{entries[0].key, entries[1].key, entries[2].key, entries[3].key, entries[4].key};
+  CHECK(keys == std::vector<std::string>{"batch", "lr", "model", "quiet", "steps"});
+  CHECK(entries[0].text == "1,2,4");
+  CHECK(entries[0].json == R"([1,"2",4])");
+  CHECK(entries[1].text == "0.0005");
+  CHECK(entries[2].text == "gpt");
+  CHECK(entries[3].boolean);
+  CHECK(entries[3].text == "false");
+  CHECK_FALSE(entries[4].boolean);
+  CHECK(entries[4].text == "3");
+  CHECK(read_options_file(file("{}")).empty());
+
+  const auto message = [&](const std::string& text) {
+    try {
+      read_options_file(file(text));
+    } catch (const InvalidArgument& e) {
+      CHECK(e.field() == "config");
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(message(R"({"batch": 8,})"), Catch::Contains("not JSON: parse error at line 1, column 13"));
+  CHECK_THAT(message("8"), Catch::Contains("a JSON object of options"));
+  CHECK_THAT(message(R"({"batch": null})"), Catch::Contains("options.json: \"batch\": null'"));
+  CHECK_THAT(message(R"({"batch": []})"), Catch::Contains("an array of strings and numbers"));
+  CHECK_THAT(message(R"({"batch": [[1]]})"), Catch::Contains("\"batch\": [[1]]"));
+  CHECK_THAT(message(R"({"batch": {"a": 1}})"), Catch::Contains("a string, a number, true or false"));
+  CHECK_THROWS_WITH(read_options_file((dir.path / "none.json").string()), Catch::Contains("a readable JSON file"));
 }

@@ -47,7 +47,7 @@ Runner add_allreduce_command(CLI::App& app, const std::vector<std::string>& argv
     const DistEnv env = start_rank();
     const DistSettings dist = dist_settings(o->dist);
     if (env.rank == 0) check_outputs(o->output);
-    const AllreduceReport report = run_allreduce(s, dist, {o->device, argv});
+    const AllreduceReport report = run_allreduce(s, dist, run_options(o->device, argv));
     if (report.rank == 0) emit(report, o->output);
     return report.result.total_wrong == 0 ? 0 : 1;
   };

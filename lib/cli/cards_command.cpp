@@ -26,7 +26,7 @@ Runner add_cards_command(CLI::App& app, const std::vector<std::string>& argv) {
   return [o, argv]() {
     apply_log_level(o->output);
     check_outputs(o->output);
-    emit(run_cards(o->cards, {"cpu", argv}), o->output);
+    emit(run_cards(o->cards, run_options("cpu", argv)), o->output);
     return 0;
   };
 }

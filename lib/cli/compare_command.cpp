@@ -70,7 +70,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
       const SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto};
-      emit(run_slices(*workload, slice_source(o->model, *slices), run, {o->model.device, argv}), o->output);
+      emit(run_slices(*workload, slice_source(o->model, *slices), run, run_options(o->model.device, argv)), o->output);
       return 0;
     }
     if (o->max_batch.find) {
@@ -80,10 +80,10 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       search.infer = s.infer;
       search.infer_dtype_auto = s.infer_dtype_auto;
       search.search = o->max_batch.settings;
-      emit(run_max_batch(*workload, search, {o->model.device, argv}), o->output);
+      emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
       return 0;
     }
-    emit(run_compare(*workload, s, {o->model.device, argv}), o->output);
+    emit(run_compare(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;
   };
 }

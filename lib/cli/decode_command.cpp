@@ -43,7 +43,7 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.dtype = parse_inference_dtype(o->dtype, "decode.dtype");
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
-    emit(run_decode(*workload, s, {o->model.device, argv}), o->output);
+    emit(run_decode(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;
   };
 }

@@ -110,7 +110,8 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       if (s.cpu_memory_limit_mb != 0)
         throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb), "0 with --slice-layers");
       const InferSettings infer = row_settings(s, s.batch_sizes.front(), s.dtypes.front());
-      emit(run_slices(*workload, slice_source(o->model, *slices), {std::nullopt, infer}, {o->model.device, argv}),
+      emit(run_slices(*workload, slice_source(o->model, *slices), {std::nullopt, infer},
+                      run_options(o->model.device, argv)),
            o->output);
       return 0;
     }
@@ -124,10 +125,10 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       search.infer.seed = s.seed;
       search.search = o->max_batch.settings;
       search.search.cpu_memory_limit_mb = s.cpu_memory_limit_mb;  // --cpu-memory-limit-mb, shared with the sweep
-      emit(run_max_batch(*workload, search, {o->model.device, argv}), o->output);
+      emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
       return 0;
     }
-    emit(run_infer_sweep(*workload, s, {o->model.device, argv}), o->output);
+    emit(run_infer_sweep(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;
   };
 }

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     if (!sub->parsed()) continue;
     const std::string name = "tvie " + sub->get_name();
     try {
+      apply_config_file(sub);  // --config's options, before anything runs
       return run();
     } catch (const tvie::InvalidArgument& e) {
       std::cerr << name << ": error: " << tvie::cli::option_for_field(sub, e.field()) << ": got '" << e.value()

@@ -27,7 +27,8 @@ std::string option_for_field(const CLI::App* cmd, const std::string& field) {
   const auto command = table.find(cmd);
   if (command == table.end()) return field;
   const auto it = command->second.find(field);
-  return it == command->second.end() ? field : it->second;
+  if (it == command->second.end()) return field;
+  return set_by_config(it->second) ? it->second + " (from " + config_file_path() + ")" : it->second;
 }
 
 CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value, const std::string& help,
@@ -65,6 +66,7 @@ void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv, const st
                    "html");
   cmd->add_flag("-v,--verbose", o.verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o.quiet, "Log only errors");
+  add_config_option(cmd);
 }
 
 void apply_log_level(const OutputOptions& o) {

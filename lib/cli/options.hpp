@@ -14,6 +14,7 @@
 #include <tvie/log.hpp>
 #include <tvie/max_batch.hpp>
 #include <tvie/report.hpp>
+#include <tvie/run.hpp>
 #include <tvie/settings.hpp>
 
 namespace tvie::cli {
@@ -50,7 +51,7 @@ struct ModelOptions {
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset_help = "Size preset",
                        const std::string& fixed_model = "", const std::string& model_help = "");
 
-// --json [--csv] --html --verbose --quiet.
+// --json [--csv] --html --verbose --quiet, and --config (below).
 struct OutputOptions {
   std::string json_path, csv_path, html_path, trace_path;
   bool verbose = false, quiet = false;
@@ -109,6 +110,22 @@ void add_trace_option(CLI::App* cmd, OutputOptions& o);
 void refuse_trace_with_max_batch(const OutputOptions& output);
 // The slices of the zoo model of `m` (zoo_slices).
 SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings);
+
+// --- --config FILE.json (lib/cli/config_file.cpp) -------------------------------------------------------
+// A command's options from a JSON object: each key a long option without its dashes, each value what the command
+// line would give it (a flag true or false; an array joined by commas: "batch": [1, 2, 4] is --batch 1,2,4). The
+// command line wins over the file. Registered on every command that runs or projects.
+void add_config_option(CLI::App* cmd);
+// After parsing, before the command runs: the file's values given to the options the command line did not give,
+// through CLI11's own conversion and checks. InvalidArgument("config", ...) for a file that cannot be read, is not
+// JSON or not an object, a key that is no long option of `cmd`, or a value of the wrong kind or that the option
+// refuses. Nothing runs and nothing is written before it returns.
+void apply_config_file(CLI::App* cmd);
+// Whether the file set `flag` ("--batch"), and the file's path ("" when none was given).
+bool set_by_config(const std::string& flag);
+const std::string& config_file_path();
+// The RunOptions of a command's run: device, the command line, and what --config set (the report's context).
+RunOptions run_options(const std::string& device, const std::vector<std::string>& argv);
 
 // --- the rest -----------------------------------------------------------------------------------------
 

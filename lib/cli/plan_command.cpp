@@ -122,7 +122,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     select_accelerators(accelerator_catalog(), s.cards);  // an unknown id fails before anything else
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
-    emit(run_plan(*workload, s, {o->model.device, argv}), o->output);
+    emit(run_plan(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;
   };
 }

@@ -65,7 +65,7 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     if (o->find_max_qps) s.max_qps_search = o->search;
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
-    emit(run_serve(*workload, s, {o->model.device, argv}), o->output);
+    emit(run_serve(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;
   };
 }

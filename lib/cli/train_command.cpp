@@ -35,7 +35,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     apply_log_level(o->output);
     const TrainSettings settings = train_settings(o->train);
     const auto workload = zoo_workload(o->model);
-    const RunOptions run{o->model.device, argv};
+    const RunOptions run = run_options(o->model.device, argv);
     const bool distributed = dist_env_from_environment().world_size > 1 || cmd->count("--backend") > 0;
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);

@@ -41,6 +41,8 @@ namespace tvie {
 struct RunOptions {
   std::string device = "auto";    // auto (CUDA if available, else CPU), cpu, cuda, cuda:N
   std::vector<std::string> argv;  // the command line, recorded in the report's context (empty from code)
+  std::string config_file;        // ... and the options its --config FILE set (RunContext::config)
+  std::vector<std::pair<std::string, std::string>> config;
 };
 
 // --- reports: what each runner returns ---

@@ -27,6 +27,7 @@
 #include <tvie/max_batch.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/models.hpp>
+#include <tvie/options_file.hpp>
 #include <tvie/precision.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/plan.hpp>

@@ -74,7 +74,18 @@ std::string precision_text(TrainPrecision p) {
 
 bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
 
-// "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."
+// "options from FILE: batch=8, model=gpt" where --config set options (nothing otherwise); `prefix` for reports
+// whose header lines are comments ("# ").
+void config_line(std::ostream& out, const RunContext& c, const std::string& prefix = "") {
+  if (c.config_file.empty()) return;
+  std::string set;
+  for (const auto& [option, value] : c.config) set += (set.empty() ? "" : ", ") + option + "=" + value;
+  out << prefix << "options from " << c.config_file << ": " << (set.empty() ? "none (the command line gave each)" : set)
+      << '\n';
+}
+
+// "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."; then the
+// options a --config file set.
 void machine_line(std::ostream& out, const RunContext& c) {
   std::string features;
   for (const auto& f : c.host.cpu_features) features += (features.empty() ? "" : " ") + f;
@@ -88,6 +99,7 @@ void machine_line(std::ostream& out, const RunContext& c) {
         << ", cuDNN " << (g.cudnn.empty() ? "none" : g.cudnn) << ", NCCL " << (g.nccl.empty() ? "none" : g.nccl);
   }
   out << '\n';
+  config_line(out, c);
 }
 
 void header(std::ostream& out, const std::string& command, const std::string& workload, const RunContext& c,
@@ -609,7 +621,9 @@ void ConsoleReporter::report(const CardsReport& r) {
       << "Dense peaks (no structured sparsity) in TFLOPS, int8 in TOPS; '-': not published or no such unit;\n"
       << "memory in GB (10^9 B), bandwidth and link in GB/s; TDP in W; price in USD for one device (* an "
          "estimate);\ncloud $/h: the cheapest..dearest listed on-demand price per device-hour (dated, per vendor: "
-         "--json).\n\n";
+         "--json).\n";
+  config_line(out, r.context);
+  out << '\n';
   const auto figure = [](double x) {
     if (x < 0) return std::string("-");
     return x == std::floor(x) ? fmt("%.0f", x) : fmt(x >= 10 ? "%.1f" : "%.3g", x);
@@ -691,8 +705,9 @@ void ConsoleReporter::report(const PlanReport& r) {
                                              : "nothing ran on them";
   if (s.measure.enabled) ran += "; the workload ran here first, to calibrate (--measure)";
   out << "tvie plan: " << r.workload << " on " << r.cards.size() << " cards, PROJECTED: " << ran << " (tvie "
-      << r.context.tvie_version << ")\n"
-      << "The predicted ledger against each card's memory; the traced work on its datasheet peaks and bandwidth\n"
+      << r.context.tvie_version << ")\n";
+  config_line(out, r.context);
+  out << "The predicted ledger against each card's memory; the traced work on its datasheet peaks and bandwidth\n"
       << "(tvie cards). Times are bound..estimate: the roofline bound (every peak reached) .. the estimate (the\n"
       << "catalog's efficiency per operator class and card, plus kernel launches).\n";
   out << "model: " << with_commas(r.facts.parameter_count) << " parameters, " << flops(r.facts.forward_flops_per_sample)
@@ -910,8 +925,9 @@ void ConsoleReporter::report(const AllreduceReport& report) {
   out << "# tvie allreduce: c10d " << r.backend << ", " << r.world_size << " ranks, " << r.device << ", dtype "
       << r.dtype << ", sum; " << s.warmup << " warm-up + " << s.iters << " timed all-reduces per size\n"
       << "# time = mean of the timed all-reduces on rank 0 (after a barrier); algbw = size / time;\n"
-      << "# busbw = algbw * 2(n-1)/n (nccl-tests); out-of-place = copy into a separate buffer + in-place all-reduce\n"
-      << "#\n"
+      << "# busbw = algbw * 2(n-1)/n (nccl-tests); out-of-place = copy into a separate buffer + in-place all-reduce\n";
+  config_line(out, report.context, "# ");
+  out << "#\n"
       << "#                                     out-of-place                       in-place\n"
       << "#       size         count    type     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
       << "#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";

@@ -109,6 +109,11 @@ json context_json(const RunContext& c) {
             {"cpu_model", c.host.cpu_model},
             {"cpu_features", c.host.cpu_features},
             {"intra_op_threads", c.host.intra_op_threads}};
+  if (!c.config_file.empty()) {
+    j["config_file"] = c.config_file;
+    j["config"] = json::array();
+    for (const auto& [option, value] : c.config) j["config"].push_back({{"option", option}, {"value", value}});
+  }
   if (c.gpu)
     j["gpu"] = {{"name", c.gpu->name},
                 {"compute_capability", c.gpu->compute_capability},
@@ -996,6 +1001,11 @@ void add_inference_events(json& events, const InferenceResult& r, const TraceTra
 std::string trace_document(json events, const RunContext& context, const std::string& workload) {
   std::string command;
   for (const auto& a : context.argv) command += (command.empty() ? "" : " ") + a;
+  if (!context.config_file.empty()) {  // what the command line's --config set, as the JSON report's context says
+    command += " (" + context.config_file + ":";
+    for (const auto& [option, value] : context.config) command += " --" + option + " " + value;
+    command += ")";
+  }
   const json doc = {{"traceEvents", std::move(events)},
                     {"displayTimeUnit", "ms"},
                     {"otherData",

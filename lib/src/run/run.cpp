@@ -53,10 +53,18 @@ Resolved<CompareSettings> resolve_compare(const Workload& workload, const Compar
   return r;
 }
 
+// The context block of a report: the machine, and the command line with the options its --config set.
+RunContext run_context(const c10::Device& device, const RunOptions& options) {
+  RunContext c = make_run_context(device, options.argv);
+  c.config_file = options.config_file;
+  c.config = options.config;
+  return c;
+}
+
 // The head every report shares: the run's context, the workload's name and facts.
 template <typename Report>
 void fill_head(Report& report, const Workload& workload, const c10::Device& device, const RunOptions& options) {
-  report.context = make_run_context(device, options.argv);
+  report.context = run_context(device, options);
   report.workload = workload.name();
   report.facts = workload.facts();
 }
@@ -294,7 +302,7 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
   const auto& catalog = accelerator_catalog();
   CardsReport report;
   report.cards = select_accelerators(catalog, cards);
-  report.context = make_run_context(c10::Device(c10::kCPU), options.argv);
+  report.context = run_context(c10::Device(c10::kCPU), options);
   report.catalog_schema_version = catalog.schema_version;
   report.catalog_description = catalog.description;
   report.units = catalog.units;
@@ -389,7 +397,7 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings,
   const auto& catalog = accelerator_catalog();
   std::vector<Accelerator> cards = select_accelerators(catalog, settings.cards);
   PlanReport report;
-  report.context = make_run_context(c10::Device(c10::kCPU), options.argv);
+  report.context = run_context(c10::Device(c10::kCPU), options);
   report.workload = workload.name();
   report.facts = workload.facts();
   report.settings = settings;
@@ -457,7 +465,7 @@ AllreduceReport run_allreduce(const AllreduceSweepSettings& settings, const Dist
                                  {"allreduce.dtype", settings.dtype},
                                  {"device", device.is_cuda() ? "cuda" : "cpu"}});
   AllreduceReport report;
-  report.context = make_run_context(device, options.argv);
+  report.context = run_context(device, options);
   report.settings = settings;
   report.rank = comm.rank();
   report.result = measure_allreduce_sweep(comm, settings, device);

@@ -1,0 +1,65 @@
+// tvie/options_file.hpp: a JSON object of options, read with nlohmann-json.
+#include <tvie/options_file.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include <tvie/errors.hpp>
+
+namespace tvie {
+namespace {
+
+using nlohmann::json;
+
+// A scalar as the command line would spell it: strings as they are, numbers as JSON writes them.
+std::string scalar_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+std::vector<OptionsFileEntry> read_options_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) throw InvalidArgument("config", path, "a readable JSON file");
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+    const std::string what = e.what();
+    const auto at = what.find("] ");
+    throw InvalidArgument(
+        "config", path,
+        "a JSON object of options (not JSON: " + (at == std::string::npos ? what : what.substr(at + 2)) + ")");
+  }
+  if (!doc.is_object())
+    throw InvalidArgument("config", path,
+                          "a JSON object of options, each key a long option without its dashes: "
+                          "{\"batch\": 8, \"quiet\": true}");
+  std::vector<OptionsFileEntry> entries;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const json& v = it.value();
+    OptionsFileEntry e{it.key(), v.is_boolean(), "", v.dump()};
+    const auto refuse = [&] {
+      return InvalidArgument("config", path + ": \"" + e.key + "\": " + e.json,
+                             "a string, a number, true or false, or an array of strings and numbers (joined by "
+                             "commas, as on the command line)");
+    };
+    if (v.is_boolean()) {
+      e.text = v.get<bool>() ? "true" : "false";
+    } else if (v.is_string() || v.is_number()) {
+      e.text = scalar_text(v);
+    } else if (v.is_array() && !v.empty()) {
+      for (const auto& item : v) {
+        if (!item.is_string() && !item.is_number()) throw refuse();
+        if (!e.text.empty()) e.text += ',';
+        e.text += scalar_text(item);
+      }
+    } else {
+      throw refuse();
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+}  // namespace tvie

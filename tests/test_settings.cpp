@@ -127,7 +127,7 @@ TEST_CASE("every enum's names parse back to their values, and unknown names list
   }
 }
 
-TEST_CASE("an options file: each key's value as the command line spells it, sorted by key; bad files name the key",
+TEST_CASE("an options file: each key's value as the command line spells it, sorted by key, and bad files name the key",
           "[settings][pure]") {
   tvie::test::TempDir dir("tvie-options");
   const auto file = [&](const std::string& text) {

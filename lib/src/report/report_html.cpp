@@ -97,7 +97,7 @@ std::string context_footer(const RunContext& c) {
   if (!c.config_file.empty()) {
     std::string set;
     for (const auto& [option, value] : c.config) set += (set.empty() ? "" : ", ") + option + "=" + value;
-    item("config", c.config_file + ": " + (set.empty() ? "(no option the command line did not give)" : set));
+    item("config", c.config_file + ": " + (set.empty() ? "none (the command line gave each)" : set));
   }
   o << "</dl></footer>\n";
   return o.str();

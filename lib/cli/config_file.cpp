@@ -1,7 +1,7 @@
 // --config FILE.json: a command's options from a JSON object (tvie/options_file.hpp reads it), the command line
 // winning (options.hpp).
+#include <algorithm>
 #include <map>
-#include <set>
 #include <utility>
 
 #include <tvie/errors.hpp>
@@ -18,7 +18,6 @@ struct AppliedConfig {
   std::string file;
   std::string message;  // logged (debug) by the first run_options(), after the command has set the log level
   std::vector<std::pair<std::string, std::string>> set;  // long name, value, in key order (read_options_file)
-  std::set<std::string> flags;                           // "--batch": the options the file set
 };
 AppliedConfig& applied() {
   static AppliedConfig a;
@@ -90,7 +89,6 @@ void apply_config_file(CLI::App* cmd) {
       throw InvalidArgument("config", where, cat("a value --", entry.key, " takes (", e.what(), ")"));
     }
     result.set.emplace_back(entry.key, value);
-    result.flags.insert("--" + entry.key);
   }
   // Sorted by key, as read_options_file returns them; the report lists them so.
   std::string set_text, overridden_text;
@@ -101,7 +99,10 @@ void apply_config_file(CLI::App* cmd) {
   applied() = std::move(result);
 }
 
-bool set_by_config(const std::string& flag) { return applied().flags.count(flag) > 0; }
+bool set_by_config(const std::string& flag) {
+  const auto& set = applied().set;
+  return std::any_of(set.begin(), set.end(), [&](const auto& option) { return "--" + option.first == flag; });
+}
 
 const std::string& config_file_path() { return applied().file; }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tvie::detail {
@@ -14,6 +15,13 @@ inline std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
+}
+
+// "batch=8, model=gpt": the options a --config file set (RunContext::config); "none (...)" when it set none.
+inline std::string config_text(const std::vector<std::pair<std::string, std::string>>& options) {
+  std::string out;
+  for (const auto& [option, value] : options) out += (out.empty() ? "" : ", ") + option + "=" + value;
+  return out.empty() ? "none (the command line gave each)" : out;
 }
 
 // Up to the first newline: LibTorch's and Gloo's messages carry backtraces and hints after it.

@@ -77,11 +77,8 @@ bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == Tra
 // "options from FILE: batch=8, model=gpt" where --config set options (nothing otherwise); `prefix` for reports
 // whose header lines are comments ("# ").
 void config_line(std::ostream& out, const RunContext& c, const std::string& prefix = "") {
-  if (c.config_file.empty()) return;
-  std::string set;
-  for (const auto& [option, value] : c.config) set += (set.empty() ? "" : ", ") + option + "=" + value;
-  out << prefix << "options from " << c.config_file << ": " << (set.empty() ? "none (the command line gave each)" : set)
-      << '\n';
+  if (!c.config_file.empty())
+    out << prefix << "options from " << c.config_file << ": " << detail::config_text(c.config) << '\n';
 }
 
 // "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."; then the

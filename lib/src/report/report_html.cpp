@@ -94,11 +94,7 @@ std::string context_footer(const RunContext& c) {
                   ", ", c.host.intra_op_threads, " intra-op threads"));
   item("versions", cat("tvie ", c.tvie_version, ", LibTorch ", c.torch_version));
   item("command", command.empty() ? "(from code)" : command);
-  if (!c.config_file.empty()) {
-    std::string set;
-    for (const auto& [option, value] : c.config) set += (set.empty() ? "" : ", ") + option + "=" + value;
-    item("config", c.config_file + ": " + (set.empty() ? "none (the command line gave each)" : set));
-  }
+  if (!c.config_file.empty()) item("config", c.config_file + ": " + detail::config_text(c.config));
   o << "</dl></footer>\n";
   return o.str();
 }

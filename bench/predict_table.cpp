@@ -1,6 +1,7 @@
 // The predicted training ledger (tvie/predict.hpp) against the measured one, for every zoo model's tiny
 // preset x {fp32, amp-bf16, bf16} x {checkpoint none, blocks} x {sgd, adamw}, as a Markdown table on stdout
-// (scripts/predict-table.sh writes it to docs/results/cpu-predicted-vs-measured-KIND.md, KIND avx512 or avx2).
+// (scripts/predict-table.sh writes it to docs/results/cpu-predicted-vs-measured-KIND.md, KIND avx2, avx512 or
+// avx512-amx).
 // Measured: the two instrumented ledger steps of tvie's Trainer on the CPU (counting allocator).
 #include <cstdio>
 #include <string>

@@ -50,13 +50,16 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           if (onednn_bf16 && (model == "cnn" || model == "resnet")) {
             // Known gap on CPUs with AVX-512 (README, docs/metrics.md): oneDNN's bf16 convolutions hold buffers
             // the trace does not model beyond its input copy: the peak is under by up to 31% at these sizes
-            // (resnet tiny in bf16, measured on an Intel Xeon with AMX). Without AVX-512 (ATen's im2col
-            // kernels) the rules are exact and the 15% below holds.
+            // (resnet tiny in bf16, measured on an Intel Xeon with AMX; 19%, cnn tiny in bf16, on an AMD EPYC
+            // with avx512_bf16). Without AVX-512 (ATen's im2col kernels) the rules are exact and the 15% below
+            // holds.
             CHECK(relative(p.peak, m.peak) <= 0.35);
           } else if (onednn_bf16 && model == "mlp" && precision == TrainPrecision::bf16) {
-            // Known gap on CPUs with AVX-512: oneDNN's pure-bf16 matmul backward holds ~25 KiB the trace does
-            // not model, 19% of this tiny model's 131 KiB peak.
-            CHECK(relative(p.peak, m.peak) <= 0.25);
+            // Known gap on CPUs with AVX-512: oneDNN's pure-bf16 matmul backward holds a scratchpad the trace does
+            // not model (its packed blocks and fp32 accumulator): ~25 KiB, 19% of this tiny model's 131 KiB peak,
+            // on an Intel Xeon with AMX; 49.75 KiB (the 64->128 layer's weight gradient at 2 threads), 32% of its
+            // 155.5 KiB peak, on an AMD EPYC with avx512_bf16 (docs/metrics.md, "How close").
+            CHECK(relative(p.peak, m.peak) <= 0.35);
           } else {
             CHECK(relative(p.peak, m.peak) <= 0.15);
           }

@@ -48,21 +48,25 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           CHECK(by_layer == p.activations);
           const bool onednn_bf16 = cpu_bf16_on_onednn() && precision != TrainPrecision::fp32;
           if (onednn_bf16 && (model == "cnn" || model == "resnet")) {
-            // Known gap on CPUs with AVX-512 (README, docs/metrics.md): oneDNN's bf16 convolutions hold buffers
-            // the trace does not model beyond its input copy: the peak is under by up to 31% at these sizes
-            // (resnet tiny in bf16, measured on an Intel Xeon with AMX; 19%, cnn tiny in bf16, on an AMD EPYC
-            // with avx512_bf16). Without AVX-512 (ATen's im2col kernels) the rules are exact and the 15% below
-            // holds.
-            CHECK(relative(p.peak, m.peak) <= 0.35);
-          } else if (onednn_bf16 && model == "mlp" && precision == TrainPrecision::bf16) {
-            // Known gap on CPUs with AVX-512: oneDNN's pure-bf16 matmul backward holds a scratchpad the trace does
-            // not model (its packed blocks and fp32 accumulator): ~25 KiB, 19% of this tiny model's 131 KiB peak,
-            // on an Intel Xeon with AMX; 49.75 KiB (the 64->128 layer's weight gradient at 2 threads), 32% of its
-            // 155.5 KiB peak, on an AMD EPYC with avx512_bf16 (docs/metrics.md, "How close").
-            CHECK(relative(p.peak, m.peak) <= 0.35);
+            // Known gap on CPUs with AVX-512 (README, docs/metrics.md): oneDNN's bf16 convolutions reorder into
+            // blocked layouts the trace does not model beyond its input copy: the peak is under by up to 19% at
+            // these sizes on an AMD EPYC with avx512_bf16 (cnn tiny in bf16), by up to 31% on an Intel Xeon with
+            // AMX (resnet tiny in bf16, before the kernel-aware rules). Without AVX-512 (ATen's im2col kernels)
+            // the rules are exact and the 15% below holds.
+            CHECK(relative(p.peak, m.peak) <= (cpu_bf16_matmul_scratch_modelled() ? 0.25 : 0.35));
+          } else if (onednn_bf16 && !cpu_bf16_matmul_scratch_modelled() && model == "mlp" &&
+                     precision == TrainPrecision::bf16) {
+            // Known gap where oneDNN's bf16 matmul scratchpad is not modelled (AMX; AVX-512 without avx512_bf16):
+            // ~25 KiB in the pure-bf16 matmul's backward, 19% of this tiny model's 131 KiB peak on an Intel Xeon
+            // with AMX. Where it is modelled (avx512_bf16 without AMX) the 15% below holds.
+            CHECK(relative(p.peak, m.peak) <= 0.25);
           } else {
             CHECK(relative(p.peak, m.peak) <= 0.15);
           }
+          // A checkpointed segment's gradients are counted once, as its recomputation writes them (they were
+          // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on every CPU); fp32 is the same trace and
+          // the same kernels' bytes on every CPU measured (within 5.5%).
+          if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(relative(p.peak, m.peak) <= 0.08);
         }
       }
     }

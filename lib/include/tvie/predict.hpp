@@ -25,6 +25,11 @@ class Workload;
 // between the two kinds of CPU.
 bool cpu_bf16_on_onednn();
 
+// Whether the prediction models the scratchpad of this CPU's bf16 matmul kernels: oneDNN's AVX-512 brgemm kernels
+// (a CPU with avx512_bf16 and no AMX), measured; not AMX's or those that emulate bf16 (AVX-512 without
+// avx512_bf16), whose scratch is left out; ATen's own kernels (no AVX-512) hold none.
+bool cpu_bf16_matmul_scratch_modelled();
+
 // What an activation estimate is asked for.
 struct ActivationQuery {
   int64_t batch_size = 1;        // samples of one forward (training: a micro-batch)

@@ -8,7 +8,9 @@
 //    else matmul(x, W^T) then `out += b` in place. Saves x (for dW) and, when x requires grad, W^T (for dx).
 //    Under autocast x is cast to the 2-byte dtype first (a new copy unless x already is), and so is W^T: a
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
-//    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies).
+//    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies). In bf16 on oneDNN's AVX-512
+//    brgemm kernels (avx512_bf16 without AMX) each matmul holds a scratchpad within the op (packed blocks and an
+//    fp32 accumulator; fits beside ForwardTrace::linear).
 //  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached). Its
 //    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
 //    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in
@@ -23,7 +25,8 @@
 //  - embedding: saves the indices; max_pool2d: input and int64 indices; add, mean, cat, neg, views: nothing.
 //  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight.
 //  - checkpoint (tvie::checkpoint): saves the segment's input and the CPU generator's state (5056 bytes);
-//    the segment runs without grad, and is recomputed with grad in backward.
+//    the segment runs without grad, and is recomputed with grad in backward, where its own sweep writes its
+//    parameter gradients (the outer sweep counts them there, not again).
 // On CUDA (ActivationQuery::cuda; measured on an H200 with LibTorch 2.11, every zoo model but resnet at its
 // tiny preset, tests/test_gpu.cpp), where the CPU rules differ:
 //  - attention with 2-byte inputs (the flash kernel) also saves its RNG seed and offset, two int64 tensors
@@ -164,10 +167,11 @@ class ForwardTrace {
 
   // One op of the forward, for the reverse sweep that estimates the backward peak.
   struct Op {
-    int64_t released = 0;         // saved bytes first saved by this op: released once its backward ran
-    int64_t parameter_grads = 0;  // gradient bytes its backward writes
-    int64_t transient = 0;        // its incoming and outgoing gradients
-    int64_t recompute = 0;        // checkpoint: what recomputing the segment holds
+    int64_t released = 0;                // saved bytes first saved by this op: released once its backward ran
+    int64_t parameter_grads = 0;         // gradient bytes its backward writes
+    int64_t transient = 0;               // its incoming and outgoing gradients
+    int64_t recompute = 0;               // checkpoint: what recomputing the segment holds, its gradients as written
+    int64_t recompute_accumulating = 0;  // the same without its gradients (under accumulation all are alive)
     int64_t casts = 0;  // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
                         // them until this op's backward)
   };

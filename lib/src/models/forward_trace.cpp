@@ -112,10 +112,11 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // and an fp32 accumulator (the thread's rows x up to 64 columns), plus 384 + 640 per thread bytes. The threads take
 // the 64-column blocks; where the blocks do not divide among them, they split the rows too (threads / gcd(blocks,
 // threads) ways, unless that leaves fewer than 16 rows a thread), at most 256 rows at a time.
-// A fit to LibTorch 2.14.1's profiler ([memory] events) on an AMD EPYC with avx512_bf16 at 1 to 4 threads, up to
-// 256 rows and 320 features: within 5% on 173 of 192 matmuls (most to the byte); the misses are weight gradients of
-// layers with fewer than 64 outputs (under by up to a third) and row splits of 24-32 rows at 3-4 threads. Larger
-// matmuls block otherwise (held here at 512 features and 256 rows), where the scratch is small beside activations.
+// A fit to LibTorch 2.14.1's profiler ([memory] events; scripts/op-scratch.py) on an AMD EPYC with avx512_bf16
+// at 1 to 4 threads, up to 256 rows and 320 features: within 5% on 173 of 192 matmuls (most to the byte); the
+// misses are weight gradients of layers with fewer than 64 outputs (under by up to a third) and row splits of
+// 24-32 rows at 3-4 threads. Larger matmuls block otherwise (held here at 512 features and 256 rows), where the
+// scratch is small beside the activations.
 int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
   const int64_t kp = std::min<int64_t>(round_up(k, 32), 512);
   const int64_t split = threads / std::gcd(ceil_div(n, 64), threads);

@@ -64,8 +64,8 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
             CHECK(relative(p.peak, m.peak) <= 0.15);
           }
           // A checkpointed segment's gradients are counted once, as its recomputation writes them (they were
-          // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on every CPU); fp32 is the same trace and
-          // the same kernels' bytes on every CPU measured (within 5.5%).
+          // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on both CPUs measured); fp32 is the same trace
+          // and the same kernels' bytes on every CPU measured (within 5.5%).
           if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(relative(p.peak, m.peak) <= 0.08);
         }
       }

@@ -219,8 +219,8 @@ namespace {
 //  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
 //    gradient in blocks: max(x + y + w, 2 w) (the blocked weight gradient beside its plain copy).
 // Returns the backward scratch above the input's and the weights' gradients (the trace counts those) and leaves
-// the forward's transient in `forward`. Within 10% of the measured peaks for 99 of 118 convolutions, the rest
-// under by up to 30% (1x1 convolutions' per-thread buffers, some small weight-phase scratch).
+// the forward's transient in `forward`. Within 10% of the measured peaks for 89 of 110 convolutions, the rest
+// under by up to 29% (1x1 convolutions' per-thread buffers, some small weight-phase scratch).
 int64_t onednn_avx512_fp32_conv_scratch(bool input_grad, int64_t cin, int64_t cout, int64_t k, int64_t stride,
                                         int64_t x_bytes, int64_t y_bytes, int64_t* forward) {
   const auto padded = [](int64_t c) { return (c + 15) / 16 * 16; };

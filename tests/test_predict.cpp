@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
 #include "tvie_test_paths.hpp"
 
@@ -67,6 +69,10 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on both CPUs measured); fp32 is the same trace
           // and the same kernels' bytes on every CPU measured (within 5.5%).
           if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(relative(p.peak, m.peak) <= 0.08);
+          // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
+          // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
+          if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))
+            CHECK(relative(p.peak, m.peak) <= 0.08);
         }
       }
     }
@@ -402,4 +408,52 @@ TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200
     ++cases;
   }
   CHECK(cases == 9);  // gpt fp32/bf16 x2, bert fp32/amp-bf16 x2/bf16 x2, llama fp32
+}
+
+TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad arguments get one line", "[predict]") {
+  const std::string python = TVIE_PYTHON_WITH_TORCH;
+  if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {
+    WARN("SKIPPED: no python with torch configured (TVIE_PYTHON; scripts/setup.sh sets it)");
+    return;
+  }
+  const std::string script = python + " " + std::string(TVIE_SOURCE_DIR) + "/scripts/op-scratch.py ";
+  // stdout only: LibTorch's profiler writes its own lines to stderr.
+  const auto stdout_of = [&](const std::string& args) {
+    return test::run_command("(" + script + args + " 2>/dev/null)");
+  };
+  const auto json_of = [](const std::string& out) {
+    const auto start = out.find("{\"op\"");
+    REQUIRE(start != std::string::npos);
+    return nlohmann::json::parse(out.substr(start, out.find('\n', start) - start));
+  };
+  // fp32 Linear, 8 x 64 -> 128 with a bias: forward leaves its output, backward the three gradients.
+  const auto linear = stdout_of("linear --rows 8 --in 64 --out 128 --json");
+  INFO(linear.out);
+  REQUIRE(linear.exit_code == 0);
+  const auto l = json_of(linear.out);
+  CHECK(l["input_bytes"] == 8 * 64 * 4);
+  CHECK(l["output_bytes"] == 8 * 128 * 4);
+  CHECK(l["weight_bytes"] == 64 * 128 * 4);
+  CHECK(l["forward"]["left_bytes"] == 8 * 128 * 4);
+  CHECK(l["backward"]["left_bytes"] == 8 * 64 * 4 + 64 * 128 * 4 + 128 * 4);
+  CHECK(l["threads"] == 1);
+  // bf16 Conv2d 8 -> 16, 3x3, stride 2 on 16x16 at two thread counts: the output, then dx + dW, whatever the
+  // kernel holds in between.
+  const auto conv =
+      stdout_of("conv2d --batch 4 --cin 8 --cout 16 --kernel 3 --stride 2 --hw 16 --dtype bf16 --threads 1,2 --json");
+  INFO(conv.out);
+  REQUIRE(conv.exit_code == 0);
+  const auto second = conv.out.find("{\"op\"", conv.out.find("{\"op\"") + 1);
+  REQUIRE(second != std::string::npos);
+  int threads = 1;
+  for (const auto& c : {json_of(conv.out), json_of(conv.out.substr(second))}) {
+    CHECK(c["threads"] == threads++);
+    CHECK(c["dtype"] == "bf16");
+    CHECK(c["forward"]["left_bytes"] == 4 * 16 * 8 * 8 * 2);
+    CHECK(c["backward"]["left_bytes"] == 4 * 8 * 16 * 16 * 2 + 16 * 8 * 3 * 3 * 2);
+  }
+  // Bad arguments: argparse's exit code 2 and one line naming the option.
+  const auto bad = test::run_command(script + "conv2d --threads 0");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.find("--threads: got '0'; accepted: integers >= 1") != std::string::npos);
 }

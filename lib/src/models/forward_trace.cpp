@@ -223,10 +223,9 @@ namespace {
 // under by up to 29% (1x1 convolutions' per-thread buffers, some small weight-phase scratch).
 int64_t onednn_avx512_fp32_conv_scratch(bool input_grad, int64_t cin, int64_t cout, int64_t k, int64_t stride,
                                         int64_t x_bytes, int64_t y_bytes, int64_t* forward) {
-  const auto padded = [](int64_t c) { return (c + 15) / 16 * 16; };
   const int64_t w = cin * cout * k * k * 4;
-  const int64_t x_p = x_bytes / cin * padded(cin), y_p = y_bytes / cout * padded(cout);
-  const int64_t w_p = w / cout * padded(cout), w_pp = w_p / cin * (cin >= 8 ? padded(cin) : cin);
+  const int64_t x_p = x_bytes / cin * round_up(cin, 16), y_p = y_bytes / cout * round_up(cout, 16);
+  const int64_t w_p = w / cout * round_up(cout, 16), w_pp = w_p / cin * (cin >= 8 ? round_up(cin, 16) : cin);
   const int64_t x_blocks = cin % 16 == 0 ? x_bytes : (k == 1 ? x_p : 0);
   *forward = std::max(x_blocks + w_p + y_p, y_p + y_bytes) - y_bytes;
   int64_t peak = 0;

@@ -30,6 +30,11 @@ bool cpu_bf16_on_onednn();
 // avx512_bf16), whose scratch is left out; ATen's own kernels (no AVX-512) hold none.
 bool cpu_bf16_matmul_scratch_modelled();
 
+// Whether the prediction models the scratch of this CPU's bf16 convolutions: oneDNN's avx512_core_bf16 kernels on
+// the same CPUs (avx512_bf16, no AMX), from oneDNN's scratchpad bookings checked against the profiler; elsewhere
+// on oneDNN (AMX, emulated bf16) only a copy of the input is counted, and ATen's im2col kernels are modelled.
+bool cpu_bf16_conv_scratch_modelled();
+
 // What an activation estimate is asked for.
 struct ActivationQuery {
   int64_t batch_size = 1;        // samples of one forward (training: a micro-batch)

@@ -1,6 +1,8 @@
 // The symbolic forward: see forward_trace.hpp for the rules and their source.
 #include "models/forward_trace.hpp"
 
+#include "models/onednn_scratch.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -102,38 +104,6 @@ void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t
   current_ = {};
 }
 
-namespace {
-
-int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// oneDNN's scratchpad for a bf16 matmul c[m, n] = a[m, k] b[k, n] on its brgemm kernels (a CPU with avx512_bf16
-// and no AMX): per thread, a block of b packed for the kernel (k rounded up to 32, at most 512, x 64 columns, bf16)
-// and an fp32 accumulator (the thread's rows x up to 64 columns), plus 384 + 640 per thread bytes. The threads take
-// the 64-column blocks; where the blocks do not divide among them, they split the rows too (threads / gcd(blocks,
-// threads) ways, unless that leaves fewer than 16 rows a thread), at most 256 rows at a time.
-// A fit to LibTorch 2.14.1's profiler ([memory] events; scripts/op-scratch.py) on an AMD EPYC with avx512_bf16
-// at 1 to 4 threads, up to 256 rows and 320 features: within 5% on 173 of 192 matmuls (most to the byte); the
-// misses are weight gradients of layers with fewer than 64 outputs (under by up to a third) and row splits of
-// 24-32 rows at 3-4 threads. Larger matmuls block otherwise (held here at 512 features and 256 rows), where the
-// scratch is small beside the activations.
-int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
-  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512);
-  const int64_t split = threads / std::gcd(ceil_div(n, 64), threads);
-  const int64_t rows = std::min<int64_t>(ceil_div(m, split) >= 16 ? ceil_div(m, split) : m, 256);
-  return threads * (kp * 64 * 2 + rows * std::min<int64_t>(n, 64) * 4) + 384 + threads * 640;
-}
-
-// The same for a Linear's weight gradient dW[out, in] = dy^T x (the rows are the reduction): dy^T packed (out x rows
-// rounded up to 32, bf16), an fp32 accumulator (out x up to 64 input features) and per thread a block of x packed
-// (rows x 64, bf16), plus 512 + 640 per thread bytes. Same fit; held at 512 rows.
-int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
-  const int64_t rp = std::min<int64_t>(round_up(rows, 32), 512);
-  return out * (rp * 2 + std::min<int64_t>(in, 64) * 4) + threads * rp * 64 * 2 + 512 + threads * 640;
-}
-
-}  // namespace
-
 Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool new_weight_grad) {
   const int64_t rows = x.elements / in;
   // autocast: the input in the 2-byte dtype (a copy unless it already is).
@@ -146,14 +116,16 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   Sym y = make(rows * out, compute_bytes(), true);
   y.dims = x.dims;
   // The CPU kernels' scratch, freed within the op: fp32 and CUDA matmuls hold none the ledger sees; bf16 ones on
-  // oneDNN's AVX-512 brgemm kernels hold their packed blocks and accumulators (the fits above): forward beside y,
-  // backward the larger of the input gradient's and the weight gradient's.
+  // oneDNN's AVX-512 brgemm kernels hold their packed blocks and accumulators (models/onednn_scratch.cpp): forward
+  // beside y, backward the larger of the input gradient's and the weight gradient's.
   int64_t scratch = 0;
   if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && cpu_bf16_matmul_scratch_modelled()) {
     const int64_t threads = at::get_num_threads();
-    { const Sym packs = make(brgemm_bf16_scratch(rows, in, out, threads), 1, false); }  // alive beside y, then freed
-    scratch = std::max(x.requires_grad ? brgemm_bf16_scratch(rows, out, in, threads) : 0,
-                       brgemm_bf16_weight_grad_scratch(rows, in, out, threads));
+    {
+      const Sym packs = make(onednn::brgemm_bf16_scratch(rows, in, out, threads), 1, false);
+    }  // alive beside y, then freed
+    scratch = std::max(x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
+                       onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads));
   }
   {
     const double f = 2.0 * rows * in * out, w = static_cast<double>(in) * out;
@@ -205,45 +177,6 @@ ForwardTrace::CpuConv ForwardTrace::cpu_conv(int64_t cin, int64_t cout, int64_t 
   return kernel;
 }
 
-namespace {
-
-// oneDNN's fp32 convolution on AVX-512 (as LibTorch 2.14.1 calls it; scripts/op-scratch.py on an AMD EPYC with
-// AVX-512 at 1, 2 and 4 threads, the shapes of cnn and resnet at batches 8 and 16). It works in blocked layouts
-// whose channels are padded to a multiple of 16 (`_p` below) and reorders into and out of them:
-//  - forward: the input into blocks when its channels are a multiple of 16 (padded when the kernel is 1x1,
-//    else read as it is), the weights, the output computed in blocks and then reordered into its plain copy:
-//    max(x_blocks + w_p + y_p, y_p + y) beside the output;
-//  - backward data: the output's gradient (padded), the weights (padded both ways) and the input's gradient in
-//    blocks (padded unless strided), plus for a strided convolution a buffer of 12288 + 24600 bytes per thread;
-//    then the blocked input gradient beside its plain copy (and beside another input-sized copy when strided);
-//  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
-//    gradient in blocks: max(x + y + w, 2 w) (the blocked weight gradient beside its plain copy).
-// Returns the backward scratch above the input's and the weights' gradients (the trace counts those) and leaves
-// the forward's transient in `forward`. Within 10% of the measured peaks for 89 of 110 convolutions, the rest
-// under by up to 29% (1x1 convolutions' per-thread buffers, some small weight-phase scratch).
-int64_t onednn_avx512_fp32_conv_scratch(bool input_grad, int64_t cin, int64_t cout, int64_t k, int64_t stride,
-                                        int64_t x_bytes, int64_t y_bytes, int64_t* forward) {
-  const int64_t w = cin * cout * k * k * 4;
-  const int64_t x_p = x_bytes / cin * round_up(cin, 16), y_p = y_bytes / cout * round_up(cout, 16);
-  const int64_t w_p = w / cout * round_up(cout, 16), w_pp = w_p / cin * (cin >= 8 ? round_up(cin, 16) : cin);
-  const int64_t x_blocks = cin % 16 == 0 ? x_bytes : (k == 1 ? x_p : 0);
-  *forward = std::max(x_blocks + w_p + y_p, y_p + y_bytes) - y_bytes;
-  int64_t peak = 0;
-  if (input_grad) {
-    const int64_t dx_blocks = stride == 1 ? x_p : x_bytes;
-    const int64_t strided = stride == 1 ? 0 : 12288 + 24600 * static_cast<int64_t>(at::get_num_threads());
-    const int64_t data = y_p + w_pp + dx_blocks + strided;
-    const int64_t convert = dx_blocks + x_bytes + (stride == 1 ? 0 : x_bytes);
-    const int64_t weights = x_bytes + std::max(y_bytes + x_bytes + w, 2 * w);
-    peak = std::max({data, convert, weights}) - x_bytes;
-  } else {
-    peak = std::max(y_p + w_p, 2 * w);
-  }
-  return std::max<int64_t>(0, peak - w);
-}
-
-}  // namespace
-
 Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int64_t out_hw, const char* layer) {
   const Sym xin = query_.autocast && x.element_bytes != 2 ? make(x.elements, 2, x.requires_grad) : x;
   save(xin, layer);                     // the weight (or its cached cast) is saved too: not new bytes
@@ -265,13 +198,15 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   }
   parameter_gradients(cin * cout * k * k);
   // The CPU kernels' scratch, freed within the op (measured with LibTorch 2.14's profiler over channels, kernels,
-  // strides and batches, on an Intel Xeon with AMX and an AMD EPYC with AVX2; CUDA's kernels hold none the ledger
-  // sees):
+  // strides and batches, on an Intel Xeon with AMX and AMD EPYCs with AVX2 and with AVX-512; CUDA's kernels hold
+  // none the ledger sees):
   //  - im2col ("slow", bf16/fp16 without AVX-512): forward and backward each unfold the input into columns
   //    [B, cin k k, out_hw^2] in its dtype (none for a 1x1 kernel of stride 1: the input is its own columns);
-  //  - oneDNN with AVX-512 in bf16: backward copies the saved input (a contiguous clone; measured on the Xeon);
-  //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward (the function
-  //    above; measured on the AMD EPYC);
+  //  - oneDNN with AVX-512 in bf16 on avx512_bf16 without AMX: blocked layouts, transposes and per-thread weight
+  //    gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on the AMD EPYC);
+  //    with AMX (or bf16 emulated): backward copies the saved input (a contiguous clone; measured on the Xeon);
+  //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward (a fit in
+  //    models/onednn_scratch.cpp; measured on the AMD EPYC);
   //  - oneDNN with AVX2 (fp32): forward writes its output in oneDNN's blocked layout and reorders it (an output-
   //    sized copy). Backward reorders the output's gradient (all it holds when the input needs no gradient) and,
   //    computing the input's gradient too, the input: max(input + max(input, output), weights) beside the
@@ -288,16 +223,27 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
         scratch = columns * xin.element_bytes;
         break;
       }
-      case CpuConv::onednn_avx512:
-        if (xin.element_bytes == 4) {
-          int64_t forward = 0;
-          scratch =
-              onednn_avx512_fp32_conv_scratch(x.requires_grad, cin, cout, k, stride, xin.bytes(), y.bytes(), &forward);
-          const Sym blocks = make(forward, 1, false);  // beside y, then freed
+      case CpuConv::onednn_avx512: {
+        const onednn::ConvShape shape{
+            batch(), cin, cout, k, stride, in_hw, out_hw, x.requires_grad, static_cast<int64_t>(at::get_num_threads())};
+        if (xin.element_bytes == 4 || (!query_.fp16 && cpu_bf16_conv_scratch_modelled())) {
+          const auto s = xin.element_bytes == 4 ? onednn::avx512_fp32_conv(shape) : onednn::avx512_bf16_conv(shape);
+          { const Sym blocks = make(s.forward_bytes, 1, false); }  // beside y, then freed
+          scratch = s.backward_bytes;
+          // Under autocast the kernel writes both gradients in bf16 and they are cast to fp32 after it returns,
+          // while the sweep counts them in fp32 from the start: the scratch is what lies above the fp32 ones then,
+          // and at the casts the bf16 gradient beside its fp32 copy.
+          const int64_t w_kernel = cin * cout * k * k * xin.element_bytes,
+                        w_counted = cin * cout * k * k * weight_bytes();
+          const int64_t dx_kernel = x.requires_grad ? xin.bytes() : 0, dx_counted = x.requires_grad ? x.bytes() : 0;
+          if (w_kernel != w_counted || dx_kernel != dx_counted)
+            scratch = std::max<int64_t>({0, scratch + dx_kernel + w_kernel - dx_counted - w_counted,
+                                         (dx_kernel != dx_counted ? dx_kernel : 0) + w_kernel - w_counted});
         } else {
           scratch = xin.bytes();
         }
         break;
+      }
       case CpuConv::onednn_avx2: {
         {
           const Sym blocked_output = make(y.elements, y.element_bytes, false);
@@ -638,5 +584,9 @@ bool cpu_bf16_matmul_scratch_modelled() {
   }();
   return yes;
 }
+
+// The same CPUs run bf16 convolutions on oneDNN's avx512_core_bf16 JIT kernels, whose scratchpad the trace writes
+// out (models/onednn_scratch.cpp); AMX's kernels and the emulated ones book other buffers.
+bool cpu_bf16_conv_scratch_modelled() { return cpu_bf16_matmul_scratch_modelled(); }
 
 }  // namespace tvie

@@ -1,0 +1,330 @@
+// The scratch of oneDNN's CPU kernels (see onednn_scratch.hpp). Two kinds of rule live here:
+//  - fits: measured per op with LibTorch's profiler (scripts/op-scratch.py) and fitted (the fp32 convolution and
+//    the brgemm matmuls), each with how close it came and where it misses;
+//  - derivations: oneDNN's own scratchpad bookings (init_conf / init_scratchpad / balance of the kernel LibTorch
+//    runs) written out for tvie's shapes, then checked against the profiler (the bf16 convolutions).
+#include "models/onednn_scratch.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <tvie/memory.hpp>
+
+namespace tvie::trace::onednn {
+
+namespace {
+
+int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+// A block of b packed for the kernel (k rounded up to 32, at most 512, x 64 columns, bf16) and an fp32 accumulator
+// (the thread's rows x up to 64 columns) per thread, plus 384 + 640 per thread bytes. The threads take the 64-column
+// blocks; where the blocks do not divide among them, they split the rows too (threads / gcd(blocks, threads) ways,
+// unless that leaves fewer than 16 rows a thread), at most 256 rows at a time.
+// A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16 at 1 to 4 threads, up to 256 rows and 320
+// features: within 5% on 173 of 192 matmuls (most to the byte); the misses are weight gradients of layers with
+// fewer than 64 outputs (under by up to a third) and row splits of 24-32 rows at 3-4 threads. Larger matmuls block
+// otherwise (held here at 512 features and 256 rows), where the scratch is small beside the activations.
+int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
+  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512);
+  const int64_t split = threads / std::gcd(ceil_div(n, 64), threads);
+  const int64_t rows = std::min<int64_t>(ceil_div(m, split) >= 16 ? ceil_div(m, split) : m, 256);
+  return threads * (kp * 64 * 2 + rows * std::min<int64_t>(n, 64) * 4) + 384 + threads * 640;
+}
+
+// The weight gradient (the rows are the reduction): dy^T packed (out x rows rounded up to 32, bf16), an fp32
+// accumulator (out x up to 64 input features) and per thread a block of x packed (rows x 64, bf16), plus 512 + 640
+// per thread bytes. Same fit; held at 512 rows.
+int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
+  const int64_t rp = std::min<int64_t>(round_up(rows, 32), 512);
+  return out * (rp * 2 + std::min<int64_t>(in, 64) * 4) + threads * rp * 64 * 2 + 512 + threads * 640;
+}
+
+// oneDNN's fp32 convolution on AVX-512 (as LibTorch 2.14.1 calls it; scripts/op-scratch.py on an AMD EPYC with
+// AVX-512 at 1, 2 and 4 threads, the shapes of cnn and resnet at batches 8 and 16). It works in blocked layouts
+// whose channels are padded to a multiple of 16 (`_p` below) and reorders into and out of them:
+//  - forward: the input into blocks when its channels are a multiple of 16 (padded when the kernel is 1x1,
+//    else read as it is), the weights, the output computed in blocks and then reordered into its plain copy:
+//    max(x_blocks + w_p + y_p, y_p + y) beside the output;
+//  - backward data: the output's gradient (padded), the weights (padded both ways) and the input's gradient in
+//    blocks (padded unless strided), plus for a strided convolution a buffer of 12288 + 24600 bytes per thread;
+//    then the blocked input gradient beside its plain copy (and beside another input-sized copy when strided);
+//  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
+//    gradient in blocks: max(x + y + w, 2 w) (the blocked weight gradient beside its plain copy).
+// Within 10% of the measured peaks for 89 of 110 convolutions, the rest under by up to 29% (1x1 convolutions'
+// per-thread buffers, some small weight-phase scratch).
+ConvScratch avx512_fp32_conv(const ConvShape& c) {
+  const int64_t cin = c.cin, cout = c.cout, k = c.kernel;
+  const int64_t x = c.batch * cin * c.in_hw * c.in_hw * 4, y = c.batch * cout * c.out_hw * c.out_hw * 4;
+  const int64_t w = cin * cout * k * k * 4;
+  const int64_t x_p = x / cin * round_up(cin, 16), y_p = y / cout * round_up(cout, 16);
+  const int64_t w_p = w / cout * round_up(cout, 16), w_pp = w_p / cin * (cin >= 8 ? round_up(cin, 16) : cin);
+  const int64_t x_blocks = cin % 16 == 0 ? x : (k == 1 ? x_p : 0);
+  ConvScratch s;
+  s.forward_bytes = std::max(x_blocks + w_p + y_p, y_p + y) - y;
+  int64_t peak = 0;
+  if (c.input_grad) {
+    const int64_t dx_blocks = c.stride == 1 ? x_p : x;
+    const int64_t strided = c.stride == 1 ? 0 : 12288 + 24600 * c.threads;
+    const int64_t data = y_p + w_pp + dx_blocks + strided;
+    const int64_t convert = dx_blocks + x + (c.stride == 1 ? 0 : x);
+    const int64_t weights = x + std::max(y + x + w, 2 * w);
+    peak = std::max({data, convert, weights}) - x;
+  } else {
+    peak = std::max(y_p + w_p, 2 * w);
+  }
+  s.backward_bytes = std::max<int64_t>(0, peak - w);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// bf16 convolutions on avx512_bf16 (no AMX). LibTorch hands oneDNN plain tensors; oneDNN picks for the training
+// step's three primitives (forward, backward data, backward weights):
+//  - k x k kernels: jit_avx512_core_bf16_convolution (blocked layouts, 16 channels a block; an input with fewer
+//    than 16 channels is read as it is, a "first convolution"), except the weight gradient of a convolution with
+//    fewer than 16 input channels whose outputs are not a multiple of 16, which runs gemm_bf16_convolution (im2col);
+//  - 1x1 kernels: jit_avx512_core_bf16_1x1_convolution (blocked, padded), strided ones through "rtus" (the input
+//    reduced to unit stride in a per-thread buffer).
+// Each primitive books one scratchpad (an allocation of LibTorch's CPU allocator, freed when it returns): every
+// entry rounded to its size + 128 bytes (memory_tracking.hpp), a barrier context 4096 bytes + 4096 alignment. What
+// follows writes out those bookings (oneDNN's jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_1x1_conv_
+// kernel.cpp: init_conf, init_scratchpad and balance, which splits the threads over the batch (each such thread
+// then keeps its own fp32 copy of the weight gradient) or over channel blocks), with the reorders LibTorch's
+// ideep makes around them. Checked with scripts/op-scratch.py on an AMD EPYC with avx512_bf16 (LibTorch 2.14.1),
+// 1 to 4 threads: 219 convolutions (cnn and resnet tiny/small at batches 8 and 16; ResNet-50 and other widths at
+// batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
+// rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`).
+
+namespace {
+
+constexpr int64_t kEntry = 128;                 // each scratchpad entry's alignment slack
+constexpr int64_t kBarrier = 4096 + 4096;       // one barrier context (simple_barrier::ctx_t) and its alignment
+constexpr int64_t kFullSpatialSet = 48 * 1024;  // full_spat_opt_working_set_size
+
+// oneDNN's best_divider (jit_uni_1x1_conv_utils.hpp): the block in [lo, hi] that wastes least of `value`.
+int64_t best_divider(int64_t value, int64_t lo, int64_t hi, bool find_max, int64_t step = 1) {
+  hi = std::max<int64_t>(1, std::min(hi, value));
+  lo = std::max<int64_t>(1, std::min(lo, hi));
+  float min_loss = std::numeric_limits<float>::max();
+  int64_t best = hi;
+  for (int64_t d = hi; d >= lo; d -= step) {
+    const float loss = static_cast<float>(round_up(value, d) - value) / static_cast<float>(round_up(value, d));
+    if ((find_max && loss < min_loss) || (!find_max && loss <= min_loss)) {
+      min_loss = loss;
+      best = d;
+    }
+  }
+  return best;
+}
+
+// How a backward-weights primitive splits its threads: over the batch (each such thread reduces into its own fp32
+// weight gradient), output-channel blocks and input-channel blocks.
+struct Split {
+  int64_t mb = 1, oc = 1, ic = 1;
+  int64_t threads() const { return mb * oc * ic; }
+};
+
+// The k x k kernel's weight-gradient scratchpad (jit_avx512_core_bf16_conv_bwd_weights_kernel_f32): per split of
+// the batch and per channel block, the input transposed into rows of tr_iw (tr_src) and the output's gradient
+// (tr_diff_dst), the fp32 weight gradients to reduce, and barrier contexts.
+int64_t jit_weight_grad(const ConvShape& c) {
+  const int64_t k = c.kernel, s = c.stride, ih = c.in_hw, oh = c.out_hw, T = c.threads;
+  const bool first = c.cin < 16;  // is_1stconv: the input read as it is, not transposed
+  const int64_t ic = first ? c.cin : round_up(c.cin, 16), oc = round_up(c.cout, 16);
+  const int64_t ic_block = first ? c.cin : 16, nb_ic = ic / ic_block, nb_oc = oc / 16;
+  const int64_t l_pad = k / 2, r_pad = std::max<int64_t>(0, (oh - 1) * s + k - (ih + l_pad));
+  const int64_t tr_pad = round_up(std::max(l_pad, r_pad + 1), 2);
+  const int64_t tr_iw = first ? ih : round_up(ceil_div(ih, s) + tr_pad, 2) * s, tr_ow = round_up(oh, 2);
+  const bool full_spatial = s == 1 && k > 1 && !first && ic >= 128 &&
+                            (16 * tr_iw * 2 + 16 * tr_ow * 2) * std::max<int64_t>(1, l_pad) <= kFullSpatialSet;
+  const int64_t mb_work = full_spatial ? c.batch : c.batch * oh;  // the batch (x rows) the threads may split
+
+  // balance(): the split with the lowest modelled memory traffic per thread (float, as oneDNN computes it).
+  const float src_size = static_cast<float>(c.batch * ic * ih * tr_iw * 2);
+  const float dst_size = static_cast<float>(c.batch * oc * oh * tr_ow * 2);
+  const float wei_size = static_cast<float>(oc * ic * k * k * 4);
+  const float compensation = 0.5f * (dst_size + src_size) / wei_size;
+  const float ratio = static_cast<float>(nb_oc) / static_cast<float>(nb_ic);
+  const float src_coef = std::max(1.0f / ratio, 1.0f) * (compensation < 1.0f ? 4.0f : 1.0f);
+  const float dst_coef = std::max(ratio, 1.0f), wei_coef = std::max(compensation, 1.0f);
+  const auto cost = [&](int64_t n_mb, int64_t n_oc, int64_t n_ic) {
+    const float src =
+        src_coef * ceil_div(mb_work, n_mb) * ceil_div(nb_ic, n_ic) * c.batch * ic_block * ih * tr_iw / mb_work / s / s;
+    const float wei = wei_coef * ceil_div(nb_oc, n_oc) * ceil_div(nb_ic, n_ic) * k * k * ic_block * 16;
+    const float dst = dst_coef * ceil_div(mb_work, n_mb) * ceil_div(nb_oc, n_oc) * c.batch * 16 * oh * tr_ow / mb_work;
+    return src + wei + dst;
+  };
+  Split best;
+  float best_cost = cost(1, 1, 1);
+  for (int64_t n_mb = 1; n_mb <= std::min(T, mb_work); ++n_mb) {
+    const int64_t par = T / n_mb;
+    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_oc); ++n_oc) {
+      const int64_t n_ic = std::min(par / n_oc, nb_ic);
+      const float v = cost(n_mb, n_oc, n_ic);
+      if (v <= best_cost) {
+        best_cost = v;
+        best = {n_mb, n_oc, n_ic};
+      }
+    }
+  }
+  if (best.mb > T / 2 && best.mb < T) best.mb = std::min(mb_work, T);
+  const int64_t nthr = best.threads();
+
+  int64_t bytes = (first ? 0 : best.mb * nb_ic * tr_iw * ic_block * ih * 2) + tr_pad * 2 + kEntry;  // tr_src
+  if (best.oc > 1) bytes += nthr / best.oc * 4096 + 4096;
+  bytes += best.mb * nb_oc * tr_ow * 16 * oh * 2 + kEntry;  // tr_diff_dst
+  if (best.ic > 1) bytes += nthr / best.ic * 4096 + 4096;
+  bytes += best.mb * oc * ic * k * k * 4 + kEntry + kBarrier;  // the fp32 weight gradients and their barrier
+  return bytes;
+}
+
+// The 1x1 kernel's weight-gradient scratchpad (jit_avx512_core_bf16_1x1_conv_kernel, backward_weights): the fp32
+// weight gradients per split of the batch (a barrier when split), per thread the output's gradient and the input
+// transposed in blocks of the spatial reduction (none where oneDNN permutes in registers instead: outputs wider
+// than 14), and for a strided convolution the input reduced to unit stride per thread.
+int64_t one_by_one_weight_grad(const ConvShape& c) {
+  const int64_t T = c.threads, s = c.stride, o = c.out_hw;
+  const int64_t ic = round_up(c.cin, 16), oc = round_up(c.cout, 16);
+  const int64_t reduce = o * o;  // the (reduced) input's spatial size
+  const bool permw = o > 14;
+  int64_t rb =
+      permw ? best_divider(reduce, 7, std::min<int64_t>(256, reduce), true, 2) : best_divider(reduce, 8, 16, true, 2);
+  if (reduce % rb != 0) rb = best_divider(o, 4, o, permw, 2);
+  if (rb > 256) rb = 1;
+  if (!permw) rb = round_up(rb, 2);
+  const int64_t nb_reduce = ceil_div(reduce, rb), nb_bcast = ic / 16, nb_load = oc / 16;
+
+  const int64_t out_coef = 4 * (s == 1 ? std::max<int64_t>(1, oc / ic) : 1);
+  const auto cost = [&](int64_t n_mb, int64_t n_oc, int64_t n_ic) {
+    const int64_t batch_blocks = ceil_div(c.batch * nb_reduce, n_mb);
+    return batch_blocks * ceil_div(nb_bcast, n_ic) * 16 * rb / s / s +
+           batch_blocks * ceil_div(nb_load, n_oc) * 16 * rb +
+           out_coef * ceil_div(nb_load, n_oc) * ceil_div(nb_bcast, n_ic) * 256;
+  };
+  Split best;
+  int64_t best_cost = cost(1, 1, 1);
+  for (int64_t n_mb = 1; n_mb <= std::min(T, c.batch * nb_reduce); ++n_mb) {
+    const int64_t par = T / n_mb;
+    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_load); ++n_oc) {
+      const int64_t n_ic = std::min(par / n_oc, nb_bcast);
+      const int64_t v = cost(n_mb, n_oc, n_ic);
+      if (v <= best_cost) {
+        best_cost = v;
+        best = {n_mb, n_oc, n_ic};
+      }
+    }
+  }
+  if (best.mb > T / 2 && best.mb < T) best.mb = std::min(c.batch, T);
+  const int64_t nthr = best.threads();
+  const int64_t load_blocks = best_divider(nb_load, 16, nb_load, false);
+  const int64_t bcast_blocks = best_divider(nb_bcast, 5, nb_bcast, false);
+
+  int64_t bytes = best.mb * oc * ic * 4 + kEntry + (best.mb > 1 ? kBarrier : 0);
+  if (!permw) bytes += nthr * round_up(reduce, 2) * 16 * (load_blocks + bcast_blocks) * 2 + 2 * kEntry;
+  if (s > 1) bytes += T * bcast_blocks * reduce * 16 * 2 + kEntry;  // rtus, per thread LibTorch allows
+  return bytes;
+}
+
+// gemm_bf16_convolution's weight gradient (im2col): per thread one image's columns (cin k^2 x out^2, bf16) and two
+// fp32 copies of the weight gradient, plus two more and 384 bytes. A fit to its measured bookings (the stems of cnn
+// and resnet, 3 and 8 input channels, kernels 3 and 7), at batches of at least the threads.
+int64_t gemm_weight_grad(const ConvShape& c) {
+  const int64_t w32 = c.cin * c.cout * c.kernel * c.kernel * 4;
+  const int64_t columns = c.cin * c.kernel * c.kernel * c.out_hw * c.out_hw * 2;
+  return 384 + 2 * w32 + c.threads * (columns + 2 * w32);
+}
+
+}  // namespace
+
+// The op's phases, with what each holds (2-byte elements; `_p`: channels padded to 16):
+//  - forward: the input in blocks (padded; a first convolution's k x k input read as it is), the weights in blocks,
+//    the output in blocks, then its plain copy; a 1x1 kernel adds its per-thread fp32 output rows (`store`, threads
+//    x out^2 x cout_p x 4) and, strided, the reduced input (threads x out^2 x cin_p x 2);
+//  - backward data: the output's gradient in blocks, the weights (padded both ways) and the input's gradient in
+//    blocks (padded unless strided); a 1x1 kernel of stride 1 its fp32 rows (threads x in^2 x cin_p x 4); a strided
+//    one a buffer of 16384 + 17432 bytes per thread (measured: 16536 .. 33816 per thread over the shapes above, the
+//    larger for the larger images: the one part not derived); then the blocked gradient beside its plain copy (and
+//    beside another input-sized copy when strided);
+//  - backward weights, the input's gradient alive: the input and the output's gradient in blocks (a first
+//    convolution's k x k input as it is), the weight gradient in bf16 blocks and the kernel's scratchpad above; the
+//    gemm kernel holds no blocks.
+// The JIT kernel's blocked layout needs output channels in blocks of 16 unless it may pad them, which it may not
+// for a first convolution (fewer than 16 input channels): oneDNN then falls back to gemm for the weight gradient.
+const char* bf16_conv_weight_kernel(const ConvShape& c) {
+  if (c.kernel == 1) return "1x1";
+  return c.cout % 16 != 0 && c.cin < 16 ? "gemm" : "jit";
+}
+
+ConvScratch avx512_bf16_conv(const ConvShape& c) {
+  const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
+  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
+  const int64_t x = c.batch * cin * in_area * 2, y = c.batch * cout * out_area * 2, w = cin * cout * k * k * 2;
+  const int64_t x_p = x / cin * round_up(cin, 16), y_p = y / cout * round_up(cout, 16);
+  const bool blocked_input = cin >= 16 || k == 1;  // else a first convolution, its input read as it is
+  const int64_t w_blocks = round_up(cout, 16) * (blocked_input ? round_up(cin, 16) : cin) * k * k * 2;
+  const int64_t w_pp = round_up(cout, 16) * (cin >= 8 ? round_up(cin, 16) : cin) * k * k * 2;
+
+  ConvScratch r;
+  int64_t store = 0;
+  if (k == 1) {
+    // An upper bound where oneDNN gives threads groups of output channels (fewer images than threads): +24% on a
+    // 1024 -> 256 forward at 3 threads, exact at 1 and 2.
+    store = T * out_area * round_up(cout, 16) * 4 + kEntry;
+    if (s > 1) store += T * ceil_div(cin, 16) * out_area * 16 * 2 + kEntry;
+  }
+  r.forward_bytes = std::max(store + (blocked_input ? x_p : 0) + w_blocks + y_p, y_p + y) - y;
+
+  int64_t weights = 0;  // the weight phase's bytes above the input's gradient
+  const std::string kernel = bf16_conv_weight_kernel(c);
+  if (kernel == "gemm")
+    weights = w + gemm_weight_grad(c);
+  else if (kernel == "jit")
+    weights = (cin >= 16 ? x_p : 0) + y_p + w_blocks + jit_weight_grad(c);
+  else
+    weights = x_p + y_p + w_blocks + one_by_one_weight_grad(c);
+  int64_t peak = weights;
+  if (c.input_grad) {
+    const int64_t dx_blocks = s == 1 ? x_p : x;
+    const int64_t strided = s == 1 ? 0 : 16384 + T * 17432;
+    const int64_t rows = k == 1 && s == 1 ? T * in_area * round_up(cin, 16) * 4 + kEntry : 0;
+    const int64_t data = y_p + w_pp + dx_blocks + strided + rows;
+    const int64_t convert = dx_blocks + x + (s == 1 ? 0 : x);
+    peak = std::max({data, convert, x + weights}) - x;
+  }
+  r.backward_bytes = std::max<int64_t>(0, peak - w);
+  return r;
+}
+
+ConvScratch measure_bf16_conv(const ConvShape& c) {
+  install_cpu_memory_counter();
+  const auto probe = make_memory_probe(c10::Device(c10::kCPU));
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(static_cast<int>(c.threads));
+  torch::nn::Conv2d conv(
+      torch::nn::Conv2dOptions(c.cin, c.cout, c.kernel).stride(c.stride).padding(c.kernel / 2).bias(false));
+  conv->to(torch::kBFloat16);
+  const auto x = torch::randn({c.batch, c.cin, c.in_hw, c.in_hw}).to(torch::kBFloat16).requires_grad_(c.input_grad);
+  for (int i = 0; i < 2; ++i) conv->forward(x).to(torch::kFloat).sum().backward();  // the kernels' caches
+  conv->zero_grad();
+  if (c.input_grad) x.mutable_grad() = torch::Tensor();
+  ConvScratch measured;  // the peak above what each phase leaves: forward its output, backward the gradients
+  probe->reset_peak();
+  const auto y = conv->forward(x);
+  measured.forward_bytes = probe->peak_allocated_bytes() - probe->allocated_bytes();
+  const auto dy = torch::ones_like(y);
+  probe->reset_peak();
+  y.backward(dy);
+  measured.backward_bytes = probe->peak_allocated_bytes() - probe->allocated_bytes();
+  at::set_num_threads(saved_threads);
+  return measured;
+}
+
+}  // namespace tvie::trace::onednn

@@ -1,0 +1,50 @@
+// The scratch oneDNN's CPU kernels allocate inside one op, as LibTorch 2.14 calls them: the bytes a training step's
+// peak holds beside the tensors the trace counts (models/forward_trace.cpp adds them to its ops). Every figure here
+// was checked against LibTorch's profiler ([memory] events, scripts/op-scratch.py); which CPUs each applies to is
+// said beside it, and the trace asks LibTorch which kernel a convolution runs before it uses one of these.
+#pragma once
+
+#include <cstdint>
+
+namespace tvie::trace::onednn {
+
+// A 2-D convolution as tvie's models have them: square images and kernels, padding k / 2, no bias, no groups.
+struct ConvShape {
+  int64_t batch = 1;
+  int64_t cin = 1, cout = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t in_hw = 1, out_hw = 1;  // the input's and the output's height (= width)
+  bool input_grad = true;         // backward computes the input's gradient (not for a model's first layer)
+  int64_t threads = 1;            // intra-op threads (at::get_num_threads)
+};
+
+// What a convolution holds above the tensors the trace counts: in forward beside its output (freed before the op
+// returns), and in backward above the input's and the weights' gradients it leaves.
+struct ConvScratch {
+  int64_t forward_bytes = 0;
+  int64_t backward_bytes = 0;
+};
+
+// oneDNN's fp32 convolutions on AVX-512 (blocked layouts padded to 16 channels); a fit, see the .cpp.
+ConvScratch avx512_fp32_conv(const ConvShape& c);
+
+// oneDNN's bf16 convolutions on a CPU with avx512_bf16 and no AMX (the avx512_core_bf16 JIT kernels, and the gemm
+// kernel where their layout does not apply); derived from oneDNN's scratchpad bookings, see the .cpp.
+ConvScratch avx512_bf16_conv(const ConvShape& c);
+
+// Which of those kernels computes the weight gradient: "gemm" (im2col), "jit" (k x k) or "1x1".
+const char* bf16_conv_weight_kernel(const ConvShape& c);
+
+// What one bf16 convolution of this shape allocates above what it leaves, measured: run through LibTorch on the CPU
+// at `c.threads` intra-op threads (restored after) with tvie's counting allocator, after two warm-up steps, as
+// scripts/op-scratch.py measures it with the profiler. The check behind avx512_bf16_conv (tests, bench/
+// conv_scratch_table.cpp).
+ConvScratch measure_bf16_conv(const ConvShape& c);
+
+// oneDNN's scratchpad for a bf16 matmul c[m, n] = a[m, k] b[k, n] on its AVX-512 brgemm kernels (avx512_bf16, no
+// AMX), and for a Linear's weight gradient dW[out, in] = dy^T x; fits, see the .cpp.
+int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads);
+int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads);
+
+}  // namespace tvie::trace::onednn

@@ -9,3 +9,17 @@ TVIE_VENV="${TVIE_VENV:-$TVIE_HOME/venv-torch-$TVIE_TORCH_VERSION}"
 TVIE_BUILD_DIR="${TVIE_BUILD_DIR:-$TVIE_ROOT/build}"
 TVIE_JOBS="${TVIE_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 say() { printf '[tvie setup] %s\n' "$*" >&2; }
+# Refuses (exit 2, naming the changes) a tree with uncommitted changes outside the paths given (the ones the caller
+# rewrites itself), so that the results it makes name the code they came from. Usage: require_committed_tree NAME
+# [PATHSPEC...], e.g. require_committed_tree scripts/predict-table.sh docs/results.
+require_committed_tree() {
+  local name="$1"
+  shift
+  local excluded=()
+  for p in "$@"; do excluded+=(":!$p"); done
+  if [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- . "${excluded[@]}")" ]; then
+    echo "$name: the tree has uncommitted changes; commit them first, so that the results name the code they came from:" >&2
+    git -C "$TVIE_ROOT" status --short -- . "${excluded[@]}" >&2
+    exit 2
+  fi
+}

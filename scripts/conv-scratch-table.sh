@@ -6,11 +6,7 @@
 # table names the code it came from.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-if [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- . ':!docs/results')" ]; then
-  echo "scripts/conv-scratch-table.sh: the tree has uncommitted changes; commit them first:" >&2
-  git -C "$TVIE_ROOT" status --short -- . ':!docs/results' >&2
-  exit 2
-fi
+require_committed_tree scripts/conv-scratch-table.sh docs/results
 if ! grep -qw avx512_bf16 /proc/cpuinfo || grep -qw amx_bf16 /proc/cpuinfo; then
   echo "scripts/conv-scratch-table.sh: needs a CPU with avx512_bf16 and without AMX (oneDNN's avx512_core_bf16 convolutions); this one is not" >&2
   exit 2

@@ -6,11 +6,7 @@
 set -euo pipefail
 group="${1:-all}"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-if [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- . ':!docs/results' ':!README.md')" ]; then
-  echo "scripts/cpu-results.sh: the tree has uncommitted changes; commit them first, so that every result names the code it came from:" >&2
-  git -C "$TVIE_ROOT" status --short -- . ':!docs/results' ':!README.md' >&2
-  exit 2
-fi
+require_committed_tree scripts/cpu-results.sh docs/results README.md
 commit="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
 "$TVIE_ROOT/scripts/build.sh"
 out="$TVIE_ROOT/docs/results"

@@ -6,11 +6,7 @@
 # so the table names the code it came from.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-if [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- . ':!docs/results')" ]; then
-  echo "scripts/predict-table.sh: the tree has uncommitted changes; commit them first:" >&2
-  git -C "$TVIE_ROOT" status --short -- . ':!docs/results' >&2
-  exit 2
-fi
+require_committed_tree scripts/predict-table.sh docs/results
 "$TVIE_ROOT/scripts/build.sh"
 kind=avx2
 if grep -qw avx512f /proc/cpuinfo; then kind=avx512; fi

@@ -132,6 +132,30 @@ struct Split {
   int64_t threads() const { return mb * oc * ic; }
 };
 
+// Both kernels' balance(): every split of the threads over the batch (at most `mb_work` ways), output-channel
+// blocks and then input-channel blocks, the last of the cheapest by `cost` (in the kernel's own arithmetic: float
+// for the k x k kernel, integers for the 1x1); a batch split of more than half the threads but not all of them is
+// widened to all (at most `mb_widen`).
+template <typename Cost>
+Split cheapest_split(int64_t threads, int64_t mb_work, int64_t nb_oc, int64_t nb_ic, int64_t mb_widen,
+                     const Cost& cost) {
+  Split best;
+  auto best_cost = cost(1, 1, 1);
+  for (int64_t n_mb = 1; n_mb <= std::min(threads, mb_work); ++n_mb) {
+    const int64_t par = threads / n_mb;
+    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_oc); ++n_oc) {
+      const int64_t n_ic = std::min(par / n_oc, nb_ic);
+      const auto v = cost(n_mb, n_oc, n_ic);
+      if (v <= best_cost) {
+        best_cost = v;
+        best = {n_mb, n_oc, n_ic};
+      }
+    }
+  }
+  if (best.mb > threads / 2 && best.mb < threads) best.mb = std::min(mb_widen, threads);
+  return best;
+}
+
 // The k x k kernel's weight-gradient scratchpad (jit_avx512_core_bf16_conv_bwd_weights_kernel_f32): per split of
 // the batch and per channel block, the input transposed into rows of tr_iw (tr_src) and the output's gradient
 // (tr_diff_dst), the fp32 weight gradients to reduce, and barrier contexts.
@@ -147,7 +171,7 @@ int64_t jit_weight_grad(const ConvShape& c) {
                             (16 * tr_iw * 2 + 16 * tr_ow * 2) * std::max<int64_t>(1, l_pad) <= kFullSpatialSet;
   const int64_t mb_work = full_spatial ? c.batch : c.batch * oh;  // the batch (x rows) the threads may split
 
-  // balance(): the split with the lowest modelled memory traffic per thread (float, as oneDNN computes it).
+  // balance()'s modelled memory traffic per thread (float, as oneDNN computes it).
   const float src_size = static_cast<float>(c.batch * ic * ih * tr_iw * 2);
   const float dst_size = static_cast<float>(c.batch * oc * oh * tr_ow * 2);
   const float wei_size = static_cast<float>(oc * ic * k * k * 4);
@@ -162,20 +186,7 @@ int64_t jit_weight_grad(const ConvShape& c) {
     const float dst = dst_coef * ceil_div(mb_work, n_mb) * ceil_div(nb_oc, n_oc) * c.batch * 16 * oh * tr_ow / mb_work;
     return src + wei + dst;
   };
-  Split best;
-  float best_cost = cost(1, 1, 1);
-  for (int64_t n_mb = 1; n_mb <= std::min(T, mb_work); ++n_mb) {
-    const int64_t par = T / n_mb;
-    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_oc); ++n_oc) {
-      const int64_t n_ic = std::min(par / n_oc, nb_ic);
-      const float v = cost(n_mb, n_oc, n_ic);
-      if (v <= best_cost) {
-        best_cost = v;
-        best = {n_mb, n_oc, n_ic};
-      }
-    }
-  }
-  if (best.mb > T / 2 && best.mb < T) best.mb = std::min(mb_work, T);
+  const Split best = cheapest_split(T, mb_work, nb_oc, nb_ic, mb_work, cost);
   const int64_t nthr = best.threads();
 
   int64_t bytes = (first ? 0 : best.mb * nb_ic * tr_iw * ic_block * ih * 2) + tr_pad * 2 + kEntry;  // tr_src
@@ -209,20 +220,7 @@ int64_t one_by_one_weight_grad(const ConvShape& c) {
            batch_blocks * ceil_div(nb_load, n_oc) * 16 * rb +
            out_coef * ceil_div(nb_load, n_oc) * ceil_div(nb_bcast, n_ic) * 256;
   };
-  Split best;
-  int64_t best_cost = cost(1, 1, 1);
-  for (int64_t n_mb = 1; n_mb <= std::min(T, c.batch * nb_reduce); ++n_mb) {
-    const int64_t par = T / n_mb;
-    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_load); ++n_oc) {
-      const int64_t n_ic = std::min(par / n_oc, nb_bcast);
-      const int64_t v = cost(n_mb, n_oc, n_ic);
-      if (v <= best_cost) {
-        best_cost = v;
-        best = {n_mb, n_oc, n_ic};
-      }
-    }
-  }
-  if (best.mb > T / 2 && best.mb < T) best.mb = std::min(c.batch, T);
+  const Split best = cheapest_split(T, c.batch * nb_reduce, nb_load, nb_bcast, c.batch, cost);
   const int64_t nthr = best.threads();
   const int64_t load_blocks = best_divider(nb_load, 16, nb_load, false);
   const int64_t bcast_blocks = best_divider(nb_bcast, 5, nb_bcast, false);

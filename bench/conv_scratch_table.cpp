@@ -111,7 +111,8 @@ int main() {
                     static_cast<long long>(s.kernel), static_cast<long long>(s.stride), static_cast<long long>(s.hw),
                     static_cast<long long>(s.hw), s.input_grad ? "" : " (no input gradient)",
                     static_cast<long long>(batch), static_cast<long long>(threads),
-                    trace::onednn::bf16_conv_weight_kernel(c), cell(rule.forward_bytes, measured.forward_bytes).c_str(),
+                    trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
+                    cell(rule.forward_bytes, measured.forward_bytes).c_str(),
                     cell(rule.backward_bytes, measured.backward_bytes).c_str());
         ++rows;
         forward_exact += rule.forward_bytes == measured.forward_bytes;

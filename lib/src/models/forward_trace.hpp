@@ -15,8 +15,9 @@
 //    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
 //    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in
 //    backward; oneDNN on AVX-512 works in fp32 in blocked layouts padded to 16 channels (forward and backward
-//    reorders) and in bf16 copies the saved input in backward; on AVX2 it reorders the input and the output's
-//    gradient. Rules beside ForwardTrace::conv2d.
+//    reorders), in bf16 on avx512_bf16 without AMX as its scratchpad bookings say (models/onednn_scratch.cpp),
+//    elsewhere in bf16 counted as a copy of the saved input in backward; on AVX2 it reorders the input and the
+//    output's gradient. Rules beside ForwardTrace::conv2d.
 //  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
 //  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32). Its backward
 //    allocates an input-sized temporary beside the input's gradient (freed within).

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
-#include <string>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -256,9 +255,21 @@ int64_t gemm_weight_grad(const ConvShape& c) {
 //    gemm kernel holds no blocks.
 // The JIT kernel's blocked layout needs output channels in blocks of 16 unless it may pad them, which it may not
 // for a first convolution (fewer than 16 input channels): oneDNN then falls back to gemm for the weight gradient.
-const char* bf16_conv_weight_kernel(const ConvShape& c) {
-  if (c.kernel == 1) return "1x1";
-  return c.cout % 16 != 0 && c.cin < 16 ? "gemm" : "jit";
+WeightKernel bf16_conv_weight_kernel(const ConvShape& c) {
+  if (c.kernel == 1) return WeightKernel::one_by_one;
+  return c.cout % 16 != 0 && c.cin < 16 ? WeightKernel::gemm : WeightKernel::jit;
+}
+
+const char* to_string(WeightKernel k) {
+  switch (k) {
+    case WeightKernel::gemm:
+      return "gemm";
+    case WeightKernel::jit:
+      return "jit";
+    case WeightKernel::one_by_one:
+      return "1x1";
+  }
+  return "?";
 }
 
 ConvScratch avx512_bf16_conv(const ConvShape& c) {
@@ -281,13 +292,17 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
   r.forward_bytes = std::max(store + (blocked_input ? x_p : 0) + w_blocks + y_p, y_p + y) - y;
 
   int64_t weights = 0;  // the weight phase's bytes above the input's gradient
-  const std::string kernel = bf16_conv_weight_kernel(c);
-  if (kernel == "gemm")
-    weights = w + gemm_weight_grad(c);
-  else if (kernel == "jit")
-    weights = (cin >= 16 ? x_p : 0) + y_p + w_blocks + jit_weight_grad(c);
-  else
-    weights = x_p + y_p + w_blocks + one_by_one_weight_grad(c);
+  switch (bf16_conv_weight_kernel(c)) {
+    case WeightKernel::gemm:
+      weights = w + gemm_weight_grad(c);
+      break;
+    case WeightKernel::jit:
+      weights = (cin >= 16 ? x_p : 0) + y_p + w_blocks + jit_weight_grad(c);
+      break;
+    case WeightKernel::one_by_one:
+      weights = x_p + y_p + w_blocks + one_by_one_weight_grad(c);
+      break;
+  }
   int64_t peak = weights;
   if (c.input_grad) {
     const int64_t dx_blocks = s == 1 ? x_p : x;

@@ -33,8 +33,10 @@ ConvScratch avx512_fp32_conv(const ConvShape& c);
 // kernel where their layout does not apply); derived from oneDNN's scratchpad bookings, see the .cpp.
 ConvScratch avx512_bf16_conv(const ConvShape& c);
 
-// Which of those kernels computes the weight gradient: "gemm" (im2col), "jit" (k x k) or "1x1".
-const char* bf16_conv_weight_kernel(const ConvShape& c);
+// Which of those kernels computes the weight gradient, and its name ("gemm" for im2col, "jit" for k x k, "1x1").
+enum class WeightKernel { gemm, jit, one_by_one };
+WeightKernel bf16_conv_weight_kernel(const ConvShape& c);
+const char* to_string(WeightKernel k);
 
 // What one bf16 convolution of this shape allocates above what it leaves, measured: run through LibTorch on the CPU
 // at `c.threads` intra-op threads (restored after) with tvie's counting allocator, after two warm-up steps, as

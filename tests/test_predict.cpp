@@ -66,6 +66,14 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           } else {
             CHECK(relative(p.peak, m.peak) <= 0.15);
           }
+          // Where oneDNN's bf16 kernels are written out (avx512_bf16 without AMX), every case is within -4.8% ..
+          // +6.3% on an AMD EPYC. Under autocast a matmul writes its gradients in bf16 and they are cast to fp32
+          // after it (ForwardTrace::cast_gradients): counting them in fp32 from the start put the mlp's amp-bf16
+          // peak at +9.2% there (+1.1% since).
+          if (cpu_bf16_matmul_scratch_modelled()) {
+            CHECK(relative(p.peak, m.peak) <= 0.10);
+            if (model == "mlp" && precision == TrainPrecision::amp_bf16) CHECK(relative(p.peak, m.peak) <= 0.05);
+          }
           // A checkpointed segment's gradients are counted once, as its recomputation writes them (they were
           // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on both CPUs measured); fp32 is the same trace
           // and the same kernels' bytes on every CPU measured (within 5.5%).

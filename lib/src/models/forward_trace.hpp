@@ -10,7 +10,9 @@
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
 //    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies). In bf16 on oneDNN's AVX-512
 //    brgemm kernels (avx512_bf16 without AMX) each matmul holds a scratchpad within the op (packed blocks and an
-//    fp32 accumulator; fits beside ForwardTrace::linear).
+//    fp32 accumulator; fits beside ForwardTrace::linear). Under autocast (linear and conv2d alike) backward writes
+//    the gradients in the 2-byte dtype and autograd casts them to fp32 after the op: each 2-byte gradient is
+//    alive beside its fp32 copy then (ForwardTrace::cast_gradients).
 //  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached). Its
 //    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
 //    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in
@@ -163,6 +165,9 @@ class ForwardTrace {
   // The op's backward holds its incoming and outgoing gradients, and `scratch_bytes` that it allocates and frees
   // inside (a copy of an input, a temporary).
   void end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes = 0);
+  // A matmul's or convolution's scratch under autocast, its gradients written in 2 bytes and then cast to fp32.
+  int64_t cast_gradients(int64_t scratch, int64_t weight_elements, const Sym& x, const Sym& xin,
+                         int64_t grad_in_bytes) const;
   // The work of the op just traced (forward) and of its backward (when training). A checkpointed segment's
   // forward, traced again for its recomputation, is counted as backward work: that is when it runs.
   void work(OpClass c, const OpWork& forward, const OpWork& backward);

@@ -602,7 +602,19 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
         Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
   CHECK(c["decoding_factor"].get<double>() ==
         Approx(c["decoding_measured_s"].get<double>() / c["decoding_projected_s"].get<double>()));
-  CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
+  // Whether a measured mode beat its roofline bound depends on the machine, not on tvie (on an AMD EPYC the 2-block
+  // slice's 10 MiB of weights stay in the cache and a decoding step runs 2.4x faster than the catalog's DRAM
+  // bandwidth per core allows): the report says which, and the estimates stop at the bound either way.
+  bool any_below = false;
+  for (const std::string mode : {"training", "inference", "prefill", "decoding"}) {
+    INFO(mode);
+    const bool below = c[mode + "_measured_s"].get<double>() < c[mode + "_bound_s"].get<double>();
+    CHECK(c[mode + "_below_bound"].get<bool>() == below);
+    any_below = any_below || below;
+  }
+  CHECK((r.out.find("measured below its roofline bound") != std::string::npos) == any_below);
+  const auto& tpot = j["cards"][1]["inference"]["generation"]["time_per_output_token_s"];
+  CHECK(tpot["estimate"].get<double>() >= tpot["bound"].get<double>());
   REQUIRE(j["cards"].size() == 2);  // t4, then the host
   CHECK(j["cards"][0]["training_calibration"] == 0.0);
   CHECK(j["cards"][0]["decoding_calibration"] == 0.0);

@@ -487,6 +487,12 @@ TEST_CASE("calibration factor: the term that dominated the measured run's projec
   CHECK(fast.work_factor == Approx(0.15));
   CHECK(fast.launch_factor == Approx(0.15));
   CHECK(calibrated(big, fast).estimate_s == Approx(5e-3));
+  CHECK_FALSE(fast.below_bound);
+  // Measured faster than its own roofline bound (a CPU's cache beating the catalog's DRAM bandwidth): said, and
+  // the estimate still stops at the bound, for the measured run too.
+  const CalibrationFactor beaten = calibration_factor(small, 0.05e-3);
+  CHECK(beaten.below_bound);
+  CHECK(calibrated(small, beaten).estimate_s == Approx(0.1e-3));
   // Nothing measured, or nothing projected: no factor, nothing changed; a card that cannot project it says why.
   CHECK(calibration_factor(small, 0).factor == 0);
   ProjectedTime unsupported = small;
@@ -627,8 +633,11 @@ TEST_CASE(
   CHECK(c.prefill.factor == Approx(c.prefill.measured_s / c.prefill.projected_s));
   INFO("uncalibrated host projection against the measurement: prefill x" << c.prefill.factor << ", decoding step x"
                                                                          << c.decoding.factor);
-  CHECK(c.decoding.bound_s <= c.decoding.measured_s);  // no run beats the roofline bound
-  CHECK(c.prefill.bound_s <= c.prefill.measured_s);
+  // Whether the run beat its roofline bound depends on the machine (on an AMD EPYC with AVX-512, gpt small's
+  // 16 MiB of weights stay in the cache: its decoding step ran 1.5-1.8x faster than the catalog's DRAM bandwidth
+  // per core allows), and the calibration says which.
+  CHECK(c.decoding.below_bound == (c.decoding.measured_s < c.decoding.bound_s));
+  CHECK(c.prefill.below_bound == (c.prefill.measured_s < c.prefill.bound_s));
 
   // The plan of the same generation: its uncalibrated figures are the calibration's projections, and with the
   // calibration the host's become the measured ones; other cards are untouched.

@@ -42,6 +42,10 @@ struct CalibrationFactor {
   // 1 (the term that did not dominate); both are `factor` when the measurement is below what that term alone takes.
   double work_factor = 0, launch_factor = 0;
   std::string unsupported;  // why a measured mode has no factor: the card cannot project its precision
+  // The measurement was faster than the roofline bound of its own projection: the card beat the catalog's
+  // bandwidth or peaks for this workload (a CPU whose working set is held in its cache beats the DRAM bandwidth
+  // the catalog gives per core). calibrated() still stops every estimate at its bound.
+  bool below_bound = false;
 };
 
 struct Calibration {

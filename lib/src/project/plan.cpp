@@ -259,6 +259,7 @@ CalibrationFactor calibration_factor(const ProjectedTime& p, double measured_s) 
   if (!p.supported) f.unsupported = p.unsupported;
   if (!p.supported || !(p.estimate_s > 0) || !(measured_s > 0)) return f;
   f.factor = f.work_factor = f.launch_factor = measured_s / p.estimate_s;
+  f.below_bound = measured_s < p.bound_s;
   const double launch = p.launch_s, work = p.estimate_s - p.launch_s;
   if (launch >= work && measured_s > work)
     f.work_factor = 1, f.launch_factor = (measured_s - work) / launch;

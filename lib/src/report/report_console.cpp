@@ -756,6 +756,13 @@ void ConsoleReporter::report(const PlanReport& r) {
         out << "the operators' time x" << fmt("%.3g", f.work_factor) << "\n";
       else
         out << "both x" << fmt("%.3g", f.factor) << "\n";
+      if (f.below_bound)
+        out << "  " << pad("", 16) << "measured below its roofline bound of " << fmt("%.3f", f.bound_s * 1e3)
+            << " ms: faster than the catalog's bandwidth and peaks for this card allow"
+            << (c->architecture == "host" ? " (its DRAM bandwidth per core; a working set held in the CPU's cache "
+                                            "beats it)"
+                                          : "")
+            << "; the estimates stop at the bound, this one too\n";
     };
     factor("training step", c->training);
     factor("inference batch", c->inference);

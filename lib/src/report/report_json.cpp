@@ -716,6 +716,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
       k[name + "_work_factor"] = f.work_factor;
       k[name + "_launch_factor"] = f.launch_factor;
       k[name + "_unsupported"] = f.unsupported;
+      k[name + "_below_bound"] = f.below_bound;
     };
     mode("training", c->training);
     mode("inference", c->inference);

@@ -129,11 +129,12 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
       // The working set where the trace knows what the CPU kernels hold: in fp32 (they allocate only their
       // outputs), and in bf16 where oneDNN's brgemm matmul scratchpad is modelled (avx512_bf16 without AMX);
       // the convolution nets where oneDNN's AVX-512 convolutions are (the same CPUs: fp32 and bf16 blocked
-      // layouts). Known gaps (docs/metrics.md), not checked: bert, the convolution nets elsewhere, and the bf16
-      // copies on other CPUs (AMX's kernels, ATen's own).
+      // layouts). Known gaps (docs/metrics.md), not checked: the convolution nets elsewhere, and the bf16 copies
+      // on other CPUs (AMX's kernels, ATen's own). bert's was 29% under until its layer ended the attention's
+      // tensors before the feed-forward (2026-12-02; the trace had them end there already).
       const bool kernels_known = dtype == InferenceDtype::fp32 || cpu_bf16_matmul_scratch_modelled();
       const bool conv_known = cpu_bf16_conv_scratch_modelled() && (model == "cnn" || model == "resnet");
-      if ((kernels_known && (model == "mlp" || model == "gpt" || model == "llama")) || conv_known)
+      if ((kernels_known && (model == "mlp" || model == "gpt" || model == "llama" || model == "bert")) || conv_known)
         CHECK(relative(p.activations, r.memory.activations) <= 0.10);
       else
         CHECK(p.activations > 0);

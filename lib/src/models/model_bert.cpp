@@ -49,15 +49,20 @@ struct BertLayerImpl : torch::nn::Module {
   // x: [B, S, h] -> [B, S, h]. Post-LayerNorm: the norm follows each residual addition.
   torch::Tensor forward(const torch::Tensor& x) {
     const int64_t B = x.size(0), S = x.size(1), h = x.size(2), d = h / n_head;
-    auto parts = qkv->forward(x).split(h, /*dim=*/2);           // 3 x [B, S, h]
-    auto q = parts[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
-    auto k = parts[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
-    auto v = parts[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
-    auto y = at::scaled_dot_product_attention(q, k, v);         // bidirectional: [B, a, S, d]
-    y = y.transpose(1, 2).contiguous().view({B, S, h});         // [B, S, h]
-    auto a = ln_attn->forward(x + attn_out->forward(y));        // [B, S, h]
-    auto m = torch::gelu(ffn_in->forward(a));                   // erf GELU: [B, S, f]
-    return ln_ffn->forward(a + ffn_out->forward(m));            // [B, S, h]
+    torch::Tensor a;
+    {  // The attention's tensors end with this scope, as Hugging Face's attention submodule's end when it returns:
+       // without it q, k, v (views of the fused projection) and the attention output would stay alive through
+       // the feed-forward below, an inference working set of 4 [B, S, h] tensors more.
+      auto parts = qkv->forward(x).split(h, /*dim=*/2);           // 3 x [B, S, h]
+      auto q = parts[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+      auto k = parts[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+      auto v = parts[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+      auto y = at::scaled_dot_product_attention(q, k, v);         // bidirectional: [B, a, S, d]
+      y = y.transpose(1, 2).contiguous().view({B, S, h});         // [B, S, h]
+      a = ln_attn->forward(x + attn_out->forward(y));             // [B, S, h]
+    }
+    auto m = torch::gelu(ffn_in->forward(a));         // erf GELU: [B, S, f]
+    return ln_ffn->forward(a + ffn_out->forward(m));  // [B, S, h]
   }
   int64_t n_head;
   tvie::nn::Linear qkv, attn_out;
@@ -91,8 +96,9 @@ struct BertImpl : torch::nn::Module {
   // ids: [B, S] token ids -> MLM logits [B, S, V]. Token types are all 0 (one segment).
   torch::Tensor forward(const torch::Tensor& ids) {
     const int64_t S = ids.size(1);
-    auto positions = torch::arange(S, ids.options().dtype(torch::kInt64));  // [S]
-    auto x = word->forward(ids) + position->forward(positions) + token_type->forward(torch::zeros_like(ids));
+    // positions [S] and token types [B, S]: temporaries, gone once the embeddings are summed.
+    auto x = word->forward(ids) + position->forward(torch::arange(S, ids.options().dtype(torch::kInt64))) +
+             token_type->forward(torch::zeros_like(ids));
     x = ln_emb->forward(x);  // [B, S, h]
     for (size_t i = 0; i < layers.size(); ++i) {
       auto layer = layers[i];

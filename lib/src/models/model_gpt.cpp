@@ -115,10 +115,10 @@ struct GptImpl : torch::nn::Module {
   // pos+S-1, each block reads and extends its layer's cache, and the logits are the last position's: [B, 1, V].
   torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     const int64_t S = idx.size(1);
-    auto positions = torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64));  // [S]
-    auto x = wte->forward(idx) + wpe->forward(positions);                              // [B, S, h] + [S, h]
-    for (size_t i = 0; i < blocks.size(); ++i) {                                       // [B, S, h]
-      auto block = blocks[i];  // a module holder: shares the block
+    // [B, S, h] + [S, h]; the positions [S] a temporary, gone once the embeddings are summed.
+    auto x = wte->forward(idx) + wpe->forward(torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64)));
+    for (size_t i = 0; i < blocks.size(); ++i) {  // [B, S, h]
+      auto block = blocks[i];                     // a module holder: shares the block
       if (caches)
         x = block->forward(x, &(*caches)[i], pos);
       else if (checkpoint_every > 0 && i % static_cast<size_t>(checkpoint_every) == 0 && is_training())

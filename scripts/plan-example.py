@@ -31,6 +31,9 @@ CASES = [
      "request, 20 requests/s, p99 <= 60 s",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000"),
+    ("plan-llama-3-8b-chat-fp16-static", "The same generation served in static batches (`--batching static`)",
+     f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
+     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --batching static"),
     ("plan-llama-3-8b-chat-fp16-calibrated", "The same generation, calibrated with gpt2-small's generation "
      "(tvie decode) measured on the H200 (Hopper)",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
@@ -83,8 +86,9 @@ def serving_cells(i):
     """The requests/s one card sustains under the bound, the cards for the rate and their power."""
     q = i["qps_per_card"]
     kw = "-" if i["power_kw"] is None else format(i["power_kw"], ".3g")
-    return [f"{span(q['estimate'], q['bound'])} (batches of {i['serving_batch']})", f"{i['cards_for_qps'] or '-'}",
-            kw]
+    how = (f"at most {i['serving_batch']} at once" if i["serving_batching"] == "continuous"
+           else f"batches of {i['serving_batch']}")
+    return [f"{span(q['estimate'], q['bound'])} ({how})", f"{i['cards_for_qps'] or '-'}", kw]
 
 
 def cloud_cell(i):
@@ -203,10 +207,14 @@ def main():
              "",
              "A request is one forward of one sample (for Llama, a 128-token sequence: a prefill, as in ranking "
              "or embedding), except in the generation case (`--new-tokens`), where it is a prompt's forward and "
-             "then one decoding step per new token, each step reading every weight and the KV cache so far, the "
-             "requests of a batch decoded together (static batching; the peak holds each request's whole KV "
-             "cache). The serving rate per card batches requests (a batch waits for its last request) and queues "
-             "batches (M/D/1) at the projected service time.",
+             "then one decoding step per new token, each step reading every weight and the KV cache so far (the "
+             "peak holds each request's whole KV cache: no paged cache). The serving rate per card, requests "
+             "arriving as a Poisson stream: for requests of one forward, static batches (a batch waits for its "
+             "last request; an M/D/1 queue of batches at the projected service time); for generation, continuous "
+             "batching as serving engines schedule it (requests join between decoding steps after their "
+             "prompts' forward and leave with their last token, at most the memory's largest batch at once; "
+             "simulated on the projected times), or static batches with `--batching static` (docs/plan.md, "
+             "\"Serving\").",
              ""]
     for name, what, args in CASES:
         cmd, report = run(a.tvie, name, args)
@@ -222,14 +230,20 @@ def main():
                       f"prompt positions of its {decode['batch_size']} requests, which the "
                       "projection of today's prefill does not count, so the prefill's factor is somewhat high; the "
                       "decoding step (one position) is unaffected.", ""]
+        elif "static" in name:
+            parts += [chat_table(report), "",
+                      "Static batches: a batch waits for its last request and generates to the end, so under the "
+                      "same p99 bound a card sustains far fewer requests than with continuous batching above, and "
+                      "a slow card most of all (the L4 takes its requests one at a time: a second one would wait "
+                      "for the first's whole generation).", ""]
         elif "chat" in name:
             parts += [chat_table(report), "",
                       "A decoding step reads every weight (and the cache so far) to make one token per request: at "
                       "batch 1 the time per output token is the weights' bytes over the card's bandwidth, and the "
                       "batch is what buys throughput, until the requests' KV caches fill the memory (the largest "
-                      "batch). The requests/s under the p99 bound are those of static batches: a batch waits for "
-                      "its last request and generates to the end; continuous batching, which serving engines use, "
-                      "is not modelled and would sustain more.", ""]
+                      "batch). The requests/s under the p99 bound are continuous batching's: the requests decoding "
+                      "at once share every step, a new one joins after its prompt's forward, and nobody waits for "
+                      "a batch to fill or to finish.", ""]
         elif "serve" in name:
             note = report["cards"][0]["inference"]["peak_note"]
             parts += [serve_table(report), ""]

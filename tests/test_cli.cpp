@@ -573,6 +573,38 @@ TEST_CASE("cli: plan prints training and inference per card, labelled projected,
   CHECK(lines[0].rfind("a100-80gb-sxm,", 0) == 0);
 }
 
+TEST_CASE("cli: plan --batching: continuous for generation by default, static on request, refused without it",
+          "[cli][projection]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "plan.json";
+  const std::string generation =
+      "plan --model llama --preset llama-3-8b --infer-dtype bf16 --new-tokens 64 --cards l4 --no-host "
+      "--serve-qps 20 --p99-ms 20000 --json " +
+      json.string();
+  const Run cont = run_cli(generation);
+  INFO(cont.out);
+  REQUIRE(cont.exit_code == 0);
+  CHECK(cont.out.find("continuous batching (--batching auto)") != std::string::npos);
+  const auto c = read_json(json);
+  CHECK(c["settings"]["batching"] == "auto");
+  CHECK(c["cards"][0]["inference"]["serving_batching"] == "continuous");
+  const Run batches = run_cli(generation + " --batching static");
+  REQUIRE(batches.exit_code == 0);
+  CHECK(batches.out.find("batches of @b requests (a batch waits for its last)") != std::string::npos);
+  const auto b = read_json(json);
+  CHECK(b["cards"][0]["inference"]["serving_batching"] == "static");
+  CHECK(c["cards"][0]["inference"]["qps_per_card"]["estimate"].get<double>() >
+        b["cards"][0]["inference"]["qps_per_card"]["estimate"].get<double>());
+  // Bad values: one line naming the field and what it accepts, exit code 2.
+  const Run unknown = run_cli("plan --model gpt --batching dynamic --no-host");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.out.find("--batching") != std::string::npos);
+  CHECK(unknown.out.find("auto, static, continuous") != std::string::npos);
+  const Run forward = run_cli("plan --model gpt --batching continuous --no-host");
+  CHECK(forward.exit_code == 2);
+  CHECK(forward.out.find("--new-tokens") != std::string::npos);
+}
+
 TEST_CASE("cli: plan --measure runs the model here first and calibrates the host card with it", "[cli][projection]") {
   if (!tvie::local_host_accelerator()) {
     WARN("this machine's CPU has no class in the catalog: no host card to calibrate");

@@ -207,6 +207,57 @@ TEST_CASE("batched serving rate: batch 1 is the M/D/1 bound, batching raises the
   CHECK_THROWS_AS(batched_max_rate_per_s(s, 0, 0.05), InvalidArgument);
 }
 
+TEST_CASE("continuous batching: a request alone, the capacity, one slot is M/D/1, beats static batches",
+          "[projection][pure]") {
+  // A decoding iteration reads the weights once (8 ms) and each request's cache (0.25 ms per request).
+  // A prompt's forward of k requests: the weights once (8 ms) and 20 ms of compute per prompt.
+  ContinuousServer c;
+  c.prefill_s = [](int64_t k) { return 0.008 + 0.020 * static_cast<double>(k); };
+  c.step_s = [](int64_t n) { return 0.008 + 0.00025 * static_cast<double>(n); };
+  c.new_tokens = 65;
+  c.slots = 32;
+  const double alone = c.prefill_s(1) + 64 * c.step_s(1);
+  // Capacity: every slot busy, 32 requests' prefill and 64 iterations at 32 per 32 requests.
+  const double capacity = continuous_capacity_per_s(c);
+  CHECK(capacity == Approx(32 / (c.prefill_s(32) + 64 * c.step_s(32))));
+  // At a rate far below it a request finds the server idle: its latency is the request alone, exactly.
+  CHECK(continuous_latency_quantile_s(c, 1e-4, 0.99) == Approx(alone));
+  CHECK(std::isinf(continuous_latency_quantile_s(c, capacity, 0.99)));
+  // The rate within a bound: below the capacity, above what one request at a time sustains; none when a request
+  // alone misses the bound.
+  const double rate = continuous_max_rate_per_s(c, 1.0);
+  CHECK(rate < capacity);
+  CHECK(rate > 1 / alone);
+  CHECK(continuous_latency_quantile_s(c, rate, 0.99) <= 1.0);
+  CHECK(continuous_max_rate_per_s(c, 0.9 * alone) == 0);
+  // One slot and no prefill: an M/D/1 queue of whole requests (service 64 steps), whose waiting quantile the
+  // projection already has (checked against Erlang's exact distribution above).
+  ContinuousServer one = c;
+  one.prefill_s = [](int64_t) { return 0.0; };
+  one.slots = 1;
+  const double service = 64 * one.step_s(1);
+  for (const double rho : {0.3, 0.6, 0.8}) {
+    INFO("utilisation " << rho);
+    const double r = rho / service;
+    CHECK(continuous_latency_quantile_s(one, r, 0.99) ==
+          Approx(service + md1_waiting_quantile_s(r, service, 0.99)).epsilon(0.08));
+  }
+  // Static batches of 32 with the same times (their prefill, then 64 iterations at 32) sustain less within the
+  // same bound: a batch waits for its last request, and a request for its whole batch.
+  const double batch_service = c.prefill_s(32) + 64 * c.step_s(32);
+  CHECK(rate > batched_max_rate_per_s(batch_service, 32, 1.0));
+  // Validation names the field.
+  ContinuousServer bad = c;
+  bad.slots = 0;
+  CHECK_THROWS_WITH(continuous_capacity_per_s(bad), Catch::Contains("continuous.slots"));
+  bad = c;
+  bad.step_s = nullptr;
+  CHECK_THROWS_WITH(continuous_max_rate_per_s(bad, 1.0), Catch::Contains("continuous.step_s"));
+  bad = c;
+  bad.prefill_s = nullptr;
+  CHECK_THROWS_WITH(continuous_capacity_per_s(bad), Catch::Contains("continuous.prefill_s"));
+}
+
 TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow the prediction", "[projection]") {
   const auto w = make_zoo_workload("llama", "llama-3-8b");
   PlanSettings s;
@@ -399,7 +450,34 @@ TEST_CASE("plan with generation: the prefill and every decoding step, the KV cac
           w->estimate_activations(activation_query(i, c10::Device(c10::kCUDA))).forward_peak_bytes);
     CHECK(p.latency.estimate_s > 10 * forward_plans[k].inference.latency.estimate_s);
     CHECK(forward_plans[k].inference.generation.new_tokens == 0);
+    CHECK_FALSE(forward_plans[k].inference.continuous);  // a request of one forward: static batches
   }
+  // Serving generation: continuous batching by default, at most as many requests at once as the memory holds, and
+  // without a latency bound the capacity of full slots; static batches on request. Under a bound continuous
+  // batching sustains more (nobody waits for a batch to fill or to finish).
+  PlanSettings serve = s;
+  serve.serve_qps = 10;
+  serve.p99_ms = 20000;
+  const auto continuous = plan_cards(*w, serve, cards);
+  serve.batching = ServingBatching::static_batches;
+  const auto batches = plan_cards(*w, serve, cards);
+  for (size_t k = 0; k < cards.size(); ++k) {
+    INFO(cards[k].id);
+    const InferencePlan& p = continuous[k].inference;
+    CHECK(p.continuous);
+    CHECK_FALSE(batches[k].inference.continuous);
+    REQUIRE(p.serving_batch >= 1);
+    CHECK(p.serving_batch <= p.largest_batch);
+    CHECK(p.qps_per_card.estimate > batches[k].inference.qps_per_card.estimate);
+    CHECK(p.qps_per_card.bound >= p.qps_per_card.estimate);
+    CHECK(p.cards_for_qps <= batches[k].inference.cards_for_qps);
+    CHECK(p.latency.estimate_s == batches[k].inference.latency.estimate_s);  // a request alone: the same
+  }
+  serve.batching = ServingBatching::continuous;
+  serve.new_tokens = 0;
+  CHECK_THROWS_WITH(validate(serve), Catch::Contains("plan.batching") && Catch::Contains("--new-tokens"));
+  CHECK(parse_serving_batching("static") == ServingBatching::static_batches);
+  CHECK_THROWS_WITH(parse_serving_batching("dynamic"), Catch::Contains("auto, static, continuous"));
   // Validation names the field: a model without a KV-cached forward, a request longer than the context.
   PlanSettings bad = s;
   CHECK_THROWS_WITH(plan_cards(*make_zoo_workload("mlp", "tiny"), bad, cards), Catch::Contains("KV-cached"));

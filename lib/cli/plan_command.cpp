@@ -20,6 +20,7 @@ struct PlanOptions {
   double serve_qps = 0;
   double p99_ms = 0;
   int64_t new_tokens = 0, prompt_tokens = 0;
+  std::string batching = "auto";
   int64_t train_tokens = 0;
   int64_t train_samples = 0;
   double usable_memory_fraction = 0.9;
@@ -62,6 +63,12 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--prompt-tokens", o->prompt_tokens,
                    "With --new-tokens: the prompt's tokens (0: the sequence length --seq minus the new tokens)",
                    "plan.prompt_tokens");
+  add_field_option(cmd, "--batching", o->batching,
+                   "The serving rate's batching: auto (continuous with --new-tokens, else static), static (a batch "
+                   "waits for its last request and runs to its end), continuous (with --new-tokens: requests join "
+                   "and leave between decoding steps, as serving engines schedule them)",
+                   "plan.batching")
+      ->capture_default_str();
   add_field_option(cmd, "--train-tokens", o->train_tokens, "Training budget in tokens (token models)",
                    "plan.train_tokens");
   add_field_option(cmd, "--train-samples", o->train_samples, "Training budget in samples", "plan.train_samples");
@@ -100,6 +107,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.p99_ms = o->p99_ms;
     s.new_tokens = o->new_tokens;
     s.prompt_tokens = o->prompt_tokens;
+    s.batching = parse_serving_batching(o->batching);
     s.train_tokens = o->train_tokens;
     s.train_samples = o->train_samples;
     s.usable_memory_fraction = o->usable_memory_fraction;

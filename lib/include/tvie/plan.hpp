@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,15 @@ struct PlanMeasure {
   int64_t vocab = 0;  // ... and to this vocabulary (0: the preset's); training's embedding and head at full size
 };
 
+// How a card's serving rate batches requests (PlanSettings::batching).
+enum class ServingBatching {
+  automatic,       // continuous for generation (--new-tokens), static batches for requests of one forward
+  static_batches,  // a batch of b requests waits for its last request, then runs to its end (batched_max_rate_per_s)
+  continuous,      // generation only: requests join and leave between decoding steps (ContinuousServer)
+};
+std::string to_string(ServingBatching b);  // "auto", "static", "continuous"
+ServingBatching parse_serving_batching(const std::string& text, const std::string& field = "plan.batching");
+
 struct PlanSettings {
   TrainSettings train;        // per card: batch, precision, optimizer, accumulation, checkpointing
   InferSettings infer;        // dtype; the throughput batch is searched, latency is at batch 1
@@ -101,14 +111,15 @@ struct PlanSettings {
   // together. 0 new tokens: a request is one forward of a sequence of the context length (as in ranking or
   // embedding). prompt_tokens 0: the context length (`--seq`) minus the new tokens; prompt + new tokens - 1 at
   // most the context length (the positions the model is built for, as `tvie decode` asks).
-  int64_t new_tokens = 0;                  // per request (0: no generation)
-  int64_t prompt_tokens = 0;               // per request (0: the context length minus the new tokens)
-  int64_t train_tokens = 0;                // the training budget in tokens (token models) ...
-  int64_t train_samples = 0;               // ... or in samples (0 and 0: no budget)
-  double usable_memory_fraction = 0.9;     // of a card's memory the allocator can give the run
-  int64_t max_batch = 4096;                // the largest batch the searches try
-  std::optional<Calibration> calibration;  // from a measured report (calibration_from_report)
-  PlanMeasure measure;                     // or from a measurement made first (run_plan; not with calibration)
+  int64_t new_tokens = 0;                                 // per request (0: no generation)
+  int64_t prompt_tokens = 0;                              // per request (0: the context length minus the new tokens)
+  ServingBatching batching = ServingBatching::automatic;  // the serving rate's batching (continuous: generation)
+  int64_t train_tokens = 0;                               // the training budget in tokens (token models) ...
+  int64_t train_samples = 0;                              // ... or in samples (0 and 0: no budget)
+  double usable_memory_fraction = 0.9;                    // of a card's memory the allocator can give the run
+  int64_t max_batch = 4096;                               // the largest batch the searches try
+  std::optional<Calibration> calibration;                 // from a measured report (calibration_from_report)
+  PlanMeasure measure;  // or from a measurement made first (run_plan; not with calibration)
 };
 
 // Validates once (InvalidArgument names the field): the settings' own rules, plus p99_ms > 0 when serve_qps
@@ -179,11 +190,14 @@ struct InferencePlan {
   ProjectedTime latency;      // batch 1
   int64_t best_batch = 0;     // the batch with the highest estimated throughput
   Projected samples_per_s;    // at best_batch
-  // Serving: requests/s one card sustains with its p99 within the bound (settings.p99_ms), batching requests
-  // into batches of serving_batch (a batch waits for its last request; M/D/1 queue of batches); without a
-  // bound, the throughput at best_batch.
+  // Serving: requests/s one card sustains with its p99 within the bound (settings.p99_ms). Static batches
+  // (continuous false): batches of serving_batch requests (a batch waits for its last request; M/D/1 queue of
+  // batches); without a bound, the throughput at best_batch. Continuous batching (generation): up to
+  // serving_batch requests decoding at once (ContinuousServer); without a bound, the capacity of the best such
+  // limit.
   Projected qps_per_card;
   int64_t serving_batch = 0;
+  bool continuous = false;
   int64_t cards_for_qps = 0;  // for settings.serve_qps at the estimate (0: no rate asked or none sustained)
   double power_kw = -1;       // cards_for_qps x TDP (an upper bound); -1: no TDP
   double hardware_usd = -1;   // cards_for_qps x purchase price; -1: no purchase price in the catalog
@@ -247,5 +261,27 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
 // M/D/1 queue in units of the service time (Lindley's recursion, 200,000 arrivals per utilisation, fixed
 // seed). 0 when even one request alone misses the bound.
 double batched_max_rate_per_s(double service_s, int64_t batch, double bound_s, double quantile = 0.99);
+
+// Continuous batching of generation, as serving engines schedule it (Orca's iteration-level scheduling, vLLM): up
+// to `slots` requests decode together, one token each per iteration. At each iteration's end the requests that have
+// arrived (first come, first served, as many as slots are free) have their prompts' forward together (the prefill:
+// their first tokens; the decoding requests wait meanwhile: no chunked prefill) and join the next iteration; a
+// request leaves with its last token. Nobody waits for a batch to fill or for a batch's other requests to finish,
+// as with static batches.
+struct ContinuousServer {
+  std::function<double(int64_t)> prefill_s;  // the prompts' forward of k requests together, k = 1 .. slots
+  std::function<double(int64_t)> step_s;     // one decoding iteration with n requests, n = 1 .. slots
+  int64_t new_tokens = 1;                    // per request: the first from the prefill, then new_tokens - 1 steps
+  int64_t slots = 1;                         // requests decoding at once (their whole KV caches held)
+};
+// Requests/s the server sustains with every slot busy, the prefills in batches of slots:
+// slots / (prefill_s(slots) + (new_tokens - 1) step_s(slots)) (a request's share of both).
+double continuous_capacity_per_s(const ContinuousServer& server);
+// The `quantile` of a request's latency (arrival to last token) for requests arriving as a Poisson stream at
+// rate_per_s: simulated, 4,000 requests after 400 of warm-up, fixed seed; +inf at or beyond the capacity.
+double continuous_latency_quantile_s(const ContinuousServer& server, double rate_per_s, double quantile = 0.99);
+// The highest rate whose latency quantile is within bound_s (bisection over the simulation); 0 when a request
+// alone misses the bound.
+double continuous_max_rate_per_s(const ContinuousServer& server, double bound_s, double quantile = 0.99);
 
 }  // namespace tvie

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
 #include "core/text.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -54,6 +55,22 @@ void validate(const PlanSettings& s) {
     throw InvalidArgument("plan.measure.warmup_steps", cat(s.measure.warmup_steps), ">= 0");
   if (s.measure.layers < 0) throw InvalidArgument("plan.measure.layers", cat(s.measure.layers), ">= 0 (0: whole)");
   if (s.measure.vocab < 0) throw InvalidArgument("plan.measure.vocab", cat(s.measure.vocab), ">= 0 (0: whole)");
+  if (s.batching == ServingBatching::continuous && s.new_tokens == 0)
+    throw InvalidArgument("plan.batching", "continuous",
+                          "auto or static without --new-tokens (continuous batching joins requests between decoding "
+                          "steps; a request of one forward has none)");
+}
+
+namespace {
+constexpr detail::EnumTable<ServingBatching, 3> kBatchings{{{ServingBatching::automatic, "auto"},
+                                                            {ServingBatching::static_batches, "static"},
+                                                            {ServingBatching::continuous, "continuous"}}};
+}  // namespace
+
+std::string to_string(ServingBatching b) { return detail::name_of(kBatchings, b); }
+
+ServingBatching parse_serving_batching(const std::string& text, const std::string& field) {
+  return detail::parse(kBatchings, text, field);
 }
 
 namespace {
@@ -659,12 +676,13 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
   const Accelerator& card = factors.card;
   // A batch of b requests, projected: one forward, or (generation) the prefill and the decoding steps, each
   // phase with its factor.
-  const auto batch_time = [&](int64_t b, ProjectedTime* prefill) {
+  const auto batch_time = [&](int64_t b, ProjectedTime* prefill, ProjectedTime* decoding = nullptr) {
     if (!p.generating()) return calibrated(project_time(p.inference_work(b), card), factors.inference_calibration);
     GenerationTime g = p.generation(b, card);
     g.prefill = calibrated(g.prefill, factors.prefill_calibration);
     g.decoding = calibrated(g.decoding, factors.decoding_calibration);
     if (prefill) *prefill = g.prefill;
+    if (decoding) *decoding = g.decoding;
     return whole(g);
   };
   GenerationPlan& g = i.generation;
@@ -700,18 +718,60 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
   std::vector<int64_t> batches;
   for (int64_t b = 1; b <= i.largest_batch; b *= 2) batches.push_back(b);
   if (batches.back() != i.largest_batch) batches.push_back(i.largest_batch);
+  i.continuous = p.generating() && s.batching != ServingBatching::static_batches;
+  const double decode_steps = static_cast<double>(std::max<int64_t>(0, s.new_tokens - 1));
+  // Continuous batching: at each batch, the prompts' forward and one decoding iteration.
+  std::vector<int64_t> at_batch;
+  std::vector<Projected> prefill_at, step_at;
   for (int64_t b : batches) {
-    const ProjectedTime t = batch_time(b, nullptr);
+    ProjectedTime prefill, decoding;
+    const ProjectedTime t = batch_time(b, &prefill, &decoding);
     const Projected rate = per_second(static_cast<double>(b), t);
     if (rate.estimate > i.samples_per_s.estimate) i.best_batch = b, i.samples_per_s = rate;
-    if (s.p99_ms > 0) {
+    if (i.continuous) {
+      at_batch.push_back(b);
+      prefill_at.push_back({prefill.bound_s, prefill.estimate_s});
+      step_at.push_back(decode_steps > 0
+                            ? Projected{decoding.bound_s / decode_steps, decoding.estimate_s / decode_steps}
+                            : Projected{});
+    } else if (s.p99_ms > 0) {
       const double bound = s.p99_ms / 1000;
       const Projected q{batched_max_rate_per_s(t.bound_s, b, bound), batched_max_rate_per_s(t.estimate_s, b, bound)};
       if (q.estimate > i.qps_per_card.estimate) i.serving_batch = b, i.qps_per_card = q;
       i.qps_per_card.bound = std::max(i.qps_per_card.bound, q.bound);
     }
   }
-  if (s.p99_ms <= 0) i.qps_per_card = i.samples_per_s, i.serving_batch = i.best_batch;
+  if (i.continuous) {
+    // A prefill's or an iteration's time at any batch n: linear between the batches projected (powers of two and
+    // the largest), as both are: every weight read once, plus each request's tokens, cache and compute.
+    const auto between = [&at_batch](const std::vector<Projected>& at, int64_t n, bool bound) {
+      const auto value = [bound](const Projected& x) { return bound ? x.bound : x.estimate; };
+      if (at.size() == 1 || n <= at_batch.front()) return value(at.front());
+      size_t k = 1;
+      while (k + 1 < at.size() && at_batch[k] < n) ++k;
+      const double f = static_cast<double>(n - at_batch[k - 1]) / static_cast<double>(at_batch[k] - at_batch[k - 1]);
+      return value(at[k - 1]) + f * (value(at[k]) - value(at[k - 1]));
+    };
+    // Each limit on the requests decoding at once (slots) that the memory allows: the one with the highest rate.
+    for (const int64_t slots : at_batch) {
+      const auto server = [&, slots](bool bound) {
+        ContinuousServer c;
+        c.prefill_s = [&between, &prefill_at, bound](int64_t k) { return between(prefill_at, k, bound); };
+        c.step_s = [&between, &step_at, bound](int64_t n) { return between(step_at, n, bound); };
+        c.new_tokens = s.new_tokens;
+        c.slots = slots;
+        return c;
+      };
+      const Projected q =
+          s.p99_ms > 0 ? Projected{continuous_max_rate_per_s(server(true), s.p99_ms / 1000),
+                                   continuous_max_rate_per_s(server(false), s.p99_ms / 1000)}
+                       : Projected{continuous_capacity_per_s(server(true)), continuous_capacity_per_s(server(false))};
+      if (q.estimate > i.qps_per_card.estimate) i.serving_batch = slots, i.qps_per_card = q;
+      i.qps_per_card.bound = std::max(i.qps_per_card.bound, q.bound);
+    }
+  } else if (s.p99_ms <= 0) {
+    i.qps_per_card = i.samples_per_s, i.serving_batch = i.best_batch;
+  }
   const double tokens = static_cast<double>(g.new_tokens);
   g.tokens_per_s = {i.samples_per_s.bound * tokens, i.samples_per_s.estimate * tokens};
   if (s.serve_qps > 0 && i.qps_per_card.estimate > 0) {

@@ -848,11 +848,21 @@ void ConsoleReporter::report(const PlanReport& r) {
   } else {
     out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
   }
-  out << "  QPS/card: requests/s one card sustains"
-      << (s.p99_ms > 0 ? " with p99 within the bound: batches of @b requests (a batch waits for its last), an M/D/1 "
-                         "queue\n  of batches at the projected service time"
-                       : " (the throughput at the best batch; no latency bound given)")
-      << ".\n  cards, kW, hardware $: for " << (s.serve_qps > 0 ? cat(s.serve_qps, " requests/s") : "no rate asked")
+  const bool continuous =
+      std::any_of(r.cards.begin(), r.cards.end(), [](const CardPlan& c) { return c.inference.continuous; });
+  out << "  QPS/card: requests/s one card sustains";
+  if (continuous)
+    out << (s.p99_ms > 0 ? " with p99 within the bound, continuous batching (" : " with continuous batching (")
+        << "--batching " << to_string(s.batching)
+        << "): at most @b requests\n  decoding at once, each joining between decoding steps after its prefill, "
+           "leaving with its last token\n  (iteration-level scheduling as serving engines do; simulated on the "
+           "projected times, Poisson arrivals)"
+        << (s.p99_ms > 0 ? "" : "; no latency bound given: every slot busy");
+  else
+    out << (s.p99_ms > 0 ? " with p99 within the bound: batches of @b requests (a batch waits for its last), an "
+                           "M/D/1 queue\n  of batches at the projected service time"
+                         : " (the throughput at the best batch; no latency bound given)");
+  out << ".\n  cards, kW, hardware $: for " << (s.serve_qps > 0 ? cat(s.serve_qps, " requests/s") : "no rate asked")
       << " at the estimate; hardware $ from the catalog's purchase prices where it\n  has one; cloud $/1M req: "
          "those cards rented for the hours a million requests take, at the cheapest..dearest\n  listed on-demand "
          "price. Rates are estimate..bound.\n";
@@ -876,9 +886,9 @@ void ConsoleReporter::report(const PlanReport& r) {
     }
     out << "  per output token: the mean decoding step of a request alone (each reads every weight and the KV "
            "cache so far).\n"
-           "  tokens/s: new tokens per second per card with batches of @b requests decoded together (static "
-           "batching). Times are\n  bound..estimate, rates estimate..bound; the peaks above hold each request's "
-           "whole KV cache.\n";
+           "  tokens/s: new tokens per second per card with batches of @b requests decoded together (a static "
+           "batch's\n  throughput). Times are bound..estimate, rates estimate..bound; the peaks above hold each "
+           "request's whole KV\n  cache (no paged cache).\n";
   }
   out << "Efficiencies and their basis per card: --json PATH (cards[].efficiency); the catalog: "
          "lib/data/accelerators.json.\n";

@@ -576,7 +576,11 @@ std::string to_html_string(const PlanReport& r) {
   const std::string projected = "projected (roofline bound .. estimate), not measured";
   svg::IntervalChart step("plan-training-step", "Training step per card, " + projected, {"seconds per step", true},
                           "step time");
-  svg::IntervalChart qps("plan-inference-qps", "Requests per second per card, " + projected,
+  const bool continuous =
+      std::any_of(r.cards.begin(), r.cards.end(), [](const CardPlan& c) { return c.inference.continuous; });
+  svg::IntervalChart qps("plan-inference-qps",
+                         std::string("Requests per second per card") +
+                             (continuous ? " (continuous batching)" : " (batches of requests)") + ", " + projected,
                          {"requests/s per card", true}, "requests/s");
   svg::IntervalChart latency("plan-inference-latency", "Latency at batch 1 per card, " + projected, {"seconds", true},
                              "latency");

@@ -16,7 +16,9 @@ namespace tvie {
 
 // --- roofline ---
 // bound_s = max(flops / peak, bytes / bandwidth): the time at the datasheet's dense peak and bandwidth, a lower
-// bound no run beats. estimate_s = bound_s / efficiency: what a run achieving that fraction of the bound takes.
+// bound no run beats while its bytes come from the memory that bandwidth is for (a CPU's cache beats the DRAM
+// bandwidth the catalog gives per core; CalibrationFactor::below_bound says when a measurement did).
+// estimate_s = bound_s / efficiency: what a run achieving that fraction of the bound takes.
 struct RooflineTime {
   double bound_s = 0;
   double estimate_s = 0;

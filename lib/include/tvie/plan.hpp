@@ -125,6 +125,8 @@ struct PlanSettings {
 // Validates once (InvalidArgument names the field): the settings' own rules, plus p99_ms > 0 when serve_qps
 // > 0, at most one budget, fraction in (0, 1], max_batch >= 1.
 void validate(const PlanSettings& settings);
+// Whether the serving rate batches continuously: generation (new_tokens > 0) unless static batches are asked.
+bool continuous_batching(const PlanSettings& settings);
 
 // A projected figure: at the roofline bound (best case) and at the estimate.
 struct Projected {

@@ -73,6 +73,10 @@ ServingBatching parse_serving_batching(const std::string& text, const std::strin
   return detail::parse(kBatchings, text, field);
 }
 
+bool continuous_batching(const PlanSettings& s) {
+  return s.new_tokens > 0 && s.batching != ServingBatching::static_batches;
+}
+
 namespace {
 
 // The M/D/1 waiting time's quantile in units of the service time, as a function of the utilisation only
@@ -718,7 +722,7 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
   std::vector<int64_t> batches;
   for (int64_t b = 1; b <= i.largest_batch; b *= 2) batches.push_back(b);
   if (batches.back() != i.largest_batch) batches.push_back(i.largest_batch);
-  i.continuous = p.generating() && s.batching != ServingBatching::static_batches;
+  i.continuous = continuous_batching(s);
   const double decode_steps = static_cast<double>(std::max<int64_t>(0, s.new_tokens - 1));
   // Continuous batching: at each batch, the prompts' forward and one decoding iteration.
   std::vector<int64_t> at_batch;
@@ -731,9 +735,8 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
     if (i.continuous) {
       at_batch.push_back(b);
       prefill_at.push_back({prefill.bound_s, prefill.estimate_s});
-      step_at.push_back(decode_steps > 0
-                            ? Projected{decoding.bound_s / decode_steps, decoding.estimate_s / decode_steps}
-                            : Projected{});
+      const ProjectedTime step = decode_steps > 0 ? per_step(decoding, decode_steps) : ProjectedTime{};
+      step_at.push_back({step.bound_s, step.estimate_s});
     } else if (s.p99_ms > 0) {
       const double bound = s.p99_ms / 1000;
       const Projected q{batched_max_rate_per_s(t.bound_s, b, bound), batched_max_rate_per_s(t.estimate_s, b, bound)};

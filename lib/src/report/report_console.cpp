@@ -848,8 +848,7 @@ void ConsoleReporter::report(const PlanReport& r) {
   } else {
     out << "  latency b1: one forward of one sample (a token model's whole sequence: a prefill, not decoding).\n";
   }
-  const bool continuous =
-      std::any_of(r.cards.begin(), r.cards.end(), [](const CardPlan& c) { return c.inference.continuous; });
+  const bool continuous = continuous_batching(s);
   out << "  QPS/card: requests/s one card sustains";
   if (continuous)
     out << (s.p99_ms > 0 ? " with p99 within the bound, continuous batching (" : " with continuous batching (")

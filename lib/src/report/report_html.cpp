@@ -576,8 +576,7 @@ std::string to_html_string(const PlanReport& r) {
   const std::string projected = "projected (roofline bound .. estimate), not measured";
   svg::IntervalChart step("plan-training-step", "Training step per card, " + projected, {"seconds per step", true},
                           "step time");
-  const bool continuous =
-      std::any_of(r.cards.begin(), r.cards.end(), [](const CardPlan& c) { return c.inference.continuous; });
+  const bool continuous = continuous_batching(r.settings);
   svg::IntervalChart qps("plan-inference-qps",
                          std::string("Requests per second per card") +
                              (continuous ? " (continuous batching)" : " (batches of requests)") + ", " + projected,

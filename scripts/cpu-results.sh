@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
-# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices|plan]   (a group: only those results)
+# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices|plan|plan-bound]   (a group: only those results)
 # Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
 # (docs/results/ and README.md aside, which it rewrites itself).
 set -euo pipefail
@@ -141,6 +141,19 @@ if [ "$group" = all ] || [ "$group" = plan ]; then
 run "cpu-plan-gpt-small-measured" "$bin/tvie" plan --model gpt --preset small --batch 8 --infer-dtype fp32 \
     --new-tokens 32 --prompt-tokens 32 --measure --steps 5 --warmup 2 --cards t4 --device cpu --quiet \
     --json "$out/cpu-plan-gpt-small-measured.json"
+fi
+
+if [ "$group" = all ] || [ "$group" = plan-bound ]; then
+# A generation at batch 1 against the host card's roofline bound (docs/plan.md, "How good is it"): whether the
+# decoding step measured here beat the bound the catalog's DRAM bandwidth per core sets (weights held in the
+# CPU's cache), for the whole model and for a 2-block slice of it (--measure-layers 2).
+for layers in 0 2; do
+  name="cpu-plan-gpt-small-batch1"; slice=()
+  if [ "$layers" != 0 ]; then name="$name-${layers}blocks"; slice=(--measure-layers "$layers"); fi
+  run "$name" "$bin/tvie" plan --model gpt --preset small --batch 1 --infer-dtype fp32 --new-tokens 32 \
+      --prompt-tokens 32 --measure "${slice[@]}" --steps 5 --warmup 2 --cards t4 --device cpu --quiet \
+      --json "$out/$name.json"
+done
 fi
 
 if [ "$group" = all ] || [ "$group" = slices ]; then

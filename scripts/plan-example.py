@@ -156,15 +156,35 @@ def calibration_note(c):
             continue
         projected = c[f"{mode}_projected_s"]
         term = corrected_term(c, mode, "the kernel overhead", "the operators' time", "both")
-        modes.append(f"{what} {c[f'{mode}_measured_s'] * 1e3:.2f} ms against {projected * 1e3:.2f} ms projected for "
-                     f"that card ({c[f'{mode}_launch_s'] / projected * 100:.0f}% of it kernel launches): x"
-                     f"{c[f'{mode}_factor']:.3g}, corrected as {term}")
+        line = (f"{what} {c[f'{mode}_measured_s'] * 1e3:.2f} ms against {projected * 1e3:.2f} ms projected for "
+                f"that card ({c[f'{mode}_launch_s'] / projected * 100:.0f}% of it kernel launches): x"
+                f"{c[f'{mode}_factor']:.3g}")
+        if mode == "training" and c.get("training_forward_factor"):
+            # The phases timed apart calibrate training, each its own part of the projection.
+            line += ", its phases calibrating training each its own part (the step's mean split as their medians): " + \
+                ", ".join(f"{phase} {c[f'training_{phase}_measured_s'] * 1e3:.2f} ms against "
+                          f"{c[f'training_{phase}_projected_s'] * 1e3:.2f} ms, x{c[f'training_{phase}_factor']:.3g} as "
+                          + corrected_term(c, "training_" + phase, "the kernel overhead", "the operators' time", "both")
+                          for phase in ("forward", "backward", "optimizer"))
+        else:
+            line += f", corrected as {term}"
+        modes.append(line)
     return (f"Calibration: {c['workload']} measured on {c['device']} ([{pathlib.Path(c['source']).name}]"
             f"({pathlib.Path(c['source']).name})); " + "; ".join(modes) + f". Applied to the {c['architecture']} "
             "cards (marked by their calibration factor in the JSON; never below the bound). The term that "
             "dominated the measured run's projection takes the difference, the other stays as projected, so a "
             "small model's launch overhead is not multiplied into a big model's weight reads (docs/plan.md, "
             "Calibration).")
+
+
+def training_correction(cal, card):
+    """The calibration column of the training table: per phase where the report timed them, else the step's."""
+    if not card["training_calibration"]:
+        return "-"
+    if card.get("training_calibration_by_phase"):
+        return ", ".join(f"{phase} {corrected_term(cal, 'training_' + phase, 'launches', 'operators', 'all')}"
+                         for phase in ("forward", "backward", "optimizer"))
+    return corrected_term(cal, "training", "launches", "operators", "all")
 
 
 def train_table(report):
@@ -186,8 +206,7 @@ def train_table(report):
             f"{span(t['tokens_per_s']['estimate'], t['tokens_per_s']['bound'])} | {t['mfu_estimate'] * 100:.0f}% | "
             f"{span(t['budget_hours']['bound'], t['budget_hours']['estimate'])} | "
             f"{'-' if e is None else span(e['bound'], e['estimate'])} | {cloud(t['budget_usd'])} | "
-            f"{corrected_term(cal, 'training', 'launches', 'operators', 'all') if c['training_calibration'] else '-'}"
-            " |")
+            f"{training_correction(cal, c)} |")
     return "\n".join(rows)
 
 

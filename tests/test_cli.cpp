@@ -629,6 +629,14 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(c["training_factor"].get<double>() ==
         Approx(c["training_measured_s"].get<double>() / c["training_projected_s"].get<double>()));
   CHECK(c["inference_factor"].get<double>() > 0);
+  // The training step's phases, each against its own projection: the step's mean split among them.
+  CHECK(c["training_forward_factor"].get<double>() > 0);
+  CHECK(c["training_backward_factor"].get<double>() > 0);
+  CHECK(c["training_optimizer_factor"].get<double>() > 0);
+  CHECK(c["training_forward_measured_s"].get<double>() + c["training_backward_measured_s"].get<double>() +
+            c["training_optimizer_measured_s"].get<double>() ==
+        Approx(c["training_measured_s"].get<double>()));
+  CHECK(r.out.find("by phase (the step's mean split as its phases' medians") != std::string::npos);
   // The generation asked (16 prompt tokens, 8 new) measured too: its prefill and decoding step have factors.
   CHECK(c["prefill_factor"].get<double>() ==
         Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
@@ -638,7 +646,8 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   // slice's 10 MiB of weights stay in the cache and a decoding step runs 2.4x faster than the catalog's DRAM
   // bandwidth per core allows): the report says which, and the estimates stop at the bound either way.
   bool any_below = false;
-  for (const std::string mode : {"training", "inference", "prefill", "decoding"}) {
+  for (const std::string mode : {"training", "training_forward", "training_backward", "training_optimizer", "inference",
+                                 "prefill", "decoding"}) {
     INFO(mode);
     const bool below = c[mode + "_measured_s"].get<double>() < c[mode + "_bound_s"].get<double>();
     CHECK(c[mode + "_below_bound"].get<bool>() == below);
@@ -652,6 +661,8 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(j["cards"][0]["decoding_calibration"] == 0.0);
   CHECK(j["cards"][1]["id"] == "host");
   CHECK(j["cards"][1]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
+  CHECK(j["cards"][1]["training_calibration_by_phase"] == true);
+  CHECK(j["cards"][0]["training_calibration_by_phase"] == false);
   CHECK(j["cards"][1]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
   CHECK(j["cards"][1]["prefill_calibration"].get<double>() == Approx(c["prefill_factor"].get<double>()));
   // --measure and --from together: one line, exit code 2.

@@ -494,6 +494,14 @@ TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architect
   // The measured step is not faster than the roofline bound of the same work on this card.
   CHECK(c["training_bound_s"].get<double>() <= c["training_measured_s"].get<double>());
   CHECK(j["cards"][0]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
+  // The phases (CUDA events per phase on the current stream) calibrate training one by one; each phase's device
+  // time is not faster than its own roofline bound either.
+  CHECK(j["cards"][0]["training_calibration_by_phase"] == true);
+  for (const std::string phase : {"forward", "backward", "optimizer"}) {
+    INFO(phase);
+    CHECK(c["training_" + phase + "_factor"].get<double>() > 0);
+    CHECK(c["training_" + phase + "_bound_s"].get<double>() <= c["training_" + phase + "_measured_s"].get<double>());
+  }
   // The generation asked, measured on this GPU (as tvie decode): its decoding step calibrates the card too.
   CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
   CHECK(c["prefill_bound_s"].get<double>() <= c["prefill_measured_s"].get<double>());

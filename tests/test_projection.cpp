@@ -534,6 +534,61 @@ std::string read_text(const std::string& path) {
 }
 }  // namespace
 
+TEST_CASE("a training step split by its phases: the mean step in the proportion of the medians, communication out",
+          "[projection][pure]") {
+  // Medians 1 (data), 3, 5, 1 ms of a 12 ms mean step: the data phase spread over the three.
+  const MeasuredPhases m = split_training_step(12e-3, 1e-3, 3e-3, 5e-3, 1e-3);
+  CHECK(m.forward_s == Approx(12e-3 * 3 / 9));
+  CHECK(m.backward_s == Approx(12e-3 * 5 / 9));
+  CHECK(m.optimizer_s == Approx(12e-3 * 1 / 9));
+  // Data parallelism: the communication phase's share of the step is taken out (the plan adds its own all-reduce).
+  const MeasuredPhases d = split_training_step(12e-3, 0, 3e-3, 5e-3, 1e-3, 3e-3);
+  CHECK(d.forward_s + d.backward_s + d.optimizer_s == Approx(12e-3 * 9 / 12));
+  CHECK(d.backward_s == Approx(12e-3 * 5 / 12));
+  // A phase not timed (a CUDA-graph step), or no step: nothing.
+  CHECK(split_training_step(12e-3, 0, 3e-3, 5e-3, 0).forward_s == 0);
+  CHECK(split_training_step(0, 0, 3e-3, 5e-3, 1e-3).forward_s == 0);
+}
+
+TEST_CASE("calibrated phase by phase: each phase's projection by its own factor, the bounds summed",
+          "[projection][pure]") {
+  // gpt tiny's training step on the T4, its phases measured as if 3x (forward), 2x (backward) and 0.5x
+  // (optimizer, launch-bound: fewer microseconds per kernel) their projections.
+  const auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings t;
+  const StepWork work = training_step_work(*w, t);
+  const Accelerator t4 = select_accelerators(accelerator_catalog(), "t4").at(0);
+  const auto part = [&](int keep) {
+    StepWork p = work;
+    if (keep != 0) p.forward = PhaseWork{};
+    if (keep != 1) p.backward = PhaseWork{};
+    if (keep != 2) p.optimizer = OpWork{};
+    return project_time(p, t4);
+  };
+  const ProjectedTime f = part(0), b = part(1), o = part(2), whole = project_time(work, t4);
+  CHECK(f.estimate_s + b.estimate_s + o.estimate_s == Approx(whole.estimate_s));
+  CHECK(f.bound_s + b.bound_s + o.bound_s >= whole.bound_s * (1 - 1e-12));
+  MeasuredPhases m;
+  m.forward_s = 3 * f.estimate_s, m.backward_s = 2 * b.estimate_s, m.optimizer_s = 0.5 * o.estimate_s;
+  const PhaseCalibration k = calibrate_training_phases(work, t4, m);
+  REQUIRE(k.complete());
+  CHECK(k.forward.factor == Approx(3));
+  CHECK(k.backward.factor == Approx(2));
+  CHECK(k.optimizer.factor == Approx(0.5));
+  // The measured run itself: its measurement (each phase above its bound here), not the step's single factor.
+  const ProjectedTime c = calibrated_training_step(work, t4, CalibrationFactor{}, k);
+  REQUIRE(f.bound_s < m.forward_s);
+  REQUIRE(o.bound_s < m.optimizer_s);
+  CHECK(c.estimate_s == Approx(m.forward_s + m.backward_s + m.optimizer_s));
+  CHECK(c.bound_s == Approx(f.bound_s + b.bound_s + o.bound_s));
+  CHECK(c.kernels == Approx(whole.kernels));
+  // Incomplete phases: the step's factor, as calibrated() gives it.
+  PhaseCalibration partial = k;
+  partial.optimizer = {};
+  const CalibrationFactor step = calibration_factor(whole, 2 * whole.estimate_s);
+  CHECK(calibrated_training_step(work, t4, step, partial).estimate_s == Approx(calibrated(whole, step).estimate_s));
+}
+
 TEST_CASE("calibration factor: the term that dominated the measured run's projection takes the difference",
           "[projection][pure]") {
   const auto time = [](double estimate, double launch, double bound) {
@@ -619,8 +674,41 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
     return std::max(t.bound_s, (t.estimate_s - t.launch_s) * f.work_factor + t.launch_s * f.launch_factor);
   };
   CHECK((c.training.work_factor == 1 || c.training.launch_factor == 1));
-  CHECK(tuned[1].training.step.estimate_s == Approx(corrected(plain[1].training.step, c.training)));
   CHECK(tuned[1].inference.latency.estimate_s == Approx(corrected(plain[1].inference.latency, c.inference)));
+  // Training phase by phase: the report's step split as its phases' medians (no communication: they sum to the
+  // mean step), each phase's projection on the H100 corrected by its own factor.
+  REQUIRE(c.training_phases.complete());
+  CHECK(tuned[1].training_phase_calibration.complete());
+  CHECK_FALSE(tuned[0].training_phase_calibration.complete());
+  const auto& ph = report["training"]["phases"];
+  const auto& k = c.training_phases;
+  CHECK(k.forward.measured_s + k.backward.measured_s + k.optimizer.measured_s == Approx(c.training.measured_s));
+  CHECK(k.forward.measured_s / k.backward.measured_s ==
+        Approx(ph["forward"]["p50_ms"].get<double>() / ph["backward"]["p50_ms"].get<double>()));
+  const StepWork work = training_step_work(*w, t);
+  const Accelerator h100 = cards.at(1);
+  const auto part = [&](int keep) {
+    StepWork p = work;
+    if (keep != 0) p.forward = PhaseWork{};
+    if (keep != 1) p.backward = PhaseWork{};
+    if (keep != 2) p.optimizer = OpWork{};
+    return project_time(p, h100);
+  };
+  const double by_phase =
+      corrected(part(0), k.forward) + corrected(part(1), k.backward) + corrected(part(2), k.optimizer);
+  CHECK(tuned[1].training.step.estimate_s == Approx(by_phase));
+  // The bound: the phases' bounds summed, as they run one after the other (no lower than the step's as a whole,
+  // where a class memory-bound in one phase and compute-bound in another shares one roofline).
+  CHECK(tuned[1].training.step.bound_s == Approx(part(0).bound_s + part(1).bound_s + part(2).bound_s).epsilon(1e-9));
+  CHECK(tuned[1].training.step.bound_s >= plain[1].training.step.bound_s * (1 - 1e-12));
+  // A report whose step was one CUDA graph (its phases not timed apart) calibrates the whole step.
+  auto graph = report;
+  graph["training"]["cuda_graph"]["enabled"] = true;
+  const Calibration g = calibration_from_report(graph.dump(), "graph.json", std::nullopt);
+  CHECK_FALSE(g.training_phases.complete());
+  s.calibration = g;
+  const auto whole = plan_cards(*w, s, cards);
+  CHECK(whole[1].training.step.estimate_s == Approx(corrected(plain[1].training.step, g.training)));
   // Reports that cannot calibrate name --from's field.
   auto bad = report;
   bad["context"]["gpu"]["name"] = "NVIDIA GeForce GTX 480";
@@ -660,7 +748,15 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   s.calibration = c;
   const auto plans = plan_cards(*w, s, {*host, select_accelerators(accelerator_catalog(), "t4").at(0)});
   CHECK(plans[0].training_calibration.factor == Approx(c.training.factor));
-  CHECK(plans[0].training.step.estimate_s == Approx(std::max(plans[0].training.step.bound_s, c.training.measured_s)));
+  // Calibrated phase by phase: each phase gives back its share of the measured step, or its bound where the
+  // measurement beat it (a working set held in the cache).
+  const PhaseCalibration& k = c.training_phases;
+  REQUIRE(k.complete());
+  CHECK(plans[0].training_phase_calibration.complete());
+  CHECK(k.forward.measured_s + k.backward.measured_s + k.optimizer.measured_s == Approx(c.training.measured_s));
+  const auto given_back = [](const CalibrationFactor& f) { return std::max(f.bound_s, f.measured_s); };
+  CHECK(plans[0].training.step.estimate_s ==
+        Approx(given_back(k.forward) + given_back(k.backward) + given_back(k.optimizer)));
   CHECK(plans[1].training_calibration.factor == 0);  // not the host: untouched
 }
 

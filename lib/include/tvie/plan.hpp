@@ -25,15 +25,16 @@ class Workload;
 // onto the catalog card it ran on, against what it measured. factor = measured / projected estimate; applied
 // to the estimates of every card of the same architecture (a report from an H200 calibrates the Hopper
 // cards; a CPU report calibrates the host card, on the machine that made it), the estimate never below the
-// bound. One measurement per mode, so one correction per mode: the report gives one time per mode, not one per
-// class. The correction goes to the term that dominated the projection of the measured run: a run projected to
-// spend at least half its time launching kernels (a small model, batch 1 decoding) corrects the cards' kernel
-// overhead, leaving the operators' time as projected; any other corrects the operators' time, leaving the
-// launches. A small model's factor then does not multiply a big model's weight reads (calibration_factor).
-// Generation has two modes of its own, measured by `tvie decode` (or --measure with --new-tokens): the prefill
-// (the prompt's forward) and the decoding step (one token per request, every weight read: memory-bound where a
-// forward of a whole sequence is compute-bound, so a forward's factor says little about it). Where a generation
-// has no factor of its own, the inference factor stands in for both.
+// bound. One measurement per mode (and per phase of a training step: PhaseCalibration), so one correction per
+// mode: the report gives one time per mode, not one per class. The correction goes to the term that dominated the
+// projection of the measured run: a run projected to spend at least half its time launching kernels (a small model,
+// batch 1 decoding) corrects the cards' kernel overhead, leaving the operators' time as projected; any other corrects
+// the operators' time, leaving the launches. A small model's factor then does not multiply a big model's weight reads
+// (calibration_factor). Generation has two modes of its own, measured by `tvie decode` (or --measure with
+// --new-tokens): the prefill (the prompt's forward) and the decoding step (one token per request, every weight read:
+// memory-bound where a forward of a whole sequence is compute-bound, so a forward's factor says little about it). Where
+// a generation has no factor of its own, the inference factor stands in for both.
+//
 // One mode's comparison: what a run measured against the projection of the same work on the card it ran on.
 struct CalibrationFactor {
   double factor = 0;  // measured / projected estimate; 0: the report has no such mode
@@ -49,16 +50,37 @@ struct CalibrationFactor {
   bool below_bound = false;
 };
 
+// A training step's phases, each against its own part of the projection: the forward (all micro-batches), the
+// backward (with any recomputation of checkpointed blocks) and the optimizer's step. A forward of big matrix
+// products, a backward of twice the work and an optimizer of many small memory-bound kernels miss the catalog's
+// efficiencies by different amounts; one factor for the step would carry the mix of the measured run to a workload
+// of another mix. Factors 0 where the report has no phase times (a CUDA-graph step is timed whole).
+struct PhaseCalibration {
+  CalibrationFactor forward, backward, optimizer;
+  bool complete() const { return forward.factor > 0 && backward.factor > 0 && optimizer.factor > 0; }
+};
+
+// A training step's time split by phase, as the step timer measured them (the medians of the timed steps).
+struct MeasuredPhases {
+  double forward_s = 0, backward_s = 0, optimizer_s = 0;
+};
+// The mean step `step_s` split in the proportion of the phases' medians (s): the data phase, which the projection
+// has no part for, spread over the three; communication (data parallelism) taken out, as the plan adds its own
+// all-reduce. Zeros when a phase median is not > 0.
+MeasuredPhases split_training_step(double step_s, double data_s, double forward_s, double backward_s,
+                                   double optimizer_s, double communication_s = 0);
+
 struct Calibration {
-  std::string source;           // the report's path
-  std::string device;           // as the report names it: "cuda:0 (NVIDIA H200)"
-  std::string card_id;          // the catalog card it ran on: "h200", or "host"
-  std::string architecture;     // the cards it calibrates: "Hopper"; "host" for the host card only
-  std::string workload;         // "gpt/gpt2-small"
-  CalibrationFactor training;   // one training step
-  CalibrationFactor inference;  // one inference batch
-  CalibrationFactor prefill;    // a generation's prefill (its time to the first token)
-  CalibrationFactor decoding;   // a generation's decoding step (its mean time per output token)
+  std::string source;                // the report's path
+  std::string device;                // as the report names it: "cuda:0 (NVIDIA H200)"
+  std::string card_id;               // the catalog card it ran on: "h200", or "host"
+  std::string architecture;          // the cards it calibrates: "Hopper"; "host" for the host card only
+  std::string workload;              // "gpt/gpt2-small"
+  CalibrationFactor training;        // one training step
+  PhaseCalibration training_phases;  // its phases; when complete, they calibrate training instead of `training`
+  CalibrationFactor inference;       // one inference batch
+  CalibrationFactor prefill;         // a generation's prefill (its time to the first token)
+  CalibrationFactor decoding;        // a generation's decoding step (its mean time per output token)
 };
 
 // The correction that makes `projected` (the projection of a measured run on the card it ran on) equal to
@@ -69,6 +91,13 @@ CalibrationFactor calibration_factor(const ProjectedTime& projected, double meas
 // `time` corrected: its operators' time (each class's estimate, the optimizer's) x work_factor, its launches x
 // launch_factor, the estimate never below the bound. Unchanged when factor is 0.
 ProjectedTime calibrated(ProjectedTime time, const CalibrationFactor& factor);
+// A training step of `work` projected onto `card` and calibrated: phase by phase (forward, backward and optimizer
+// each projected alone and corrected by its own factor, then summed) when `phases` is complete, else the whole
+// step by `step`.
+ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
+                                       const PhaseCalibration& phases);
+// The phases' factors of a training step of `work` measured on `card` (each phase's projection against its time).
+PhaseCalibration calibrate_training_phases(const StepWork& work, const Accelerator& card, const MeasuredPhases& m);
 
 // A generation measured (`tvie decode`): requests of `infer.batch_size` decoded together in `infer.dtype`, a
 // prompt of prompt_tokens then new_tokens generated; the mean time to the first token and per output token.
@@ -212,6 +241,7 @@ struct CardPlan {
   // The calibrations applied to this card's estimates (factor 0: none: not the calibrated architecture). With
   // generation, prefill and decoding are its two phases' (their own, or the inference batch's).
   CalibrationFactor training_calibration, inference_calibration, prefill_calibration, decoding_calibration;
+  PhaseCalibration training_phase_calibration;  // complete: these calibrated training, not training_calibration
   TrainingPlan training;
   InferencePlan inference;
 };
@@ -234,7 +264,8 @@ Calibration calibration_from_report(const std::string& json_text, const std::str
 // are left empty for the caller.
 Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
                                          const std::optional<TrainSettings>& train, double step_s,
-                                         const std::optional<InferSettings>& infer, double latency_s);
+                                         const std::optional<InferSettings>& infer, double latency_s,
+                                         const std::optional<MeasuredPhases>& phases = std::nullopt);
 // ... and the prefill and decoding factors of a measured generation (`workload` a zoo gpt or llama), added to `into`.
 void calibrate_generation(Calibration& into, const Workload& workload, const Accelerator& card,
                           const MeasuredGeneration& measured);

@@ -299,6 +299,74 @@ ProjectedTime calibrated(ProjectedTime t, const CalibrationFactor& f) {
   return t;
 }
 
+MeasuredPhases split_training_step(double step_s, double data_s, double forward_s, double backward_s,
+                                   double optimizer_s, double communication_s) {
+  MeasuredPhases m;
+  const double sum = data_s + forward_s + backward_s + optimizer_s + communication_s;
+  if (!(step_s > 0) || !(forward_s > 0) || !(backward_s > 0) || !(optimizer_s > 0) || !(sum > 0)) return m;
+  // What the step spends outside communication, shared among the three in proportion to their medians.
+  const double computing = step_s * (sum - communication_s) / sum;
+  const double three = forward_s + backward_s + optimizer_s;
+  m.forward_s = computing * forward_s / three;
+  m.backward_s = computing * backward_s / three;
+  m.optimizer_s = computing * optimizer_s / three;
+  return m;
+}
+
+namespace {
+
+enum class StepPart { forward, backward, optimizer };
+
+// `work` with one phase's part left: the forward, the backward or the optimizer's step.
+StepWork part_of(const StepWork& work, StepPart part) {
+  StepWork w = work;
+  if (part != StepPart::forward) w.forward = PhaseWork{};
+  if (part != StepPart::backward) w.backward = PhaseWork{};
+  if (part != StepPart::optimizer) w.optimizer = OpWork{};
+  return w;
+}
+
+// Two parts of a step, one after the other.
+void add(ProjectedTime& into, const ProjectedTime& t) {
+  if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
+  into.bound_s += t.bound_s;
+  into.estimate_s += t.estimate_s;
+  for (size_t c = 0; c < into.by_class.size(); ++c) {
+    into.by_class[c].bound_s += t.by_class[c].bound_s;
+    into.by_class[c].estimate_s += t.by_class[c].estimate_s;
+  }
+  into.optimizer.bound_s += t.optimizer.bound_s;
+  into.optimizer.estimate_s += t.optimizer.estimate_s;
+  into.launch_s += t.launch_s;
+  into.kernels += t.kernels;
+}
+
+}  // namespace
+
+ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
+                                       const PhaseCalibration& phases) {
+  if (!phases.complete()) return calibrated(project_time(work, card), step);
+  // Each phase never below its own bound, then summed: the step's bound becomes the phases' bounds summed (no
+  // lower than the step's single roofline, where a class is memory-bound in one phase and compute-bound in another).
+  ProjectedTime t = calibrated(project_time(part_of(work, StepPart::forward), card), phases.forward);
+  if (!t.supported) return t;
+  add(t, calibrated(project_time(part_of(work, StepPart::backward), card), phases.backward));
+  add(t, calibrated(project_time(part_of(work, StepPart::optimizer), card), phases.optimizer));
+  // by_class[].memory_bound is each class's in the forward; the whole step's is the one project_time gives.
+  const ProjectedTime whole = project_time(work, card);
+  for (size_t c = 0; c < t.by_class.size(); ++c) t.by_class[c].memory_bound = whole.by_class[c].memory_bound;
+  t.optimizer.memory_bound = whole.optimizer.memory_bound;
+  return t;
+}
+
+PhaseCalibration calibrate_training_phases(const StepWork& work, const Accelerator& card, const MeasuredPhases& m) {
+  PhaseCalibration c;
+  c.forward = calibration_factor(project_time(part_of(work, StepPart::forward), card), m.forward_s);
+  c.backward = calibration_factor(project_time(part_of(work, StepPart::backward), card), m.backward_s);
+  c.optimizer = calibration_factor(project_time(part_of(work, StepPart::optimizer), card), m.optimizer_s);
+  return c;
+}
+
 Calibration calibration_from_report(const std::string& text, const std::string& source,
                                     const std::optional<Accelerator>& host) {
   json j;
@@ -348,6 +416,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   std::optional<InferSettings> infer;
   std::optional<MeasuredGeneration> generation;
   double step_s = 0, latency_s = 0;
+  std::optional<MeasuredPhases> phases;
   const auto read_train = [&](const json& t) {
     TrainSettings s;
     const auto& k = t.at("settings");
@@ -363,6 +432,19 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
     if (j.contains("training") && j.at("training").contains("step_ms")) {
       train = read_train(j.at("training"));
       step_s = j.at("training").at("step_ms").at("mean").get<double>() / 1000;
+      // The phases' medians (reports without them, and CUDA-graph steps timed whole, calibrate the step only).
+      const auto& t = j.at("training");
+      const bool graph =
+          t.contains("cuda_graph") && t.at("cuda_graph").is_object() && t.at("cuda_graph").value("enabled", false);
+      if (t.contains("phases") && !graph) {
+        const auto median = [&](const char* phase) {
+          const auto& ph = t.at("phases");
+          return ph.contains(phase) ? ph.at(phase).value("p50_ms", 0.0) / 1000 : 0.0;
+        };
+        const MeasuredPhases m = split_training_step(step_s, median("data"), median("forward"), median("backward"),
+                                                     median("optimizer"), median("communication"));
+        if (m.forward_s > 0) phases = m;
+      }
     }
     if (j.contains("inference") && j.at("inference").contains("latency_ms")) {
       InferSettings s;
@@ -385,7 +467,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   } catch (const json::exception& e) {
     bad_report(source, detail::first_line(e.what()), accepted);
   }
-  Calibration m = calibration_from_measurement(*workload, card, train, step_s, infer, latency_s);
+  Calibration m = calibration_from_measurement(*workload, card, train, step_s, infer, latency_s, phases);
   if (generation) {
     try {
       calibrate_generation(m, *workload, card, *generation);
@@ -404,13 +486,17 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
 
 Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
                                          const std::optional<TrainSettings>& train, double step_s,
-                                         const std::optional<InferSettings>& infer, double latency_s) {
+                                         const std::optional<InferSettings>& infer, double latency_s,
+                                         const std::optional<MeasuredPhases>& phases) {
   Calibration c;
   c.workload = workload.name();
   c.card_id = card.id;
   c.architecture = card.id == "host" ? "host" : card.architecture;
-  if (train && step_s > 0)
-    c.training = calibration_factor(project_time(training_step_work(workload, *train), card), step_s);
+  if (train && step_s > 0) {
+    const StepWork work = training_step_work(workload, *train);
+    c.training = calibration_factor(project_time(work, card), step_s);
+    if (phases) c.training_phases = calibrate_training_phases(work, card, *phases);
+  }
   if (infer && latency_s > 0)
     c.inference = calibration_factor(project_time(inference_batch_work(workload, *infer), card), latency_s);
   return c;
@@ -605,10 +691,10 @@ constexpr const char* kMeasuredNote =
     "measured on this CPU at batches of 2 and 3 samples and extrapolated (a workload without a trace)";
 
 TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelerator& card,
-                           const CalibrationFactor& factor) {
+                           const CalibrationFactor& factor, const PhaseCalibration& phases) {
   TrainingPlan t;
   const StepWork& work = p.training_work();
-  t.step = calibrated(project_time(work, card), factor);
+  t.step = calibrated_training_step(work, card, factor, phases);
   t.supported = t.step.supported;
   t.unsupported = t.step.unsupported;
   t.usable_bytes = static_cast<int64_t>(card.memory_gb * 1e9 * s.usable_memory_fraction);
@@ -641,7 +727,7 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
     const double n = static_cast<double>(t.cards);
     sharded.optimizer.flops /= n;
     sharded.optimizer.bytes /= n;
-    t.step = calibrated(project_time(sharded, card), factor);
+    t.step = calibrated_training_step(sharded, card, factor, phases);
   }
   t.samples_per_s = per_second(static_cast<double>(work.samples), t.step);
   t.tokens_per_s = per_second(static_cast<double>(work.tokens), t.step);
@@ -840,6 +926,7 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
       };
       if (same) {
         plan.training_calibration = c->training;
+        plan.training_phase_calibration = c->training_phases;
         // A forward of whole sequences; a decode report's prefill stands in for it when it has none.
         plan.inference_calibration = either(c->inference, c->prefill);
         if (p.generating()) {  // each phase its own factor, else the forward's
@@ -848,7 +935,7 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
         }
       }
     }
-    plan.training = plan_training(p, settings, card, plan.training_calibration);
+    plan.training = plan_training(p, settings, card, plan.training_calibration, plan.training_phase_calibration);
     plan.inference = plan_inference(p, settings, plan);
     plans.push_back(std::move(plan));
   }

@@ -765,6 +765,13 @@ void ConsoleReporter::report(const PlanReport& r) {
             << "; the estimates stop at the bound, this one too\n";
     };
     factor("training step", c->training);
+    if (c->training_phases.complete()) {
+      out << "  " << pad("", 16)
+          << "by phase (the step's mean split as its phases' medians; these calibrate training):\n";
+      factor("  forward", c->training_phases.forward);
+      factor("  backward", c->training_phases.backward);
+      factor("  optimizer", c->training_phases.optimizer);
+    }
     factor("inference batch", c->inference);
     factor("prefill", c->prefill);
     factor("decoding step", c->decoding);

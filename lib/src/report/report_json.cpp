@@ -720,6 +720,9 @@ std::string to_json_string(const PlanReport& r, int indent) {
       k[name + "_below_bound"] = f.below_bound;
     };
     mode("training", c->training);
+    mode("training_forward", c->training_phases.forward);  // the phases: factor 0 where the report had none
+    mode("training_backward", c->training_phases.backward);
+    mode("training_optimizer", c->training_phases.optimizer);
     mode("inference", c->inference);
     mode("prefill", c->prefill);
     mode("decoding", c->decoding);
@@ -741,6 +744,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
          {"tdp_w", figure(c.card.tdp_w)},
          {"efficiency", efficiency_json(c.card.efficiency)},
          {"training_calibration", c.training_calibration.factor},
+         {"training_calibration_by_phase", c.training_phase_calibration.complete()},
          {"inference_calibration", c.inference_calibration.factor},
          {"prefill_calibration", c.prefill_calibration.factor},
          {"decoding_calibration", c.decoding_calibration.factor},

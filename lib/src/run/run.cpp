@@ -315,6 +315,17 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
 
 namespace {
 
+// The measured step split by its phases (nothing for a CUDA-graph step, timed whole).
+std::optional<MeasuredPhases> measured_phases(const TrainingResult& t) {
+  if (t.cuda_graph) return std::nullopt;
+  double ms[kPhaseCount] = {};
+  for (const auto& p : t.phases) ms[p.phase] = p.p50_ms / 1000;
+  const MeasuredPhases m = split_training_step(t.step.mean / 1000, ms[kPhaseData], ms[kPhaseForward],
+                                               ms[kPhaseBackward], ms[kPhaseOptimizer], ms[kPhaseCommunication]);
+  if (!(m.forward_s > 0)) return std::nullopt;
+  return m;
+}
+
 // `tvie plan --measure`: the workload (or its slice) measured here, as a calibration.
 Calibration measure_for_plan(const Workload& workload, const PlanSettings& settings, const RunOptions& options) {
   const PlanMeasure& m = settings.measure;
@@ -361,7 +372,8 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
     log::warn(cat("--measure: inference in ", to_string(i.dtype), " not measured on ", device.str(), ": ", e.what(),
                   "; the inference estimates stay uncalibrated"));
   }
-  Calibration c = calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s);
+  Calibration c =
+      calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s, measured_phases(t));
   if (settings.new_tokens > 0) {
     // The generation as asked, one request alone (the plan's latency and time per output token are at batch 1).
     DecodeSettings d;

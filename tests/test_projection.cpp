@@ -532,6 +532,16 @@ std::string read_text(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+// One phase of a training step projected alone: 0 the forward, 1 the backward, 2 the optimizer's step.
+ProjectedTime project_phase(const StepWork& work, const Accelerator& card, int keep) {
+  StepWork p = work;
+  if (keep != 0) p.forward = PhaseWork{};
+  if (keep != 1) p.backward = PhaseWork{};
+  if (keep != 2) p.optimizer = OpWork{};
+  return project_time(p, card);
+}
+
 }  // namespace
 
 TEST_CASE("a training step split by its phases: the mean step in the proportion of the medians, communication out",
@@ -558,13 +568,7 @@ TEST_CASE("calibrated phase by phase: each phase's projection by its own factor,
   TrainSettings t;
   const StepWork work = training_step_work(*w, t);
   const Accelerator t4 = select_accelerators(accelerator_catalog(), "t4").at(0);
-  const auto part = [&](int keep) {
-    StepWork p = work;
-    if (keep != 0) p.forward = PhaseWork{};
-    if (keep != 1) p.backward = PhaseWork{};
-    if (keep != 2) p.optimizer = OpWork{};
-    return project_time(p, t4);
-  };
+  const auto part = [&](int keep) { return project_phase(work, t4, keep); };
   const ProjectedTime f = part(0), b = part(1), o = part(2), whole = project_time(work, t4);
   CHECK(f.estimate_s + b.estimate_s + o.estimate_s == Approx(whole.estimate_s));
   CHECK(f.bound_s + b.bound_s + o.bound_s >= whole.bound_s * (1 - 1e-12));
@@ -687,13 +691,7 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
         Approx(ph["forward"]["p50_ms"].get<double>() / ph["backward"]["p50_ms"].get<double>()));
   const StepWork work = training_step_work(*w, t);
   const Accelerator h100 = cards.at(1);
-  const auto part = [&](int keep) {
-    StepWork p = work;
-    if (keep != 0) p.forward = PhaseWork{};
-    if (keep != 1) p.backward = PhaseWork{};
-    if (keep != 2) p.optimizer = OpWork{};
-    return project_time(p, h100);
-  };
+  const auto part = [&](int keep) { return project_phase(work, h100, keep); };
   const double by_phase =
       corrected(part(0), k.forward) + corrected(part(1), k.backward) + corrected(part(2), k.optimizer);
   CHECK(tuned[1].training.step.estimate_s == Approx(by_phase));

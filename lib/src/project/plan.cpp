@@ -200,7 +200,8 @@ const Accelerator* catalog_card_of_device(const std::string& gpu_name, double me
 
 namespace {
 
-// Phases run one after the other: their times add, class by class.
+// Phases run one after the other: their times add, class by class (a generation's prefill and steps, a training
+// step's forward, backward and optimizer).
 void add_time(ProjectedTime& into, const ProjectedTime& t) {
   if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
   into.bound_s += t.bound_s;
@@ -209,6 +210,8 @@ void add_time(ProjectedTime& into, const ProjectedTime& t) {
     into.by_class[c].bound_s += t.by_class[c].bound_s;
     into.by_class[c].estimate_s += t.by_class[c].estimate_s;
   }
+  into.optimizer.bound_s += t.optimizer.bound_s;
+  into.optimizer.estimate_s += t.optimizer.estimate_s;
   into.launch_s += t.launch_s;
   into.kernels += t.kernels;
 }
@@ -326,21 +329,6 @@ StepWork part_of(const StepWork& work, StepPart part) {
   return w;
 }
 
-// Two parts of a step, one after the other.
-void add(ProjectedTime& into, const ProjectedTime& t) {
-  if (!t.supported && into.supported) into.supported = false, into.unsupported = t.unsupported;
-  into.bound_s += t.bound_s;
-  into.estimate_s += t.estimate_s;
-  for (size_t c = 0; c < into.by_class.size(); ++c) {
-    into.by_class[c].bound_s += t.by_class[c].bound_s;
-    into.by_class[c].estimate_s += t.by_class[c].estimate_s;
-  }
-  into.optimizer.bound_s += t.optimizer.bound_s;
-  into.optimizer.estimate_s += t.optimizer.estimate_s;
-  into.launch_s += t.launch_s;
-  into.kernels += t.kernels;
-}
-
 }  // namespace
 
 ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
@@ -350,8 +338,8 @@ ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& 
   // lower than the step's single roofline, where a class is memory-bound in one phase and compute-bound in another).
   ProjectedTime t = calibrated(project_time(part_of(work, StepPart::forward), card), phases.forward);
   if (!t.supported) return t;
-  add(t, calibrated(project_time(part_of(work, StepPart::backward), card), phases.backward));
-  add(t, calibrated(project_time(part_of(work, StepPart::optimizer), card), phases.optimizer));
+  add_time(t, calibrated(project_time(part_of(work, StepPart::backward), card), phases.backward));
+  add_time(t, calibrated(project_time(part_of(work, StepPart::optimizer), card), phases.optimizer));
   // by_class[].memory_bound is each class's in the forward; the whole step's is the one project_time gives.
   const ProjectedTime whole = project_time(work, card);
   for (size_t c = 0; c < t.by_class.size(); ++c) t.by_class[c].memory_bound = whole.by_class[c].memory_bound;

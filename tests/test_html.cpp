@@ -120,6 +120,22 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
     CHECK(chart(g, id).find("t4 has no bf16_tflops peak") != std::string::npos);
   }
   CHECK(series_of(chart(g, "plan-generation-tokens")) == std::vector<std::string>{"tokens/s"});
+  // Uncalibrated: no calibration table. Calibrated by the H200 report: what it measured and what each mode and
+  // training phase corrects, beside the plan.
+  CHECK(count(p, "data-table=\"calibration\"") == 0);
+  const auto calibrated = test::run_cli(
+      "plan --model gpt --preset gpt2-small --cards h100-sxm --no-host -q --from " + std::string(TVIE_SOURCE_DIR) +
+      "/docs/results/gpu-h200-compare-gpt2-small.json --html " + (dir.path / "plan-calibrated.html").string());
+  INFO(calibrated.out);
+  REQUIRE(calibrated.exit_code == 0);
+  const std::string k = read_text(dir.path / "plan-calibrated.html");
+  REQUIRE(count(k, "data-table=\"calibration\"") == 1);
+  const std::string table = k.substr(k.find("data-table=\"calibration\""));
+  const std::string rows = table.substr(0, table.find("</table>"));
+  CHECK(count(rows, "<tr>") == 6);  // the header, the step, its three phases, the inference batch
+  for (const char* row : {"training: forward", "training: backward", "training: optimizer", "inference batch",
+                          "the operators&#39; time x", "NVIDIA H200"})
+    CHECK(k.find(row) != std::string::npos);
 
   const auto infer = test::run_cli(
       "infer --model gpt --preset tiny --batch 1,256 --dtype fp32 --steps 2 --warmup 0 --device cpu "

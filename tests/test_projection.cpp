@@ -624,6 +624,11 @@ TEST_CASE("calibration factor: the term that dominated the measured run's projec
   CHECK(fast.work_factor == Approx(0.15));
   CHECK(fast.launch_factor == Approx(0.15));
   CHECK(calibrated(big, fast).estimate_s == Approx(5e-3));
+  // In words, as the console and the HTML page say it.
+  CHECK(describe_correction(l) == "the kernel overhead x3.5 (launch-bound)");
+  CHECK(describe_correction(w) == "the operators' time x1.53");
+  CHECK(describe_correction(fast) == "both x0.15");
+  CHECK(describe_correction(CalibrationFactor{}).empty());
   CHECK_FALSE(fast.below_bound);
   // Measured faster than its own roofline bound (a CPU's cache beating the catalog's DRAM bandwidth): said, and
   // the estimate still stops at the bound, for the measured run too.

@@ -91,6 +91,9 @@ CalibrationFactor calibration_factor(const ProjectedTime& projected, double meas
 // `time` corrected: its operators' time (each class's estimate, the optimizer's) x work_factor, its launches x
 // launch_factor, the estimate never below the bound. Unchanged when factor is 0.
 ProjectedTime calibrated(ProjectedTime time, const CalibrationFactor& factor);
+// What `factor` corrects, in words: "the operators' time x2.41", "the kernel overhead x0.341 (launch-bound)",
+// "both x0.27"; "" when it has none.
+std::string describe_correction(const CalibrationFactor& factor);
 // A training step of `work` projected onto `card` and calibrated: phase by phase (forward, backward and optimizer
 // each projected alone and corrected by its own factor, then summed) when `phases` is complete, else the whole
 // step by `step`.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -290,6 +291,19 @@ CalibrationFactor calibration_factor(const ProjectedTime& p, double measured_s) 
   else if (work > launch && measured_s > launch)
     f.launch_factor = 1, f.work_factor = (measured_s - launch) / work;
   return f;
+}
+
+std::string describe_correction(const CalibrationFactor& f) {
+  if (!(f.factor > 0)) return "";
+  const auto x = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "x%.3g", v);
+    return std::string(text);
+  };
+  if (f.work_factor == 1 && f.launch_factor != 1)
+    return "the kernel overhead " + x(f.launch_factor) + " (launch-bound)";
+  if (f.launch_factor == 1 && f.work_factor != 1) return "the operators' time " + x(f.work_factor);
+  return "both " + x(f.factor);
 }
 
 ProjectedTime calibrated(ProjectedTime t, const CalibrationFactor& f) {

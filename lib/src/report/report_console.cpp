@@ -749,13 +749,7 @@ void ConsoleReporter::report(const PlanReport& r) {
       out << "  " << pad(what, 16) << fmt("%.3f", f.measured_s * 1e3) << " ms measured / "
           << fmt("%.3f", f.projected_s * 1e3) << " ms projected ("
           << fmt("%.0f", f.projected_s > 0 ? 100 * f.launch_s / f.projected_s : 0) << "% kernel launches) = x"
-          << fmt("%.3g", f.factor) << ": ";
-      if (f.work_factor == 1 && f.launch_factor != 1)
-        out << "the kernel overhead x" << fmt("%.3g", f.launch_factor) << " (launch-bound)\n";
-      else if (f.launch_factor == 1 && f.work_factor != 1)
-        out << "the operators' time x" << fmt("%.3g", f.work_factor) << "\n";
-      else
-        out << "both x" << fmt("%.3g", f.factor) << "\n";
+          << fmt("%.3g", f.factor) << ": " << describe_correction(f) << "\n";
       if (f.below_bound)
         out << "  " << pad("", 16) << "measured below its roofline bound of " << fmt("%.3f", f.bound_s * 1e3)
             << " ms: faster than the catalog's bandwidth and peaks for this card allow"

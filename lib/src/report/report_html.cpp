@@ -333,6 +333,45 @@ Section table_section(const std::string& title, const std::string& csv, const st
   return {title, "The same figures as --csv writes them (units in the column names).", table_of_csv(csv, id)};
 }
 
+// What a measured report corrected in the plan's estimates, per mode (and per phase of a training step).
+Section calibration_section(const Calibration& c) {
+  const auto quoted = [](const std::string& text) {
+    std::string q = "\"";
+    for (const char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  std::string csv =
+      "mode,measured_ms,projected_estimate_ms,projected_bound_ms,kernel_launches_percent_of_estimate,factor,"
+      "corrects,below_bound";
+  const auto row = [&](const std::string& what, const CalibrationFactor& f) {
+    if (!(f.measured_s > 0)) return;
+    const bool has = f.factor > 0;
+    csv += cat("\n", quoted(what), ",", f.measured_s * 1e3, ",", has ? cat(f.projected_s * 1e3) : "", ",",
+               has ? cat(f.bound_s * 1e3) : "", ",",
+               has && f.projected_s > 0 ? cat(100 * f.launch_s / f.projected_s) : "", ",", has ? cat(f.factor) : "",
+               ",", quoted(has ? describe_correction(f) : "not projected there: " + f.unsupported), ",",
+               f.below_bound ? "yes" : "no");
+  };
+  const bool phases = c.training_phases.complete();
+  row(phases ? "training step (its phases below calibrate training)" : "training step", c.training);
+  if (phases) {
+    row("training: forward", c.training_phases.forward);
+    row("training: backward", c.training_phases.backward);
+    row("training: optimizer", c.training_phases.optimizer);
+  }
+  row("inference batch", c.inference);
+  row("prefill", c.prefill);
+  row("decoding step", c.decoding);
+  const std::string cards = c.architecture == "host" ? "the host card" : "the " + c.architecture + " cards";
+  return {"Calibration",
+          cat(c.workload, " measured on ", c.device, " (", c.source,
+              "), against its projection on the catalog card it ran on (", c.card_id,
+              "); each factor corrects the term that dominated that projection, applied to ", cards,
+              " and never below the roofline bound (docs/plan.md, Calibration). The measured times are that run's, "
+              "not this plan's."),
+          table_of_csv(csv, "calibration")};
+}
+
 std::string workload_summary(const std::string& workload, const ModelFacts& f) {
   return cat(workload, ": ", detail::with_commas(f.parameter_count), " parameters.");
 }
@@ -630,6 +669,7 @@ std::string to_html_string(const PlanReport& r) {
     add(s, {"Generation: time per output token", how, svg::render(tpot)});
     add(s, {"Generation: new tokens per second", how, svg::render(tokens)});
   }
+  if (const auto& c = r.settings.calibration) add(s, calibration_section(*c));
   add(s, table_section("The plan (projected)", to_csv_string(r), "plan"));
   return page("tvie plan: " + r.workload,
               workload_summary(r.workload, r.facts) + " Every figure on this page is projected, not measured.", s,

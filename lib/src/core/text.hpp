@@ -10,6 +10,13 @@
 
 namespace tvie::detail {
 
+// A CSV field in double quotes, its own quotes doubled (RFC 4180): for text that may hold commas or quotes.
+inline std::string csv_quoted(const std::string& text) {
+  std::string q = "\"";
+  for (const char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
 // "a, b, c"
 inline std::string join(const std::vector<std::string>& items) {
   std::string out;

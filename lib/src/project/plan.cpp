@@ -347,15 +347,15 @@ StepWork part_of(const StepWork& work, StepPart part) {
 
 ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
                                        const PhaseCalibration& phases) {
-  if (!phases.complete()) return calibrated(project_time(work, card), step);
+  const ProjectedTime whole = project_time(work, card);
+  // A card that cannot project the step cannot project its parts either (each has a subset of its classes' work).
+  if (!phases.complete() || !whole.supported) return calibrated(whole, step);
   // Each phase never below its own bound, then summed: the step's bound becomes the phases' bounds summed (no
   // lower than the step's single roofline, where a class is memory-bound in one phase and compute-bound in another).
   ProjectedTime t = calibrated(project_time(part_of(work, StepPart::forward), card), phases.forward);
-  if (!t.supported) return t;
   add_time(t, calibrated(project_time(part_of(work, StepPart::backward), card), phases.backward));
   add_time(t, calibrated(project_time(part_of(work, StepPart::optimizer), card), phases.optimizer));
-  // by_class[].memory_bound is each class's in the forward; the whole step's is the one project_time gives.
-  const ProjectedTime whole = project_time(work, card);
+  // by_class[].memory_bound would be each class's in the forward; the whole step's is the one to show.
   for (size_t c = 0; c < t.by_class.size(); ++c) t.by_class[c].memory_bound = whole.by_class[c].memory_bound;
   t.optimizer.memory_bound = whole.optimizer.memory_bound;
   return t;

@@ -335,11 +335,7 @@ Section table_section(const std::string& title, const std::string& csv, const st
 
 // What a measured report corrected in the plan's estimates, per mode (and per phase of a training step).
 Section calibration_section(const Calibration& c) {
-  const auto quoted = [](const std::string& text) {
-    std::string q = "\"";
-    for (const char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
+  const auto quoted = detail::csv_quoted;
   std::string csv =
       "mode,measured_ms,projected_estimate_ms,projected_bound_ms,kernel_launches_percent_of_estimate,factor,"
       "corrects,below_bound";

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/compat.hpp"
+#include "core/text.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -571,11 +572,7 @@ std::string to_csv_string(const CardsReport& r) {
   for (const auto& field : accelerator_peak_fields()) out += "," + field;
   out += ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
   const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
-  const auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
+  const auto quoted = detail::csv_quoted;
   for (const auto& a : r.cards) {
     out += cat("\n", a.id, ",", quoted(a.name), ",", cell(a.memory_gb), ",", cell(a.memory_bandwidth_gbs));
     for (const auto& field : accelerator_peak_fields()) out += "," + cell(a.peak(field));

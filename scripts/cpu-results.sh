@@ -163,6 +163,9 @@ if [ "$group" = all ] || [ "$group" = calibration ]; then
 # measures (docs/plan.md, "How good is it").
 run "cpu-calibration-source-gpt-small" "$bin/tvie" train --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
     --optimizer adamw --precision fp32 --device cpu --quiet --json "$out/cpu-calibration-source-gpt-small.json"
+# The source's own factors, step and phases, as the plan prints them (what docs/plan.md quotes).
+(cd "$TVIE_ROOT" && run "cpu-calibration-source-plan" "$bin/tvie" plan --model gpt --preset small --batch 8 \
+    --optimizer adamw --precision fp32 --from docs/results/cpu-calibration-source-gpt-small.json --cards t4 --quiet)
 python3 - "$bin/tvie" "$out" "$machine" "$commit" >"$out/cpu-calibration-transfer.md" <<'PY'
 import json, os, subprocess, sys, tempfile
 tvie, out, machine, commit = sys.argv[1:]

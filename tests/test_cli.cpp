@@ -637,6 +637,15 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
             c["training_optimizer_measured_s"].get<double>() ==
         Approx(c["training_measured_s"].get<double>()));
   CHECK(r.out.find("by phase (the step's mean split as its phases' medians") != std::string::npos);
+  // --measure profiles one more step: the forward and backward calibrated class by class too.
+  CHECK(c["training_forward_matmul_factor"].get<double>() > 0);
+  CHECK(c["training_backward_matmul_factor"].get<double>() > 0);
+  CHECK(c["training_forward_convolution_factor"].get<double>() == 0);  // gpt has none
+  double forward = 0;
+  for (const char* k : {"matmul", "convolution", "attention", "normalization", "elementwise"})
+    forward += c[std::string("training_forward_") + k + "_measured_s"].get<double>();
+  CHECK(forward == Approx(c["training_forward_measured_s"].get<double>()));
+  CHECK(r.out.find("the forward by operator class") != std::string::npos);
   // The generation asked (16 prompt tokens, 8 new) measured too: its prefill and decoding step have factors.
   CHECK(c["prefill_factor"].get<double>() ==
         Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
@@ -646,8 +655,11 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   // slice's 10 MiB of weights stay in the cache and a decoding step runs 2.4x faster than the catalog's DRAM
   // bandwidth per core allows): the report says which, and the estimates stop at the bound either way.
   bool any_below = false;
-  for (const std::string mode : {"training", "training_forward", "training_backward", "training_optimizer", "inference",
-                                 "prefill", "decoding"}) {
+  std::vector<std::string> modes = {"training",  "training_forward", "training_backward", "training_optimizer",
+                                    "inference", "prefill",          "decoding"};
+  for (const char* k : {"matmul", "attention", "normalization", "elementwise"})  // gpt's classes
+    modes.push_back(std::string("training_forward_") + k), modes.push_back(std::string("training_backward_") + k);
+  for (const std::string& mode : modes) {
     INFO(mode);
     const bool below = c[mode + "_measured_s"].get<double>() < c[mode + "_bound_s"].get<double>();
     CHECK(c[mode + "_below_bound"].get<bool>() == below);
@@ -663,6 +675,8 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(j["cards"][1]["training_calibration"].get<double>() == Approx(c["training_factor"].get<double>()));
   CHECK(j["cards"][1]["training_calibration_by_phase"] == true);
   CHECK(j["cards"][0]["training_calibration_by_phase"] == false);
+  CHECK(j["cards"][1]["training_calibration_by_class"] == true);
+  CHECK(j["cards"][0]["training_calibration_by_class"] == false);
   CHECK(j["cards"][1]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
   CHECK(j["cards"][1]["prefill_calibration"].get<double>() == Approx(c["prefill_factor"].get<double>()));
   // --measure and --from together: one line, exit code 2.

@@ -502,8 +502,34 @@ TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architect
     CHECK(c["training_" + phase + "_factor"].get<double>() > 0);
     CHECK(c["training_" + phase + "_bound_s"].get<double>() <= c["training_" + phase + "_measured_s"].get<double>());
   }
+  // One more step profiled (CUPTI): the forward and backward calibrated class by class, from kernel times.
+  CHECK(j["cards"][0]["training_calibration_by_class"] == true);
+  CHECK(c["training_forward_matmul_factor"].get<double>() > 0);
+  CHECK(c["training_backward_matmul_factor"].get<double>() > 0);
   // The generation asked, measured on this GPU (as tvie decode): its decoding step calibrates the card too.
   CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
   CHECK(c["prefill_bound_s"].get<double>() <= c["prefill_measured_s"].get<double>());
   CHECK(j["cards"][0]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
+}
+
+TEST_CASE("time by class on CUDA: each kernel's device time to the class of the operator that launched it",
+          "[gpu][training]") {
+  TVIE_REQUIRE_CUDA();
+  auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings s = test::small_train();
+  s.precision = TrainPrecision::amp_bf16;
+  s.profile_classes = true;
+  const TrainingResult r = measure_training(*w, s, kCuda);
+  const auto& t = r.time_by_class;
+  INFO(t.unavailable);
+  REQUIRE(t.measured());
+  CHECK(t.method.find("CUPTI") != std::string::npos);
+  for (OpClass c : {OpClass::matmul, OpClass::attention, OpClass::normalization, OpClass::elementwise}) {
+    INFO(to_string(c));
+    CHECK(t.forward[c] > 0);
+    CHECK(t.backward[c] > 0);
+  }
+  CHECK(t.forward[OpClass::convolution] == 0);
+  // Kernels linked to no operator (NCCL's, none here; the profiler's own) stay few next to the step's.
+  CHECK(t.unlinked_kernel_ms < 0.1 * (t.forward.classes_ms() + t.backward.classes_ms()));
 }

@@ -593,6 +593,73 @@ TEST_CASE("calibrated phase by phase: each phase's projection by its own factor,
   CHECK(calibrated_training_step(work, t4, step, partial).estimate_s == Approx(calibrated(whole, step).estimate_s));
 }
 
+TEST_CASE("calibrated class by class: a phase's time split as the profiled step's, each class by its own factor",
+          "[projection][pure]") {
+  // gpt tiny's training step on the T4; its forward measured as if its matmuls took 2x their projection, attention
+  // 4x, normalisation 3x and elementwise 1.5x, and the profiled step said so in its shares (ms, any scale).
+  const auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings t;
+  const StepWork work = training_step_work(*w, t);
+  const Accelerator t4 = select_accelerators(accelerator_catalog(), "t4").at(0);
+  const ProjectedTime f = project_phase(work, t4, 0), b = project_phase(work, t4, 1), o = project_phase(work, t4, 2);
+  const auto class_alone = [&](int phase, OpClass c) {
+    StepWork p = work;
+    p.forward = PhaseWork{}, p.backward = PhaseWork{}, p.optimizer = OpWork{};
+    if (phase == 0) p.forward[c] = work.forward[c];
+    if (phase == 1) p.backward[c] = work.backward[c];
+    return project_time(p, t4);
+  };
+  const std::array<double, kOpClassCount> factor = {2, 0, 4, 3, 1.5};  // in OpClass order; no convolution in gpt
+  MeasuredPhases m;
+  double sum = 0;
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const auto c = static_cast<OpClass>(i);
+    const double s = factor[static_cast<size_t>(i)] * class_alone(0, c).estimate_s;
+    m.forward_classes[c] = s * 1e3 * 7;  // shares only: the scale of the profiled step does not matter
+    sum += s;
+  }
+  m.forward_classes[OpClass::convolution] = 0.5;  // time the projection has no work for: left to the other classes
+  // The forward's measured time (the unprofiled steps') is 1.25x what the classes' shares add up to: spread over them.
+  const double spread = 1.25;
+  m.forward_s = spread * sum;
+  m.backward_s = 2 * b.estimate_s, m.optimizer_s = o.estimate_s;
+  const PhaseCalibration k = calibrate_training_phases(work, t4, m);
+  REQUIRE(k.complete());
+  REQUIRE(k.forward_classes.any());
+  CHECK_FALSE(k.backward_classes.any());  // no backward times by class: the backward's factor alone
+  CHECK(k.forward_classes.by_class[static_cast<size_t>(OpClass::convolution)].factor == 0);
+  for (OpClass c : {OpClass::matmul, OpClass::attention, OpClass::normalization, OpClass::elementwise}) {
+    INFO(to_string(c));
+    const auto& kc = k.forward_classes.by_class[static_cast<size_t>(c)];
+    CHECK(kc.factor == Approx(factor[static_cast<size_t>(c)] * spread));
+    CHECK(kc.projected_s == Approx(class_alone(0, c).estimate_s));
+  }
+  // The measured run itself (every class measured above its bound: 1.5x its estimate or more) gives back its
+  // measurement, summed class by class.
+  for (int i = 0; i < kOpClassCount; ++i) REQUIRE_FALSE(k.forward_classes.by_class[static_cast<size_t>(i)].below_bound);
+  const ProjectedTime c = calibrated_training_step(work, t4, CalibrationFactor{}, k);
+  CHECK(c.estimate_s == Approx(m.forward_s + m.backward_s + m.optimizer_s));
+  CHECK(c.bound_s == Approx(f.bound_s + b.bound_s + o.bound_s));
+  CHECK(c.kernels == Approx(project_time(work, t4).kernels));
+  // A workload with a class the measured one had no factor for (cnn: convolutions) takes the forward's factor there.
+  const auto cnn = make_zoo_workload("cnn", "tiny");
+  const StepWork cw = training_step_work(*cnn, t);
+  StepWork conv_only = cw;
+  conv_only.backward = PhaseWork{}, conv_only.optimizer = OpWork{};
+  for (int i = 0; i < kOpClassCount; ++i)
+    if (static_cast<OpClass>(i) != OpClass::convolution) conv_only.forward.by_class[static_cast<size_t>(i)] = OpWork{};
+  REQUIRE(cw.forward[OpClass::convolution].flops > 0);
+  PhaseCalibration forward_only = k;  // the other phases and the forward's other classes out of the picture
+  const ProjectedTime conv = calibrated_training_step(conv_only, t4, CalibrationFactor{}, forward_only);
+  CHECK(conv.estimate_s == Approx(calibrated(project_time(conv_only, t4), k.forward).estimate_s));
+  // Without class factors: the phase by phase calibration, unchanged.
+  PhaseCalibration phases_only = k;
+  phases_only.forward_classes = {};
+  CHECK(calibrated_training_step(work, t4, CalibrationFactor{}, phases_only).estimate_s ==
+        Approx(calibrated(f, k.forward).estimate_s + calibrated(b, k.backward).estimate_s +
+               calibrated(o, k.optimizer).estimate_s));
+}
+
 TEST_CASE("calibration factor: the term that dominated the measured run's projection takes the difference",
           "[projection][pure]") {
   const auto time = [](double estimate, double launch, double bound) {
@@ -761,6 +828,30 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   CHECK(plans[0].training.step.estimate_s ==
         Approx(given_back(k.forward) + given_back(k.backward) + given_back(k.optimizer)));
   CHECK(plans[1].training_calibration.factor == 0);  // not the host: untouched
+  CHECK_FALSE(k.forward_classes.any());              // the report has no time by class
+
+  // With one more step profiled (--profile-classes): within the forward and the backward, class by class, each
+  // class's share of its phase given back (or its bound).
+  t.profile_classes = true;
+  const TrainReport rc = run_train(*w, t, {"cpu", {}});
+  s.calibration = calibration_from_report(to_json_string(rc), "train.json", host);
+  const PhaseCalibration& kc = s.calibration->training_phases;
+  REQUIRE(kc.complete());
+  REQUIRE(kc.forward_classes.any());
+  REQUIRE(kc.backward_classes.any());
+  double forward = 0, backward = 0, expected = given_back(kc.optimizer);
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const auto& f = kc.forward_classes.by_class[static_cast<size_t>(i)];
+    const auto& b = kc.backward_classes.by_class[static_cast<size_t>(i)];
+    INFO(to_string(static_cast<OpClass>(i)) << ": forward x" << f.factor << ", backward x" << b.factor);
+    CHECK((f.factor > 0) == (rc.training.time_by_class.forward.by_class_ms[static_cast<size_t>(i)] > 0));
+    forward += f.measured_s, backward += b.measured_s;
+    expected += given_back(f) + given_back(b);
+  }
+  CHECK(forward == Approx(kc.forward.measured_s));
+  CHECK(backward == Approx(kc.backward.measured_s));
+  const auto by_class = plan_cards(*w, s, {*host});
+  CHECK(by_class[0].training.step.estimate_s == Approx(expected));
 }
 
 TEST_CASE("a measured generation takes the decoding's batch, dtype and lengths, and its times in seconds",

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "helpers.hpp"
+#include "measure/op_profile.hpp"
 
 using namespace tvie;
 
@@ -413,4 +414,79 @@ TEST_CASE("predict_training_memory from the facts alone, and training::throughpu
   CHECK(t.model_flops_per_step == Approx(3 * 2e6 * 8));
   CHECK(t.achieved_tflops == Approx(3 * 2e6 * 8 / 4e-3 / 1e12));
   CHECK(training::throughput(f, 8, 0).samples_per_s == 0);  // no time measured: no figure
+}
+
+TEST_CASE("time by class: the profile's operators in their phase windows, self time to the enclosing unit's class",
+          "[training][pure]") {
+  // A forward window [0, 100] ns and a backward window (100, 300] ns. In the forward: aten::linear [10, 50]
+  // enclosing aten::addmm [12, 48], which encloses its bias copy aten::copy_ [14, 20]; aten::relu [60, 70]. In the
+  // backward, on another thread (autograd's): aten::mm [120, 200] and aten::layer_norm_backward [210, 260]
+  // enclosing aten::mul [220, 230].
+  tvie::detail::OpProfile p;
+  const auto op = [&](const char* name, uint64_t thread, uint64_t start, uint64_t end) {
+    tvie::detail::ProfiledOp o;
+    o.name = name, o.thread = thread, o.start_ns = start, o.end_ns = end, o.correlation = p.ops.size() + 1;
+    p.ops.push_back(o);
+  };
+  op("aten::relu", 1, 60, 70);
+  op("aten::linear", 1, 10, 50);
+  op("aten::addmm", 1, 12, 48);
+  op("aten::copy_", 1, 14, 20);
+  op("aten::mm", 2, 120, 200);
+  op("aten::layer_norm_backward", 2, 210, 260);
+  op("aten::mul", 2, 220, 230);
+  const auto w = tvie::detail::class_times_in_windows(p, 0, {100, 300}, /*device_kernels=*/false);
+  REQUIRE(w.size() == 2);
+  CHECK(w[0][OpClass::matmul] == Approx(40e-6));  // linear, addmm and its bias copy: 40 ns in all
+  CHECK(w[0][OpClass::elementwise] == Approx(10e-6));
+  CHECK(w[0].other_ms == Approx(50e-6));  // 100 ns of window, 50 in top-level operators
+  CHECK(w[1][OpClass::matmul] == Approx(80e-6));
+  CHECK(w[1][OpClass::normalization] == Approx(50e-6));  // the mul inside the norm's backward is the norm's
+  CHECK(w[1][OpClass::elementwise] == 0);
+  CHECK(w[1].other_ms == Approx(70e-6));
+  // On CUDA: the kernels' device times, each to the class of the operator that launched it (a kernel of the bias copy
+  // inside addmm is matmul time), and kernels of no operator apart.
+  p.kernels = {{"gemm", 3, 1000}, {"copy", 4, 500}, {"relu", 1, 200}, {"nccl", 0, 700}, {"ln", 7, 300}};
+  double unlinked = 0;
+  const auto k = tvie::detail::class_times_in_windows(p, 0, {100, 300}, /*device_kernels=*/true, &unlinked);
+  CHECK(k[0][OpClass::matmul] == Approx(1.5e-3));
+  CHECK(k[0][OpClass::elementwise] == Approx(0.2e-3));
+  CHECK(k[1][OpClass::normalization] == Approx(0.3e-3));
+  CHECK(unlinked == Approx(0.7e-3));
+}
+
+TEST_CASE("time by class: one more step profiled after the timed ones, its forward and backward by operator class",
+          "[training]") {
+  auto gpt = make_zoo_workload("gpt", "tiny");
+  TrainSettings s = test::small_train();
+  s.accumulate = 2;
+  const TrainingResult plain = measure_training(*gpt, s, kCpu);
+  CHECK_FALSE(plain.time_by_class.measured());
+  CHECK(plain.time_by_class.unavailable.empty());  // not asked
+  s.profile_classes = true;
+  const TrainingResult r = measure_training(*gpt, s, kCpu);
+  const auto& t = r.time_by_class;
+  INFO(t.unavailable);
+  REQUIRE(t.measured());
+  CHECK(t.method.find("self time") != std::string::npos);
+  // Every class gpt's forward has (its Linear layers, attention, LayerNorm, GELU and the residual adds), none it has
+  // not; the backward's matrix products and attention.
+  for (OpClass c : {OpClass::matmul, OpClass::attention, OpClass::normalization, OpClass::elementwise}) {
+    INFO(to_string(c));
+    CHECK(t.forward[c] > 0);
+    CHECK(t.backward[c] > 0);
+  }
+  CHECK(t.forward[OpClass::convolution] == 0);
+  CHECK(t.backward[OpClass::convolution] == 0);
+  CHECK(t.unlinked_kernel_ms == 0);
+  // The profiled step is one more optimizer step, outside the timed ones.
+  CHECK(r.optimizer_steps == plain.optimizer_steps + 1);
+  CHECK(r.step_ms.size() == static_cast<size_t>(s.steps));
+  // A convolutional network: convolution time in both phases, no attention.
+  auto cnn = make_zoo_workload("cnn", "tiny");
+  const TrainingResult c = measure_training(*cnn, s, kCpu);
+  REQUIRE(c.time_by_class.measured());
+  CHECK(c.time_by_class.forward[OpClass::convolution] > 0);
+  CHECK(c.time_by_class.backward[OpClass::convolution] > 0);
+  CHECK(c.time_by_class.forward[OpClass::attention] == 0);
 }

@@ -111,6 +111,10 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_field_flag(cmd, "--cuda-graph", s.cuda_graph, "Capture the training step in a CUDA graph and replay it (CUDA)",
                  "train.cuda_graph");
+  add_field_flag(cmd, "--profile-classes", s.profile_classes,
+                 "One more step under LibTorch's profiler: forward and backward time by operator class (for plan "
+                 "--from)",
+                 "train.profile_classes");
   add_field_option(cmd, "--data-batches", s.data_batches, "Distinct synthetic batches cycled through",
                    "train.data_batches")
       ->capture_default_str();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <tvie/catalog.hpp>
+#include <tvie/class_times.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/predict.hpp>
 #include <tvie/projection.hpp>
@@ -55,14 +56,31 @@ struct CalibrationFactor {
 // products, a backward of twice the work and an optimizer of many small memory-bound kernels miss the catalog's
 // efficiencies by different amounts; one factor for the step would carry the mix of the measured run to a workload
 // of another mix. Factors 0 where the report has no phase times (a CUDA-graph step is timed whole).
+// Within a phase, by operator class (tvie/class_times.hpp): the phase's measured time split among the classes in the
+// proportions a profiled step gave them (a class the projection has no work for, or the profile no time for, leaves
+// its time to the others), each class against its own projection. A big matrix product and the elementwise kernels
+// around it miss the catalog by different amounts; a phase's one factor carries the measured run's mix of them. A
+// class with no factor here (a convolution where the measured model had none) takes its phase's factor.
+struct ClassCalibration {
+  std::array<CalibrationFactor, kOpClassCount> by_class{};
+  bool any() const {
+    for (const auto& f : by_class)
+      if (f.factor > 0) return true;
+    return false;
+  }
+};
+
 struct PhaseCalibration {
   CalibrationFactor forward, backward, optimizer;
+  ClassCalibration forward_classes, backward_classes;  // when the report has time by class (--profile-classes)
   bool complete() const { return forward.factor > 0 && backward.factor > 0 && optimizer.factor > 0; }
 };
 
-// A training step's time split by phase, as the step timer measured them (the medians of the timed steps).
+// A training step's time split by phase, as the step timer measured them (the medians of the timed steps), and
+// the forward's and backward's time by operator class where one more step was profiled (all zero where not).
 struct MeasuredPhases {
   double forward_s = 0, backward_s = 0, optimizer_s = 0;
+  ClassTimes forward_classes, backward_classes;
 };
 // The mean step `step_s` split in the proportion of the phases' medians (s): the data phase, which the projection
 // has no part for, spread over the three; communication (data parallelism) taken out, as the plan adds its own
@@ -96,10 +114,12 @@ ProjectedTime calibrated(ProjectedTime time, const CalibrationFactor& factor);
 std::string describe_correction(const CalibrationFactor& factor);
 // A training step of `work` projected onto `card` and calibrated: phase by phase (forward, backward and optimizer
 // each projected alone and corrected by its own factor, then summed) when `phases` is complete, else the whole
-// step by `step`.
+// step by `step`; within the forward and the backward, class by class where `phases` has factors by class (each
+// class projected alone, corrected by its class's factor or else its phase's).
 ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
                                        const PhaseCalibration& phases);
-// The phases' factors of a training step of `work` measured on `card` (each phase's projection against its time).
+// The phases' factors of a training step of `work` measured on `card` (each phase's projection against its time),
+// and the forward's and backward's by class where `m` has their time by class.
 PhaseCalibration calibrate_training_phases(const StepWork& work, const Accelerator& card, const MeasuredPhases& m);
 
 // A generation measured (`tvie decode`): requests of `infer.batch_size` decoded together in `infer.dtype`, a

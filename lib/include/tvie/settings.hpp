@@ -57,6 +57,9 @@ struct TrainSettings {
   bool cuda_graph = false;        // capture the whole training step in a CUDA graph and replay it (CUDA)
   LossScalerOptions scaler;       // amp-fp16's dynamic loss scaling
   uint64_t data_seed_offset = 0;  // added to the data seeds (data parallelism: each rank draws other samples)
+  // One more step after the timed ones, under LibTorch's profiler: the forward's and backward's time by operator
+  // class (tvie/class_times.hpp; TrainingResult::time_by_class), which `tvie plan --from` calibrates class by class.
+  bool profile_classes = false;
 };
 
 struct InferSettings {

@@ -13,6 +13,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <tvie/class_times.hpp>
 #include <tvie/energy.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/precision.hpp>
@@ -159,11 +160,12 @@ struct TrainingResult {
   Summary step;                       // statistics of step_ms
   std::vector<PhaseTime> phases;      // data, forward, backward, optimizer over the timed steps
   std::vector<std::vector<double>> step_phases_ms;  // every timed step's phases, in phase order (ms; --trace)
-  std::string timer;                                // "cuda events" / "steady_clock"
-  bool cuda_graph = false;                          // timed steps replayed a captured CUDA graph
-  std::string cuda_graph_scope;                     // what the graph holds, e.g. "forward+backward+optimizer"
-  int64_t ledger_steps = 0;                         // instrumented, untimed (Trainer::kLedgerSteps)
-  int64_t warmup_steps = 0;                         // untimed
+  ProfiledClassTimes time_by_class;  // settings.profile_classes: one more step, profiled (tvie/class_times.hpp)
+  std::string timer;                 // "cuda events" / "steady_clock"
+  bool cuda_graph = false;           // timed steps replayed a captured CUDA graph
+  std::string cuda_graph_scope;      // what the graph holds, e.g. "forward+backward+optimizer"
+  int64_t ledger_steps = 0;          // instrumented, untimed (Trainer::kLedgerSteps)
+  int64_t warmup_steps = 0;          // untimed
   int64_t timed_steps = 0;
   int64_t optimizer_steps = 0;  // all of them, untimed included
   int64_t micro_batches = 0;

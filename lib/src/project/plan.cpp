@@ -345,6 +345,57 @@ StepWork part_of(const StepWork& work, StepPart part) {
 
 }  // namespace
 
+namespace {
+
+bool has_work(const OpWork& w) { return w.flops > 0 || w.bytes > 0 || w.weight_elements > 0 || w.kernels > 0; }
+
+// `phase` (a part_of the step: forward or backward) with one class's work left.
+StepWork class_of(const StepWork& phase, OpClass c) {
+  StepWork w = phase;
+  w.forward = PhaseWork{}, w.backward = PhaseWork{}, w.optimizer = OpWork{};
+  w.forward[c] = phase.forward[c];
+  w.backward[c] = phase.backward[c];
+  return w;
+}
+
+bool has_work(const StepWork& phase, OpClass c) { return has_work(phase.forward[c]) || has_work(phase.backward[c]); }
+
+// One phase projected and calibrated: class by class where `classes` has factors (a class without one takes the
+// phase's), else the phase as one.
+ProjectedTime calibrated_phase(const StepWork& phase, const Accelerator& card, const CalibrationFactor& factor,
+                               const ClassCalibration& classes) {
+  if (!classes.any()) return calibrated(project_time(phase, card), factor);
+  ProjectedTime t;
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const auto c = static_cast<OpClass>(i);
+    if (!has_work(phase, c)) continue;
+    const CalibrationFactor& f =
+        classes.by_class[static_cast<size_t>(i)].factor > 0 ? classes.by_class[static_cast<size_t>(i)] : factor;
+    add_time(t, calibrated(project_time(class_of(phase, c), card), f));
+  }
+  return t;
+}
+
+ClassCalibration calibrate_classes(const StepWork& phase, const Accelerator& card, double phase_s,
+                                   const ClassTimes& times) {
+  ClassCalibration out;
+  double matched = 0;  // the profiled time of the classes that have projected work
+  for (int i = 0; i < kOpClassCount; ++i)
+    if (has_work(phase, static_cast<OpClass>(i)) && times.by_class_ms[static_cast<size_t>(i)] > 0)
+      matched += times.by_class_ms[static_cast<size_t>(i)];
+  if (!(matched > 0) || !(phase_s > 0)) return out;
+  for (int i = 0; i < kOpClassCount; ++i) {
+    const auto c = static_cast<OpClass>(i);
+    const double ms = times.by_class_ms[static_cast<size_t>(i)];
+    if (!has_work(phase, c) || !(ms > 0)) continue;
+    out.by_class[static_cast<size_t>(i)] =
+        calibration_factor(project_time(class_of(phase, c), card), phase_s * ms / matched);
+  }
+  return out;
+}
+
+}  // namespace
+
 ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& card, const CalibrationFactor& step,
                                        const PhaseCalibration& phases) {
   const ProjectedTime whole = project_time(work, card);
@@ -352,8 +403,8 @@ ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& 
   if (!phases.complete() || !whole.supported) return calibrated(whole, step);
   // Each phase never below its own bound, then summed: the step's bound becomes the phases' bounds summed (no
   // lower than the step's single roofline, where a class is memory-bound in one phase and compute-bound in another).
-  ProjectedTime t = calibrated(project_time(part_of(work, StepPart::forward), card), phases.forward);
-  add_time(t, calibrated(project_time(part_of(work, StepPart::backward), card), phases.backward));
+  ProjectedTime t = calibrated_phase(part_of(work, StepPart::forward), card, phases.forward, phases.forward_classes);
+  add_time(t, calibrated_phase(part_of(work, StepPart::backward), card, phases.backward, phases.backward_classes));
   add_time(t, calibrated(project_time(part_of(work, StepPart::optimizer), card), phases.optimizer));
   // by_class[].memory_bound would be each class's in the forward; the whole step's is the one to show.
   for (size_t c = 0; c < t.by_class.size(); ++c) t.by_class[c].memory_bound = whole.by_class[c].memory_bound;
@@ -363,9 +414,12 @@ ProjectedTime calibrated_training_step(const StepWork& work, const Accelerator& 
 
 PhaseCalibration calibrate_training_phases(const StepWork& work, const Accelerator& card, const MeasuredPhases& m) {
   PhaseCalibration c;
-  c.forward = calibration_factor(project_time(part_of(work, StepPart::forward), card), m.forward_s);
-  c.backward = calibration_factor(project_time(part_of(work, StepPart::backward), card), m.backward_s);
+  const StepWork forward = part_of(work, StepPart::forward), backward = part_of(work, StepPart::backward);
+  c.forward = calibration_factor(project_time(forward, card), m.forward_s);
+  c.backward = calibration_factor(project_time(backward, card), m.backward_s);
   c.optimizer = calibration_factor(project_time(part_of(work, StepPart::optimizer), card), m.optimizer_s);
+  c.forward_classes = calibrate_classes(forward, card, m.forward_s, m.forward_classes);
+  c.backward_classes = calibrate_classes(backward, card, m.backward_s, m.backward_classes);
   return c;
 }
 
@@ -443,8 +497,20 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
           const auto& ph = t.at("phases");
           return ph.contains(phase) ? ph.at(phase).value("p50_ms", 0.0) / 1000 : 0.0;
         };
-        const MeasuredPhases m = split_training_step(step_s, median("data"), median("forward"), median("backward"),
-                                                     median("optimizer"), median("communication"));
+        MeasuredPhases m = split_training_step(step_s, median("data"), median("forward"), median("backward"),
+                                               median("optimizer"), median("communication"));
+        // The forward's and backward's time by class, from one profiled step (--profile-classes).
+        if (t.contains("time_by_class") && t.at("time_by_class").value("measured", false)) {
+          const auto classes = [&](const char* phase) {
+            ClassTimes ct;
+            for (int i = 0; i < kOpClassCount; ++i)
+              ct.by_class_ms[static_cast<size_t>(i)] =
+                  t.at("time_by_class").at(phase).value(std::string(to_string(static_cast<OpClass>(i))) + "_ms", 0.0);
+            return ct;
+          };
+          m.forward_classes = classes("forward");
+          m.backward_classes = classes("backward");
+        }
         if (m.forward_s > 0) phases = m;
       }
     }

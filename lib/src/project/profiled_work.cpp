@@ -1,5 +1,4 @@
 // The work of a workload without a trace, counted by LibTorch's profiler (tvie/projection.hpp, profiled_work).
-#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "core/compat.hpp"
 #include "core/text.hpp"
+#include "measure/op_profile.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/projection.hpp>
@@ -19,42 +19,6 @@
 
 namespace tvie {
 namespace {
-
-namespace prof = torch::autograd::profiler;
-namespace impl = torch::profiler::impl;
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-// Operators that only make a new view of their input (or allocate without writing): no kernel, no traffic.
-bool metadata_only(const std::string& name) {
-  static const std::set<std::string> names = {
-      "aten::view",          "aten::_unsafe_view",   "aten::reshape",     "aten::t",
-      "aten::transpose",     "aten::permute",        "aten::expand",      "aten::as_strided",
-      "aten::slice",         "aten::select",         "aten::unsqueeze",   "aten::squeeze",
-      "aten::detach",        "aten::detach_",        "aten::alias",       "aten::empty",
-      "aten::empty_strided", "aten::resize_",        "aten::flatten",     "aten::unflatten",
-      "aten::split",         "aten::chunk",          "aten::narrow",      "aten::numpy_T",
-      "aten::lift_fresh",    "aten::empty_like",     "aten::contiguous",  "aten::expand_as",
-      "aten::view_as",       "aten::unbind",         "aten::result_type", "aten::size",
-      "aten::stride",        "aten::is_nonzero",     "aten::item",        "aten::_local_scalar_dense",
-      "aten::set_",          "aten::_reshape_alias", "aten::type_as",     "aten::to",
-      "aten::_to_copy_meta"};
-  return names.count(name) > 0;
-}
-
-// The class an operator's kernels belong to, by its name (forward and backward variants alike).
-OpClass classify(const std::string& name) {
-  if (has(name, "scaled_dot_product") || has(name, "flash_attention") || has(name, "efficient_attention"))
-    return OpClass::attention;
-  if (has(name, "conv")) return OpClass::convolution;
-  if (name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm" ||
-      name == "aten::matmul" || name == "aten::addmv" || name == "aten::mv" || name == "aten::dot" ||
-      name == "aten::linear" || name == "aten::_int_mm" || has(name, "_linear"))
-    return OpClass::matmul;
-  if (has(name, "norm")) return OpClass::normalization;
-  return OpClass::elementwise;
-}
 
 int64_t element_bytes(const std::string& dtype) {
   static const std::map<std::string, int64_t> sizes = {{"float", 4},
@@ -86,16 +50,10 @@ std::set<std::vector<int64_t>> weight_shapes(torch::nn::Module& module) {
   return shapes;
 }
 
-struct Event {
-  std::string name;
-  uint64_t thread = 0, start = 0, end = 0;
-  double flops = 0;
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<std::string> dtypes;
-};
+using detail::ProfiledOp;
 
 // 2 x L x S x (E + Ev) per batch-and-head: QK^T and PV (LibTorch's profiler has no FLOP formula for attention).
-double attention_flops(const Event& e) {
+double attention_flops(const ProfiledOp& e) {
   if (e.shapes.size() < 3 || e.shapes[0].size() < 2 || e.shapes[1].size() < 2 || e.shapes[2].size() < 2) return 0;
   const auto& q = e.shapes[0];
   const auto& k = e.shapes[1];
@@ -114,43 +72,19 @@ double attention_flops(const Event& e) {
 // inside it is its implementation), any other operator where it is innermost (a leaf); each reads its recorded
 // inputs and writes an output the size of its largest input (the profiler records input shapes only).
 // Attention's FLOPs come from the shapes of the outermost scaled_dot_product_attention.
-PhaseWork count(std::vector<Event> events, const std::set<std::vector<int64_t>>& weights) {
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start != b.start) return a.start < b.start;
-    return a.end > b.end;  // the enclosing event first
-  });
-  std::vector<bool> leaf(events.size(), true);
-  std::vector<int> inside_attention(events.size(), -1);
-  std::vector<bool> flops_above(events.size(), false);  // an enclosing event has a FLOP figure
-  std::vector<bool> unit(events.size(), false);         // the outermost operator of a non-elementwise class
-  std::vector<bool> under_unit(events.size(), false);   // inside such an operator
-  std::vector<size_t> stack;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const auto& e = events[i];
-    while (!stack.empty() && (events[stack.back()].thread != e.thread || events[stack.back()].end <= e.start))
-      stack.pop_back();
-    if (!stack.empty()) {
-      const size_t parent = stack.back();
-      leaf[parent] = false;
-      inside_attention[i] = inside_attention[parent];
-      flops_above[i] = flops_above[parent] || events[parent].flops > 0;
-      under_unit[i] = under_unit[parent] || unit[parent];
-    }
-    unit[i] = !under_unit[i] && !metadata_only(e.name) && classify(e.name) != OpClass::elementwise;
-    if (inside_attention[i] < 0 && classify(e.name) == OpClass::attention) inside_attention[i] = static_cast<int>(i);
-    stack.push_back(i);
-  }
+PhaseWork count(std::vector<ProfiledOp> events, const std::set<std::vector<int64_t>>& weights) {
+  const detail::OpNesting nest = detail::nest_operators(events);
   PhaseWork w;
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
-    const bool attention = inside_attention[i] >= 0;
-    const OpClass c = attention ? OpClass::attention : classify(e.name);
-    if (attention && inside_attention[i] == static_cast<int>(i) && starts_with(e.name, "aten::scaled_dot_product"))
+    const bool attention = nest.inside_attention[i] >= 0;
+    const OpClass c = attention ? OpClass::attention : detail::classify_operator(e.name);
+    if (attention && nest.inside_attention[i] == static_cast<int>(i) &&
+        e.name.rfind("aten::scaled_dot_product", 0) == 0)
       w[c].flops += attention_flops(e);
-    else if (!attention && e.flops > 0 && !flops_above[i])
+    else if (!attention && e.flops > 0 && !nest.flops_above[i])
       w[c].flops += e.flops;
-    if (!unit[i] && (!leaf[i] || under_unit[i] || metadata_only(e.name))) continue;
+    if (!nest.unit[i] && (!nest.leaf[i] || nest.under_unit[i] || detail::metadata_only(e.name))) continue;
     double largest = 0;
     for (size_t k = 0; k < e.shapes.size() && k < e.dtypes.size(); ++k) {
       const int64_t size = element_bytes(e.dtypes[k]);
@@ -169,38 +103,9 @@ PhaseWork count(std::vector<Event> events, const std::set<std::vector<int64_t>>&
   return w;
 }
 
-// Runs `body` under the profiler (CPU activities, input shapes, FLOP figures) and returns its aten events.
 template <typename Body>
-std::vector<Event> profile(Body&& body) {
-  compat::quiet_kineto();
-  impl::ProfilerConfig config(impl::ProfilerState::KINETO, /*report_input_shapes=*/true, /*profile_memory=*/false,
-                              /*with_stack=*/false, /*with_flops=*/true);
-  prof::prepareProfiler(config, {impl::ActivityType::CPU});
-  prof::enableProfiler(config, {impl::ActivityType::CPU});
-  try {
-    body();
-  } catch (...) {
-    prof::disableProfiler();
-    throw;
-  }
-  const auto result = prof::disableProfiler();
-  std::vector<Event> out;
-  for (const auto& e : result->events()) {
-    std::string name = e.name();
-    if (!starts_with(name, "aten::")) continue;
-    Event x;
-    x.name = std::move(name);
-    x.thread = e.startThreadId();
-    x.start = e.startNs();
-    x.end = e.endNs();
-    x.flops = static_cast<double>(e.flops());
-    if (e.hasShapes())
-      for (const auto& s : e.shapes()) x.shapes.push_back(s);
-    if (e.hasTypes())
-      for (const auto& t : e.dtypes()) x.dtypes.push_back(t);
-    out.push_back(std::move(x));
-  }
-  return out;
+std::vector<ProfiledOp> profile(Body&& body) {
+  return detail::profile_operators(std::forward<Body>(body)).ops;
 }
 
 struct Counted {

@@ -765,6 +765,16 @@ void ConsoleReporter::report(const PlanReport& r) {
       factor("  forward", c->training_phases.forward);
       factor("  backward", c->training_phases.backward);
       factor("  optimizer", c->training_phases.optimizer);
+      const auto classes = [&](const char* phase, const ClassCalibration& k) {
+        if (!k.any()) return;
+        out << "  " << pad("", 16) << "the " << phase
+            << " by operator class (its time split as a profiled step's; these calibrate it, a class not listed "
+               "takes the phase's):\n";
+        for (int i = 0; i < kOpClassCount; ++i)
+          factor(cat("  ", to_string(static_cast<OpClass>(i))).c_str(), k.by_class[static_cast<size_t>(i)]);
+      };
+      classes("forward", c->training_phases.forward_classes);
+      classes("backward", c->training_phases.backward_classes);
     }
     factor("inference batch", c->inference);
     factor("prefill", c->prefill);

@@ -352,7 +352,13 @@ Section calibration_section(const Calibration& c) {
   row(phases ? "training step (its phases below calibrate training)" : "training step", c.training);
   if (phases) {
     row("training: forward", c.training_phases.forward);
+    for (int i = 0; i < kOpClassCount; ++i)
+      row(cat("training: forward: ", to_string(static_cast<OpClass>(i))),
+          c.training_phases.forward_classes.by_class[static_cast<size_t>(i)]);
     row("training: backward", c.training_phases.backward);
+    for (int i = 0; i < kOpClassCount; ++i)
+      row(cat("training: backward: ", to_string(static_cast<OpClass>(i))),
+          c.training_phases.backward_classes.by_class[static_cast<size_t>(i)]);
     row("training: optimizer", c.training_phases.optimizer);
   }
   row("inference batch", c.inference);

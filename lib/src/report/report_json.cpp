@@ -154,6 +154,23 @@ json energy_json(const EnergyReading& e, double joules_per_sample) {
           {"source", e.source}};
 }
 
+json class_times_json(const ClassTimes& t) {
+  json j = json::object();
+  for (size_t c = 0; c < t.by_class_ms.size(); ++c)
+    j[std::string(to_string(static_cast<OpClass>(c))) + "_ms"] = t.by_class_ms[c];
+  j["other_ms"] = t.other_ms;
+  return j;
+}
+
+json time_by_class_json(const ProfiledClassTimes& t) {
+  if (!t.measured()) return {{"measured", false}, {"unavailable", t.unavailable}};
+  return {{"measured", true},
+          {"method", t.method},
+          {"forward", class_times_json(t.forward)},
+          {"backward", class_times_json(t.backward)},
+          {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
+}
+
 json training_json(const TrainSettings& s, const TrainingResult& t, const DistributedResult* distributed = nullptr) {
   json phases = json::object();
   for (const auto& p : t.phases) phases[p.name] = {{"p50_ms", p.p50_ms}, {"share", p.share}};
@@ -168,6 +185,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"checkpoint", checkpoint_to_string(t.checkpoint_every)},
               {"clip_grad_norm", s.clip_grad_norm},
               {"cuda_graph", s.cuda_graph},
+              {"profile_classes", s.profile_classes},
               {"data_batches", s.data_batches},
               {"seed", s.seed}}},
             {"memory_counter", t.memory_counter},
@@ -193,6 +211,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"achieved_tflops", t.achieved_tflops}}},
             {"energy", energy_json(t.energy, t.joules_per_sample)},
             {"loss", {{"first", t.first_loss}, {"final", t.final_loss}, {"curve", curve}}}};
+  if (s.profile_classes) j["time_by_class"] = time_by_class_json(t.time_by_class);
   if (t.loss_scaling)
     j["loss_scaling"] = {
         {"initial_scale", t.initial_scale}, {"final_scale", t.final_scale}, {"skipped_steps", t.skipped_steps}};
@@ -720,6 +739,12 @@ std::string to_json_string(const PlanReport& r, int indent) {
     mode("training_forward", c->training_phases.forward);  // the phases: factor 0 where the report had none
     mode("training_backward", c->training_phases.backward);
     mode("training_optimizer", c->training_phases.optimizer);
+    // Within the forward and backward, by class (--profile-classes reports): factor 0 where a class has none.
+    for (int i = 0; i < kOpClassCount; ++i) {
+      const std::string name = to_string(static_cast<OpClass>(i));
+      mode("training_forward_" + name, c->training_phases.forward_classes.by_class[static_cast<size_t>(i)]);
+      mode("training_backward_" + name, c->training_phases.backward_classes.by_class[static_cast<size_t>(i)]);
+    }
     mode("inference", c->inference);
     mode("prefill", c->prefill);
     mode("decoding", c->decoding);
@@ -742,6 +767,9 @@ std::string to_json_string(const PlanReport& r, int indent) {
          {"efficiency", efficiency_json(c.card.efficiency)},
          {"training_calibration", c.training_calibration.factor},
          {"training_calibration_by_phase", c.training_phase_calibration.complete()},
+         {"training_calibration_by_class",
+          c.training_phase_calibration.complete() && (c.training_phase_calibration.forward_classes.any() ||
+                                                      c.training_phase_calibration.backward_classes.any())},
          {"inference_calibration", c.inference_calibration.factor},
          {"prefill_calibration", c.prefill_calibration.factor},
          {"decoding_calibration", c.decoding_calibration.factor},

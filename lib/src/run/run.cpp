@@ -315,13 +315,18 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
 
 namespace {
 
-// The measured step split by its phases (nothing for a CUDA-graph step, timed whole).
+// The measured step split by its phases, with their time by class where a step was profiled (nothing for a
+// CUDA-graph step, timed whole).
 std::optional<MeasuredPhases> measured_phases(const TrainingResult& t) {
   if (t.cuda_graph) return std::nullopt;
   double ms[kPhaseCount] = {};
   for (const auto& p : t.phases) ms[p.phase] = p.p50_ms / 1000;
-  const MeasuredPhases m = split_training_step(t.step.mean / 1000, ms[kPhaseData], ms[kPhaseForward],
-                                               ms[kPhaseBackward], ms[kPhaseOptimizer], ms[kPhaseCommunication]);
+  MeasuredPhases m = split_training_step(t.step.mean / 1000, ms[kPhaseData], ms[kPhaseForward], ms[kPhaseBackward],
+                                         ms[kPhaseOptimizer], ms[kPhaseCommunication]);
+  if (t.time_by_class.measured()) {
+    m.forward_classes = t.time_by_class.forward;
+    m.backward_classes = t.time_by_class.backward;
+  }
   if (!(m.forward_s > 0)) return std::nullopt;
   return m;
 }
@@ -355,6 +360,7 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
   TrainSettings train = settings.train;
   train.steps = m.steps;
   train.warmup_steps = m.warmup_steps;
+  train.profile_classes = true;  // the forward's and backward's time by class: the projection calibrated by class
   validate(train, device);
   log::info(cat("measuring ", measured.name(), " on ", device.str(), " to calibrate the projection"));
   const TrainingResult t = measure_training(measured, train, device);

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "core/compat.hpp"
+#include "core/text.hpp"
+#include "measure/op_profile.hpp"
 #include "scenarios/cuda_graph.hpp"
 #include "scenarios/harness.hpp"
 #include "scenarios/optimizers.hpp"
@@ -331,6 +333,83 @@ Throughput throughput(const ModelFacts& facts, int64_t batch_size, double mean_s
 
 }  // namespace training
 
+namespace {
+
+// A StepTimer that leaves the step's phase boundaries in the profile, as zero-length user scopes.
+class ProfilerPhaseMarks final : public StepTimer {
+ public:
+  void start() override { detail::mark_profile("tvie::start"); }
+  void mark(int phase) override { detail::mark_profile(std::string("tvie::end::") + phase_name(phase)); }
+  std::vector<std::vector<double>> collect_phases_ms(int) override { return {}; }
+  std::string description() const override { return "phase marks in a profile"; }
+};
+
+void add_to(ClassTimes& into, const ClassTimes& t) {
+  for (size_t c = 0; c < into.by_class_ms.size(); ++c) into.by_class_ms[c] += t.by_class_ms[c];
+  into.other_ms += t.other_ms;
+}
+
+// One more step under LibTorch's profiler, its forward and backward time by operator class (tvie/class_times.hpp).
+ProfiledClassTimes profile_step_by_class(Trainer& trainer, const TrainSettings& settings, const c10::Device& device,
+                                         bool with_hook) {
+  ProfiledClassTimes t;
+  if (settings.cuda_graph) {
+    t.unavailable = "not with a CUDA graph (its replay is timed whole)";
+    return t;
+  }
+  if (with_hook) {
+    t.unavailable = "not in data-parallel runs (the profiled step's communication would join the timed steps')";
+    return t;
+  }
+  const bool kernels = device.is_cuda();
+  ProfilerPhaseMarks marks;
+  detail::OpProfile p;
+  try {
+    synchronize(device);  // no earlier kernel in the profile
+    p = detail::profile_operators(
+        [&] {
+          marks.start();
+          trainer.step(&marks);
+          synchronize(device);
+        },
+        kernels);
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const std::exception& e) {
+    t.unavailable = cat("the profiler failed: ", detail::first_line(e.what()));
+    return t;
+  }
+  uint64_t start = 0;
+  std::vector<uint64_t> ends;
+  std::vector<std::string> names;
+  const std::string end_of = "tvie::end::";
+  for (const auto& m : p.markers) {
+    if (m.name == "tvie::start") start = m.start_ns;
+    if (m.name.rfind(end_of, 0) == 0) ends.push_back(m.start_ns), names.push_back(m.name.substr(end_of.size()));
+  }
+  if (start == 0 || ends.empty()) {
+    t.unavailable = "the profiler recorded none of the step's phase marks";
+    return t;
+  }
+  const auto windows = detail::class_times_in_windows(p, start, ends, kernels, &t.unlinked_kernel_ms);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    if (names[w] == phase_name(kPhaseForward)) add_to(t.forward, windows[w]);
+    if (names[w] == phase_name(kPhaseBackward)) add_to(t.backward, windows[w]);
+  }
+  if (!(t.forward.classes_ms() > 0) || !(t.backward.classes_ms() > 0)) {
+    t.unavailable = kernels ? "the profiler recorded no kernels of the step's operators (CUPTI)"
+                            : "the profiler recorded no operator time in the forward or backward";
+    return t;
+  }
+  t.method = kernels ? "LibTorch's profiler (Kineto, CUPTI) over one step after the timed ones: each kernel's "
+                       "device time, by the class of the operator that launched it"
+                     : "LibTorch's profiler (Kineto) over one step after the timed ones: each aten operator's self "
+                       "time on the host, by class";
+  return t;
+}
+
+}  // namespace
+
 TrainingResult measure_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
                                 std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
   auto probe = make_memory_probe(device);
@@ -383,6 +462,7 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
     r.step_ms = std::move(phases.step_ms);
     r.phases = std::move(phases.phases);
     r.timer = timer->description();
+    if (settings.profile_classes) r.time_by_class = profile_step_by_class(trainer, settings, device, with_hook);
     r.optimizer_steps = trainer.optimizer_steps();
     r.micro_batches = trainer.micro_batches();
     r.checkpointed_blocks = trainer.checkpointed_blocks();

@@ -646,6 +646,12 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
     forward += c[std::string("training_forward_") + k + "_measured_s"].get<double>();
   CHECK(forward == Approx(c["training_forward_measured_s"].get<double>()));
   CHECK(r.out.find("the forward by operator class") != std::string::npos);
+  // ... and the inference batch, from one more batch profiled.
+  CHECK(c["inference_matmul_factor"].get<double>() > 0);
+  double batch = 0;
+  for (const char* k : {"matmul", "convolution", "attention", "normalization", "elementwise"})
+    batch += c[std::string("inference_") + k + "_measured_s"].get<double>();
+  CHECK(batch == Approx(c["inference_measured_s"].get<double>()));
   // The generation asked (16 prompt tokens, 8 new) measured too: its prefill and decoding step have factors.
   CHECK(c["prefill_factor"].get<double>() ==
         Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
@@ -657,8 +663,10 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   bool any_below = false;
   std::vector<std::string> modes = {"training",  "training_forward", "training_backward", "training_optimizer",
                                     "inference", "prefill",          "decoding"};
-  for (const char* k : {"matmul", "attention", "normalization", "elementwise"})  // gpt's classes
+  for (const char* k : {"matmul", "attention", "normalization", "elementwise"}) {  // gpt's classes
     modes.push_back(std::string("training_forward_") + k), modes.push_back(std::string("training_backward_") + k);
+    modes.push_back(std::string("inference_") + k);
+  }
   for (const std::string& mode : modes) {
     INFO(mode);
     const bool below = c[mode + "_measured_s"].get<double>() < c[mode + "_bound_s"].get<double>();
@@ -677,6 +685,8 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(j["cards"][0]["training_calibration_by_phase"] == false);
   CHECK(j["cards"][1]["training_calibration_by_class"] == true);
   CHECK(j["cards"][0]["training_calibration_by_class"] == false);
+  CHECK(j["cards"][1]["inference_calibration_by_class"] == true);
+  CHECK(j["cards"][0]["inference_calibration_by_class"] == false);
   CHECK(j["cards"][1]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
   CHECK(j["cards"][1]["prefill_calibration"].get<double>() == Approx(c["prefill_factor"].get<double>()));
   // --measure and --from together: one line, exit code 2.

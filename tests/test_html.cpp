@@ -136,6 +136,25 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
   for (const char* row : {"training: forward", "training: backward", "training: optimizer", "inference batch",
                           "the operators&#39; time x", "NVIDIA H200"})
     CHECK(k.find(row) != std::string::npos);
+  CHECK(k.find("training: forward: matmul") == std::string::npos);  // the H200 report has no time by class
+  // A CPU report with one more step and batch profiled (--profile-classes): a row per class under its phase.
+  if (local_host_accelerator()) {
+    const auto report = (dir.path / "compare.json").string();
+    const auto compare = test::run_cli(
+        "compare --model gpt --preset tiny --batch 4 --steps 2 --warmup 1 --device cpu "
+        "--profile-classes -q --json " +
+        report);
+    REQUIRE(compare.exit_code == 0);
+    const auto by_class = test::run_cli("plan --model gpt --preset tiny --batch 4 --cards t4 -q --from " + report +
+                                        " --html " + (dir.path / "plan-by-class.html").string());
+    INFO(by_class.out);
+    REQUIRE(by_class.exit_code == 0);
+    const std::string c = read_text(dir.path / "plan-by-class.html");
+    for (const char* row : {"training: forward: matmul", "training: backward: matmul", "training: forward: attention",
+                            "inference batch: matmul"})
+      CHECK(c.find(row) != std::string::npos);
+    CHECK(c.find("training: forward: convolution") == std::string::npos);  // gpt has none: no row
+  }
 
   const auto infer = test::run_cli(
       "infer --model gpt --preset tiny --batch 1,256 --dtype fp32 --steps 2 --warmup 0 --device cpu "

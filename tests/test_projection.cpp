@@ -852,6 +852,22 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   CHECK(backward == Approx(kc.backward.measured_s));
   const auto by_class = plan_cards(*w, s, {*host});
   CHECK(by_class[0].training.step.estimate_s == Approx(expected));
+  CHECK_FALSE(s.calibration->inference_classes.any());  // a train report has no inference batch
+
+  // A compare report with one more inference batch profiled: the batch at the training batch calibrated by class
+  // (the plan's inference at batch 1 is another batch: only checked to be calibrated).
+  CompareSettings cs;
+  cs.train = t;
+  cs.infer.batch_size = t.batch_size, cs.infer.steps = 3, cs.infer.warmup_steps = 1, cs.infer.profile_classes = true;
+  const CompareReport cr = run_compare(*w, cs, {"cpu", {}});
+  const Calibration ci = calibration_from_report(to_json_string(cr), "compare.json", host);
+  REQUIRE(ci.inference_classes.any());
+  double batch = 0;
+  for (const auto& f : ci.inference_classes.by_class) batch += f.measured_s;
+  CHECK(batch == Approx(ci.inference.measured_s));
+  s.calibration = ci;
+  const auto infer_plans = plan_cards(*w, s, {*host});
+  CHECK(infer_plans[0].inference_class_calibration.any());
 }
 
 TEST_CASE("a measured generation takes the decoding's batch, dtype and lengths, and its times in seconds",

@@ -489,4 +489,14 @@ TEST_CASE("time by class: one more step profiled after the timed ones, its forwa
   CHECK(c.time_by_class.forward[OpClass::convolution] > 0);
   CHECK(c.time_by_class.backward[OpClass::convolution] > 0);
   CHECK(c.time_by_class.forward[OpClass::attention] == 0);
+  // An inference batch: one more batch after the timed ones, its classes in `forward`, no backward.
+  InferSettings i = test::small_infer();
+  i.profile_classes = true;
+  const InferenceResult b = measure_inference(*gpt, i, kCpu);
+  REQUIRE(b.time_by_class.measured());
+  CHECK(b.time_by_class.method.find("one batch after the timed ones") != std::string::npos);
+  CHECK(b.time_by_class.forward[OpClass::matmul] > 0);
+  CHECK(b.time_by_class.forward[OpClass::attention] > 0);
+  CHECK(b.time_by_class.backward.classes_ms() == 0);
+  CHECK(b.latency_ms.size() == static_cast<size_t>(i.steps));
 }

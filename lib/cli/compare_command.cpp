@@ -64,6 +64,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.warmup_steps = s.train.warmup_steps;
     s.infer.seed = s.train.seed;
     s.infer.cuda_graph = o->infer_cuda_graph;
+    s.infer.profile_classes = s.train.profile_classes;  // one more training step and one more inference batch
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {

@@ -112,8 +112,8 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_field_flag(cmd, "--cuda-graph", s.cuda_graph, "Capture the training step in a CUDA graph and replay it (CUDA)",
                  "train.cuda_graph");
   add_field_flag(cmd, "--profile-classes", s.profile_classes,
-                 "One more step under LibTorch's profiler: forward and backward time by operator class (for plan "
-                 "--from)",
+                 "One more training step (compare: and inference batch) under LibTorch's profiler: time by operator "
+                 "class, which plan --from calibrates class by class",
                  "train.profile_classes");
   add_field_option(cmd, "--data-batches", s.data_batches, "Distinct synthetic batches cycled through",
                    "train.data_batches")

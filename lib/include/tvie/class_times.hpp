@@ -1,12 +1,12 @@
-// Where a training step's time goes, by operator class (matmul, convolution, attention, normalisation, elementwise:
-// the classes `tvie plan` projects, tvie/projection.hpp). Measured with LibTorch's profiler over one more step after
-// the timed ones (TrainSettings::profile_classes), never over a timed step: the profiler adds its own cost to every
-// operator. On the CPU: each aten operator's self time, given to the class of the outermost matrix, convolution,
-// attention or normalisation operator enclosing it (an addmm's bias copy is matmul time), else its own; what the
-// phase spends outside any operator (the autograd engine, the optimizer's loop) is `other_ms`. On CUDA: the device's
-// kernel times, each given to the class of the operator that launched it. Used as shares: `tvie plan` splits a
-// phase's measured time (from the unprofiled steps) among the classes in these proportions, and calibrates each
-// class against its own projection (tvie/plan.hpp, ClassCalibration).
+// Where a training step's (or an inference batch's) time goes, by operator class (matmul, convolution, attention,
+// normalisation, elementwise: the classes `tvie plan` projects, tvie/projection.hpp). Measured with LibTorch's profiler
+// over one more step after the timed ones (TrainSettings::profile_classes; a batch: InferSettings::profile_classes),
+// never over a timed one: the profiler adds its own cost to every operator. On the CPU: each aten operator's self time,
+// given to the class of the outermost matrix, convolution, attention or normalisation operator enclosing it (an addmm's
+// bias copy is matmul time), else its own; what the phase spends outside any operator (the autograd engine, the
+// optimizer's loop) is `other_ms`. On CUDA: the device's kernel times, each given to the class of the operator that
+// launched it. Used as shares: `tvie plan` splits a phase's measured time (from the unprofiled steps) among the classes
+// in these proportions, and calibrates each class against its own projection (tvie/plan.hpp, ClassCalibration).
 #pragma once
 
 #include <array>

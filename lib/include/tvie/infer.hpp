@@ -9,6 +9,7 @@
 
 #include <torch/nn/module.h>
 
+#include <tvie/class_times.hpp>
 #include <tvie/energy.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/timeline.hpp>
@@ -85,6 +86,8 @@ struct InferenceResult {
   // Energy over the timed batches (tvie/energy.hpp; "not available: why" where no counter can be read).
   EnergyReading energy;
   double joules_per_sample = -1;  // energy / (timed batches x batch); -1 when not available
+  // settings.profile_classes: one more batch, profiled (tvie/class_times.hpp); its time by class in `forward`.
+  ProfiledClassTimes time_by_class;
 };
 
 // Settings validated first (validate(settings, device); tvie/run.hpp's runners do it once).

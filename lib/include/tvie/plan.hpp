@@ -89,16 +89,17 @@ MeasuredPhases split_training_step(double step_s, double data_s, double forward_
                                    double optimizer_s, double communication_s = 0);
 
 struct Calibration {
-  std::string source;                // the report's path
-  std::string device;                // as the report names it: "cuda:0 (NVIDIA H200)"
-  std::string card_id;               // the catalog card it ran on: "h200", or "host"
-  std::string architecture;          // the cards it calibrates: "Hopper"; "host" for the host card only
-  std::string workload;              // "gpt/gpt2-small"
-  CalibrationFactor training;        // one training step
-  PhaseCalibration training_phases;  // its phases; when complete, they calibrate training instead of `training`
-  CalibrationFactor inference;       // one inference batch
-  CalibrationFactor prefill;         // a generation's prefill (its time to the first token)
-  CalibrationFactor decoding;        // a generation's decoding step (its mean time per output token)
+  std::string source;                  // the report's path
+  std::string device;                  // as the report names it: "cuda:0 (NVIDIA H200)"
+  std::string card_id;                 // the catalog card it ran on: "h200", or "host"
+  std::string architecture;            // the cards it calibrates: "Hopper"; "host" for the host card only
+  std::string workload;                // "gpt/gpt2-small"
+  CalibrationFactor training;          // one training step
+  PhaseCalibration training_phases;    // its phases; when complete, they calibrate training instead of `training`
+  CalibrationFactor inference;         // one inference batch
+  ClassCalibration inference_classes;  // its classes, when the report has its time by class (--profile-classes)
+  CalibrationFactor prefill;           // a generation's prefill (its time to the first token)
+  CalibrationFactor decoding;          // a generation's decoding step (its mean time per output token)
 };
 
 // The correction that makes `projected` (the projection of a measured run on the card it ran on) equal to
@@ -264,7 +265,8 @@ struct CardPlan {
   // The calibrations applied to this card's estimates (factor 0: none: not the calibrated architecture). With
   // generation, prefill and decoding are its two phases' (their own, or the inference batch's).
   CalibrationFactor training_calibration, inference_calibration, prefill_calibration, decoding_calibration;
-  PhaseCalibration training_phase_calibration;  // complete: these calibrated training, not training_calibration
+  PhaseCalibration training_phase_calibration;   // complete: these calibrated training, not training_calibration
+  ClassCalibration inference_class_calibration;  // any(): these calibrated the inference batch by class
   TrainingPlan training;
   InferencePlan inference;
 };
@@ -283,12 +285,14 @@ Calibration calibration_from_report(const std::string& json_text, const std::str
                                     const std::optional<Accelerator>& host);
 
 // The calibration from times measured here or elsewhere: `workload` at `train` (its mean step, s) and `infer` (its
-// mean batch latency, s) projected onto `card` (either may be absent: no factor for that mode). source, device
-// are left empty for the caller.
+// mean batch latency, s) projected onto `card` (either may be absent: no factor for that mode); the step's phases
+// (and their time by class) and the batch's time by class where measured. source, device are left empty for the
+// caller.
 Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
                                          const std::optional<TrainSettings>& train, double step_s,
                                          const std::optional<InferSettings>& infer, double latency_s,
-                                         const std::optional<MeasuredPhases>& phases = std::nullopt);
+                                         const std::optional<MeasuredPhases>& phases = std::nullopt,
+                                         const ClassTimes& inference_classes = {});
 // ... and the prefill and decoding factors of a measured generation (`workload` a zoo gpt or llama), added to `into`.
 void calibrate_generation(Calibration& into, const Workload& workload, const Accelerator& card,
                           const MeasuredGeneration& measured);

@@ -69,6 +69,9 @@ struct InferSettings {
   InferenceDtype dtype = InferenceDtype::fp32;  // weights (and floating inputs) of the inference copy
   uint64_t seed = 0;
   bool cuda_graph = false;  // CUDA: capture the forward once at this batch size and replay it
+  // One more batch after the timed ones, under LibTorch's profiler: its time by operator class
+  // (InferenceResult::time_by_class), which `tvie plan --from` calibrates class by class.
+  bool profile_classes = false;
 };
 
 // run_compare (tvie/run.hpp): the model is the Workload, the device is in RunOptions.

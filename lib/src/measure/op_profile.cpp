@@ -199,4 +199,48 @@ std::vector<ClassTimes> class_times_in_windows(OpProfile profile, uint64_t start
   return out;
 }
 
+ProfiledClassTimes profile_phases_by_class(const std::function<void()>& body, bool device_kernels,
+                                           const std::vector<std::string>& phases, const std::string& what) {
+  ProfiledClassTimes t;
+  OpProfile p;
+  try {
+    p = profile_operators(body, device_kernels);
+  } catch (const c10::OutOfMemoryError&) {
+    throw;
+  } catch (const std::exception& e) {
+    const std::string text = e.what();
+    t.unavailable = "the profiler failed: " + text.substr(0, text.find('\n'));
+    return t;
+  }
+  uint64_t start = 0;
+  std::vector<uint64_t> ends;
+  std::vector<std::string> names;
+  const std::string end_of = "tvie::end::";
+  for (const auto& m : p.markers) {
+    if (m.name == "tvie::start") start = m.start_ns;
+    if (m.name.rfind(end_of, 0) == 0) ends.push_back(m.start_ns), names.push_back(m.name.substr(end_of.size()));
+  }
+  if (start == 0 || ends.empty()) {
+    t.unavailable = "the profiler recorded none of the phase marks";
+    return t;
+  }
+  const auto windows = class_times_in_windows(p, start, ends, device_kernels, &t.unlinked_kernel_ms);
+  for (size_t w = 0; w < windows.size(); ++w)
+    for (size_t k = 0; k < phases.size() && k < 2; ++k) {
+      if (names[w] != phases[k]) continue;
+      ClassTimes& into = k == 0 ? t.forward : t.backward;
+      for (size_t c = 0; c < into.by_class_ms.size(); ++c) into.by_class_ms[c] += windows[w].by_class_ms[c];
+      into.other_ms += windows[w].other_ms;
+    }
+  if (!(t.forward.classes_ms() > 0) || (phases.size() > 1 && !(t.backward.classes_ms() > 0))) {
+    t.unavailable = device_kernels ? "the profiler recorded no kernels of the operators (CUPTI)"
+                                   : "the profiler recorded no operator time";
+    return t;
+  }
+  t.method = "LibTorch's profiler (Kineto" + std::string(device_kernels ? ", CUPTI" : "") + ") over " + what +
+             (device_kernels ? ": each kernel's device time, by the class of the operator that launched it"
+                             : ": each aten operator's self time on the host, by class");
+  return t;
+}
+
 }  // namespace tvie::detail

@@ -79,4 +79,13 @@ std::vector<ClassTimes> class_times_in_windows(OpProfile profile, uint64_t start
                                                const std::vector<uint64_t>& ends_ns, bool device_kernels,
                                                double* unlinked_ms = nullptr);
 
+// Runs `body` under the profiler (`device_kernels`: with CUPTI's kernels, their device time by class) and returns
+// each of its phases' time by class, summed over the phase's windows, by phase name. `body` marks its phases:
+// mark_profile("tvie::start") first, then mark_profile("tvie::end::NAME") at the end of each phase NAME (a
+// StepTimer's marks). Never throws for the profiler: a ProfiledClassTimes with `unavailable` set says what went
+// wrong; `method` says how they were measured, with `what` ("one step after the timed ones"). The phases named in
+// `phases` fill forward and backward, in that order (one name: forward only).
+ProfiledClassTimes profile_phases_by_class(const std::function<void()>& body, bool device_kernels,
+                                           const std::vector<std::string>& phases, const std::string& what);
+
 }  // namespace tvie::detail

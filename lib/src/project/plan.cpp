@@ -364,15 +364,16 @@ bool has_work(const StepWork& phase, OpClass c) { return has_work(phase.forward[
 // phase's), else the phase as one.
 ProjectedTime calibrated_phase(const StepWork& phase, const Accelerator& card, const CalibrationFactor& factor,
                                const ClassCalibration& classes) {
-  if (!classes.any()) return calibrated(project_time(phase, card), factor);
+  const ProjectedTime whole = project_time(phase, card);
+  if (!classes.any() || !whole.supported) return calibrated(whole, factor);
   ProjectedTime t;
   for (int i = 0; i < kOpClassCount; ++i) {
     const auto c = static_cast<OpClass>(i);
     if (!has_work(phase, c)) continue;
-    const CalibrationFactor& f =
-        classes.by_class[static_cast<size_t>(i)].factor > 0 ? classes.by_class[static_cast<size_t>(i)] : factor;
-    add_time(t, calibrated(project_time(class_of(phase, c), card), f));
+    const auto& own = classes.by_class[static_cast<size_t>(i)];
+    add_time(t, calibrated(project_time(class_of(phase, c), card), own.factor > 0 ? own : factor));
   }
+  for (size_t c = 0; c < t.by_class.size(); ++c) t.by_class[c].memory_bound = whole.by_class[c].memory_bound;
   return t;
 }
 
@@ -473,6 +474,18 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   std::optional<MeasuredGeneration> generation;
   double step_s = 0, latency_s = 0;
   std::optional<MeasuredPhases> phases;
+  ClassTimes inference_classes;
+  // A mode's time by class, from one profiled step or batch (--profile-classes): `phase` of its time_by_class.
+  const auto profiled = [](const json& mode) {
+    return mode.contains("time_by_class") && mode.at("time_by_class").value("measured", false);
+  };
+  const auto class_times = [](const json& mode, const char* phase) {
+    ClassTimes ct;
+    for (int i = 0; i < kOpClassCount; ++i)
+      ct.by_class_ms[static_cast<size_t>(i)] =
+          mode.at("time_by_class").at(phase).value(std::string(to_string(static_cast<OpClass>(i))) + "_ms", 0.0);
+    return ct;
+  };
   const auto read_train = [&](const json& t) {
     TrainSettings s;
     const auto& k = t.at("settings");
@@ -500,16 +513,9 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
         MeasuredPhases m = split_training_step(step_s, median("data"), median("forward"), median("backward"),
                                                median("optimizer"), median("communication"));
         // The forward's and backward's time by class, from one profiled step (--profile-classes).
-        if (t.contains("time_by_class") && t.at("time_by_class").value("measured", false)) {
-          const auto classes = [&](const char* phase) {
-            ClassTimes ct;
-            for (int i = 0; i < kOpClassCount; ++i)
-              ct.by_class_ms[static_cast<size_t>(i)] =
-                  t.at("time_by_class").at(phase).value(std::string(to_string(static_cast<OpClass>(i))) + "_ms", 0.0);
-            return ct;
-          };
-          m.forward_classes = classes("forward");
-          m.backward_classes = classes("backward");
+        if (profiled(t)) {
+          m.forward_classes = class_times(t, "forward");
+          m.backward_classes = class_times(t, "backward");
         }
         if (m.forward_s > 0) phases = m;
       }
@@ -520,6 +526,7 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
       s.dtype = parse_inference_dtype(j.at("inference").at("settings").at("dtype").get<std::string>(), "from");
       infer = s;
       latency_s = j.at("inference").at("latency_ms").at("mean").get<double>() / 1000;
+      if (profiled(j.at("inference"))) inference_classes = class_times(j.at("inference"), "batch");
     }
     if (j.contains("decoding") && j.at("decoding").contains("ttft_ms")) {  // tvie decode
       const auto& d = j.at("decoding");
@@ -535,7 +542,8 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   } catch (const json::exception& e) {
     bad_report(source, detail::first_line(e.what()), accepted);
   }
-  Calibration m = calibration_from_measurement(*workload, card, train, step_s, infer, latency_s, phases);
+  Calibration m =
+      calibration_from_measurement(*workload, card, train, step_s, infer, latency_s, phases, inference_classes);
   if (generation) {
     try {
       calibrate_generation(m, *workload, card, *generation);
@@ -555,7 +563,8 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
 Calibration calibration_from_measurement(const Workload& workload, const Accelerator& card,
                                          const std::optional<TrainSettings>& train, double step_s,
                                          const std::optional<InferSettings>& infer, double latency_s,
-                                         const std::optional<MeasuredPhases>& phases) {
+                                         const std::optional<MeasuredPhases>& phases,
+                                         const ClassTimes& inference_classes) {
   Calibration c;
   c.workload = workload.name();
   c.card_id = card.id;
@@ -565,8 +574,11 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
     c.training = calibration_factor(project_time(work, card), step_s);
     if (phases) c.training_phases = calibrate_training_phases(work, card, *phases);
   }
-  if (infer && latency_s > 0)
-    c.inference = calibration_factor(project_time(inference_batch_work(workload, *infer), card), latency_s);
+  if (infer && latency_s > 0) {
+    const StepWork work = inference_batch_work(workload, *infer);
+    c.inference = calibration_factor(project_time(work, card), latency_s);
+    if (c.inference.factor > 0) c.inference_classes = calibrate_classes(work, card, latency_s, inference_classes);
+  }
   return c;
 }
 
@@ -835,7 +847,9 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
   // A batch of b requests, projected: one forward, or (generation) the prefill and the decoding steps, each
   // phase with its factor.
   const auto batch_time = [&](int64_t b, ProjectedTime* prefill, ProjectedTime* decoding = nullptr) {
-    if (!p.generating()) return calibrated(project_time(p.inference_work(b), card), factors.inference_calibration);
+    if (!p.generating())
+      return calibrated_phase(p.inference_work(b), card, factors.inference_calibration,
+                              factors.inference_class_calibration);
     GenerationTime g = p.generation(b, card);
     g.prefill = calibrated(g.prefill, factors.prefill_calibration);
     g.decoding = calibrated(g.decoding, factors.decoding_calibration);
@@ -997,6 +1011,7 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
         plan.training_phase_calibration = c->training_phases;
         // A forward of whole sequences; a decode report's prefill stands in for it when it has none.
         plan.inference_calibration = either(c->inference, c->prefill);
+        if (c->inference.factor > 0) plan.inference_class_calibration = c->inference_classes;
         if (p.generating()) {  // each phase its own factor, else the forward's
           plan.prefill_calibration = either(c->prefill, c->inference);
           plan.decoding_calibration = either(c->decoding, c->inference);

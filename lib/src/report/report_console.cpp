@@ -777,6 +777,14 @@ void ConsoleReporter::report(const PlanReport& r) {
       classes("backward", c->training_phases.backward_classes);
     }
     factor("inference batch", c->inference);
+    if (c->inference_classes.any()) {
+      out << "  " << pad("", 16)
+          << "by operator class (its time split as a profiled batch's; these calibrate it, a class not listed takes "
+             "the batch's):\n";
+      for (int i = 0; i < kOpClassCount; ++i)
+        factor(cat("  ", to_string(static_cast<OpClass>(i))).c_str(),
+               c->inference_classes.by_class[static_cast<size_t>(i)]);
+    }
     factor("prefill", c->prefill);
     factor("decoding step", c->decoding);
     if (s.new_tokens > 0 && c->inference.factor > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))

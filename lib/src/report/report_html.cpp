@@ -362,6 +362,9 @@ Section calibration_section(const Calibration& c) {
     row("training: optimizer", c.training_phases.optimizer);
   }
   row("inference batch", c.inference);
+  for (int i = 0; i < kOpClassCount; ++i)
+    row(cat("inference batch: ", to_string(static_cast<OpClass>(i))),
+        c.inference_classes.by_class[static_cast<size_t>(i)]);
   row("prefill", c.prefill);
   row("decoding step", c.decoding);
   const std::string cards = c.architecture == "host" ? "the host card" : "the " + c.architecture + " cards";

@@ -254,23 +254,33 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
 }
 
 json inference_json(const InferenceResult& i) {
-  return {{"memory_counter", i.memory_counter},
-          {"memory", memory_json(i.memory)},
-          {"memory_predicted", predicted_json(i.predicted)},
-          {"timer", i.timer},
-          {"cuda_graph", i.cuda_graph},
-          {"linear_layers", {{"converted", i.linears_converted}, {"kept_dense", i.linears_kept_dense}}},
-          {"ledger_batches", i.ledger_batches},
-          {"warmup_batches", i.warmup_batches},
-          {"timed_batches", i.timed_batches},
-          {"latency_ms", summary_json(i.latency)},
-          {"latency_ms_all", i.latency_ms},
-          {"throughput",
-           {{"samples_per_s", i.samples_per_s},
-            {"tokens_per_s", i.tokens_per_s},
-            {"model_flops_per_batch", i.model_flops_per_batch},
-            {"achieved_tflops", i.achieved_tflops}}},
-          {"energy", energy_json(i.energy, i.joules_per_sample)}};
+  json j = {{"memory_counter", i.memory_counter},
+            {"memory", memory_json(i.memory)},
+            {"memory_predicted", predicted_json(i.predicted)},
+            {"timer", i.timer},
+            {"cuda_graph", i.cuda_graph},
+            {"linear_layers", {{"converted", i.linears_converted}, {"kept_dense", i.linears_kept_dense}}},
+            {"ledger_batches", i.ledger_batches},
+            {"warmup_batches", i.warmup_batches},
+            {"timed_batches", i.timed_batches},
+            {"latency_ms", summary_json(i.latency)},
+            {"latency_ms_all", i.latency_ms},
+            {"throughput",
+             {{"samples_per_s", i.samples_per_s},
+              {"tokens_per_s", i.tokens_per_s},
+              {"model_flops_per_batch", i.model_flops_per_batch},
+              {"achieved_tflops", i.achieved_tflops}}},
+            {"energy", energy_json(i.energy, i.joules_per_sample)}};
+  // Asked for (compare --profile-classes): the batch's time by class, in `batch`.
+  const auto& t = i.time_by_class;
+  if (t.measured())
+    j["time_by_class"] = {{"measured", true},
+                          {"method", t.method},
+                          {"batch", class_times_json(t.forward)},
+                          {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
+  else if (!t.unavailable.empty())
+    j["time_by_class"] = {{"measured", false}, {"unavailable", t.unavailable}};
+  return j;
 }
 
 }  // namespace
@@ -746,6 +756,9 @@ std::string to_json_string(const PlanReport& r, int indent) {
       mode("training_backward_" + name, c->training_phases.backward_classes.by_class[static_cast<size_t>(i)]);
     }
     mode("inference", c->inference);
+    for (int i = 0; i < kOpClassCount; ++i)
+      mode(std::string("inference_") + to_string(static_cast<OpClass>(i)),
+           c->inference_classes.by_class[static_cast<size_t>(i)]);
     mode("prefill", c->prefill);
     mode("decoding", c->decoding);
     j["settings"]["calibration"] = k;
@@ -771,6 +784,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
           c.training_phase_calibration.complete() && (c.training_phase_calibration.forward_classes.any() ||
                                                       c.training_phase_calibration.backward_classes.any())},
          {"inference_calibration", c.inference_calibration.factor},
+         {"inference_calibration_by_class", c.inference_class_calibration.any()},
          {"prefill_calibration", c.prefill_calibration.factor},
          {"decoding_calibration", c.decoding_calibration.factor},
          {"training",

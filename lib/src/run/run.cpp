@@ -370,16 +370,20 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
   i.batch_size = settings.train.batch_size;
   i.steps = m.steps;
   i.warmup_steps = m.warmup_steps;
+  i.profile_classes = true;  // the batch's time by class: the projection calibrated by class
+  ClassTimes inference_classes;
   try {
     validate(i, device);
-    latency_s = measure_inference(measured, i, device).latency.mean / 1000;
+    const InferenceResult r = measure_inference(measured, i, device);
+    latency_s = r.latency.mean / 1000;
+    if (r.time_by_class.measured()) inference_classes = r.time_by_class.forward;
     infer = i;
   } catch (const InvalidArgument& e) {
     log::warn(cat("--measure: inference in ", to_string(i.dtype), " not measured on ", device.str(), ": ", e.what(),
                   "; the inference estimates stay uncalibrated"));
   }
-  Calibration c =
-      calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s, measured_phases(t));
+  Calibration c = calibration_from_measurement(measured, *card, train, t.step.mean / 1000, infer, latency_s,
+                                               measured_phases(t), inference_classes);
   if (settings.new_tokens > 0) {
     // The generation as asked, one request alone (the plan's latency and time per output token are at batch 1).
     DecodeSettings d;

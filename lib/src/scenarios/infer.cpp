@@ -2,6 +2,7 @@
 #include <tvie/infer.hpp>
 
 #include "core/compat.hpp"
+#include "measure/op_profile.hpp"
 #include "scenarios/cuda_graph.hpp"
 #include "scenarios/harness.hpp"
 #include <tvie/device.hpp>
@@ -113,6 +114,18 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
     for (const auto& phases : timed.phases_ms) r.latency_ms.push_back(phases.front());
     r.batch_start_ms = std::move(timed.start_ms);
     r.timer = timer->description();
+    if (settings.profile_classes && settings.cuda_graph) {
+      r.time_by_class.unavailable = "not with a CUDA graph (its replay is timed whole)";
+    } else if (settings.profile_classes) {
+      r.time_by_class = detail::profile_phases_by_class(
+          [&] {
+            detail::mark_profile("tvie::start");
+            session.run_batch();
+            detail::mark_profile("tvie::end::batch");
+            synchronize(device);
+          },
+          device.is_cuda(), {"batch"}, "one batch after the timed ones");
+    }
     if (output) *output = session.run_batch().to(torch::kCPU, torch::kFloat32);
   } catch (const c10::OutOfMemoryError&) {
     throw OutOfMemory(

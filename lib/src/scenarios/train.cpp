@@ -344,11 +344,6 @@ class ProfilerPhaseMarks final : public StepTimer {
   std::string description() const override { return "phase marks in a profile"; }
 };
 
-void add_to(ClassTimes& into, const ClassTimes& t) {
-  for (size_t c = 0; c < into.by_class_ms.size(); ++c) into.by_class_ms[c] += t.by_class_ms[c];
-  into.other_ms += t.other_ms;
-}
-
 // One more step under LibTorch's profiler, its forward and backward time by operator class (tvie/class_times.hpp).
 ProfiledClassTimes profile_step_by_class(Trainer& trainer, const TrainSettings& settings, const c10::Device& device,
                                          bool with_hook) {
@@ -361,51 +356,15 @@ ProfiledClassTimes profile_step_by_class(Trainer& trainer, const TrainSettings& 
     t.unavailable = "not in data-parallel runs (the profiled step's communication would join the timed steps')";
     return t;
   }
-  const bool kernels = device.is_cuda();
   ProfilerPhaseMarks marks;
-  detail::OpProfile p;
-  try {
-    synchronize(device);  // no earlier kernel in the profile
-    p = detail::profile_operators(
-        [&] {
-          marks.start();
-          trainer.step(&marks);
-          synchronize(device);
-        },
-        kernels);
-  } catch (const c10::OutOfMemoryError&) {
-    throw;
-  } catch (const std::exception& e) {
-    t.unavailable = cat("the profiler failed: ", detail::first_line(e.what()));
-    return t;
-  }
-  uint64_t start = 0;
-  std::vector<uint64_t> ends;
-  std::vector<std::string> names;
-  const std::string end_of = "tvie::end::";
-  for (const auto& m : p.markers) {
-    if (m.name == "tvie::start") start = m.start_ns;
-    if (m.name.rfind(end_of, 0) == 0) ends.push_back(m.start_ns), names.push_back(m.name.substr(end_of.size()));
-  }
-  if (start == 0 || ends.empty()) {
-    t.unavailable = "the profiler recorded none of the step's phase marks";
-    return t;
-  }
-  const auto windows = detail::class_times_in_windows(p, start, ends, kernels, &t.unlinked_kernel_ms);
-  for (size_t w = 0; w < windows.size(); ++w) {
-    if (names[w] == phase_name(kPhaseForward)) add_to(t.forward, windows[w]);
-    if (names[w] == phase_name(kPhaseBackward)) add_to(t.backward, windows[w]);
-  }
-  if (!(t.forward.classes_ms() > 0) || !(t.backward.classes_ms() > 0)) {
-    t.unavailable = kernels ? "the profiler recorded no kernels of the step's operators (CUPTI)"
-                            : "the profiler recorded no operator time in the forward or backward";
-    return t;
-  }
-  t.method = kernels ? "LibTorch's profiler (Kineto, CUPTI) over one step after the timed ones: each kernel's "
-                       "device time, by the class of the operator that launched it"
-                     : "LibTorch's profiler (Kineto) over one step after the timed ones: each aten operator's self "
-                       "time on the host, by class";
-  return t;
+  synchronize(device);  // no earlier kernel in the profile
+  return detail::profile_phases_by_class(
+      [&] {
+        marks.start();
+        trainer.step(&marks);
+        synchronize(device);
+      },
+      device.is_cuda(), {phase_name(kPhaseForward), phase_name(kPhaseBackward)}, "one step after the timed ones");
 }
 
 }  // namespace

@@ -343,10 +343,6 @@ StepWork part_of(const StepWork& work, StepPart part) {
   return w;
 }
 
-}  // namespace
-
-namespace {
-
 bool has_work(const OpWork& w) { return w.flops > 0 || w.bytes > 0 || w.weight_elements > 0 || w.kernels > 0; }
 
 // `phase` (a part_of the step: forward or backward) with one class's work left.

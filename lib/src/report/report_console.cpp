@@ -758,6 +758,13 @@ void ConsoleReporter::report(const PlanReport& r) {
                                           : "")
             << "; the estimates stop at the bound, this one too\n";
     };
+    // A phase's (or the batch's) factors by operator class, under it.
+    const auto classes = [&](const std::string& heading, const ClassCalibration& k) {
+      if (!k.any()) return;
+      out << "  " << pad("", 16) << heading << "; these calibrate it, a class not listed takes its phase's):\n";
+      for (int i = 0; i < kOpClassCount; ++i)
+        factor(cat("  ", to_string(static_cast<OpClass>(i))).c_str(), k.by_class[static_cast<size_t>(i)]);
+    };
     factor("training step", c->training);
     if (c->training_phases.complete()) {
       out << "  " << pad("", 16)
@@ -765,26 +772,12 @@ void ConsoleReporter::report(const PlanReport& r) {
       factor("  forward", c->training_phases.forward);
       factor("  backward", c->training_phases.backward);
       factor("  optimizer", c->training_phases.optimizer);
-      const auto classes = [&](const char* phase, const ClassCalibration& k) {
-        if (!k.any()) return;
-        out << "  " << pad("", 16) << "the " << phase
-            << " by operator class (its time split as a profiled step's; these calibrate it, a class not listed "
-               "takes the phase's):\n";
-        for (int i = 0; i < kOpClassCount; ++i)
-          factor(cat("  ", to_string(static_cast<OpClass>(i))).c_str(), k.by_class[static_cast<size_t>(i)]);
-      };
-      classes("forward", c->training_phases.forward_classes);
-      classes("backward", c->training_phases.backward_classes);
+      classes("the forward by operator class (its time split as a profiled step's", c->training_phases.forward_classes);
+      classes("the backward by operator class (its time split as a profiled step's",
+              c->training_phases.backward_classes);
     }
     factor("inference batch", c->inference);
-    if (c->inference_classes.any()) {
-      out << "  " << pad("", 16)
-          << "by operator class (its time split as a profiled batch's; these calibrate it, a class not listed takes "
-             "the batch's):\n";
-      for (int i = 0; i < kOpClassCount; ++i)
-        factor(cat("  ", to_string(static_cast<OpClass>(i))).c_str(),
-               c->inference_classes.by_class[static_cast<size_t>(i)]);
-    }
+    classes("by operator class (its time split as a profiled batch's", c->inference_classes);
     factor("prefill", c->prefill);
     factor("decoding step", c->decoding);
     if (s.new_tokens > 0 && c->inference.factor > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))

@@ -533,6 +533,16 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+// gpt tiny's training step at the default settings, and the T4.
+struct StepOnCard {
+  StepWork work;
+  Accelerator card;
+};
+StepOnCard gpt_tiny_step_on_t4() {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  return {training_step_work(*w, TrainSettings{}), select_accelerators(accelerator_catalog(), "t4").at(0)};
+}
+
 // One phase of a training step projected alone: 0 the forward, 1 the backward, 2 the optimizer's step.
 ProjectedTime project_phase(const StepWork& work, const Accelerator& card, int keep) {
   StepWork p = work;
@@ -564,10 +574,7 @@ TEST_CASE("calibrated phase by phase: each phase's projection by its own factor,
           "[projection][pure]") {
   // gpt tiny's training step on the T4, its phases measured as if 3x (forward), 2x (backward) and 0.5x
   // (optimizer, launch-bound: fewer microseconds per kernel) their projections.
-  const auto w = make_zoo_workload("gpt", "tiny");
-  TrainSettings t;
-  const StepWork work = training_step_work(*w, t);
-  const Accelerator t4 = select_accelerators(accelerator_catalog(), "t4").at(0);
+  const auto [work, t4] = gpt_tiny_step_on_t4();
   const auto part = [&](int keep) { return project_phase(work, t4, keep); };
   const ProjectedTime f = part(0), b = part(1), o = part(2), whole = project_time(work, t4);
   CHECK(f.estimate_s + b.estimate_s + o.estimate_s == Approx(whole.estimate_s));
@@ -597,10 +604,7 @@ TEST_CASE("calibrated class by class: a phase's time split as the profiled step'
           "[projection][pure]") {
   // gpt tiny's training step on the T4; its forward measured as if its matmuls took 2x their projection, attention
   // 4x, normalisation 3x and elementwise 1.5x, and the profiled step said so in its shares (ms, any scale).
-  const auto w = make_zoo_workload("gpt", "tiny");
-  TrainSettings t;
-  const StepWork work = training_step_work(*w, t);
-  const Accelerator t4 = select_accelerators(accelerator_catalog(), "t4").at(0);
+  const auto [work, t4] = gpt_tiny_step_on_t4();
   const ProjectedTime f = project_phase(work, t4, 0), b = project_phase(work, t4, 1), o = project_phase(work, t4, 2);
   const auto class_alone = [&](int phase, OpClass c) {
     StepWork p = work;
@@ -643,7 +647,7 @@ TEST_CASE("calibrated class by class: a phase's time split as the profiled step'
   CHECK(c.kernels == Approx(project_time(work, t4).kernels));
   // A workload with a class the measured one had no factor for (cnn: convolutions) takes the forward's factor there.
   const auto cnn = make_zoo_workload("cnn", "tiny");
-  const StepWork cw = training_step_work(*cnn, t);
+  const StepWork cw = training_step_work(*cnn, TrainSettings{});
   StepWork conv_only = cw;
   conv_only.backward = PhaseWork{}, conv_only.optimizer = OpWork{};
   for (int i = 0; i < kOpClassCount; ++i)

@@ -162,13 +162,17 @@ json class_times_json(const ClassTimes& t) {
   return j;
 }
 
-json time_by_class_json(const ProfiledClassTimes& t) {
+// A training step's forward and backward, or (`batch`) an inference batch's classes in "batch".
+json time_by_class_json(const ProfiledClassTimes& t, bool batch = false) {
   if (!t.measured()) return {{"measured", false}, {"unavailable", t.unavailable}};
-  return {{"measured", true},
-          {"method", t.method},
-          {"forward", class_times_json(t.forward)},
-          {"backward", class_times_json(t.backward)},
-          {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
+  json j = {{"measured", true}, {"method", t.method}, {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
+  if (batch) {
+    j["batch"] = class_times_json(t.forward);
+  } else {
+    j["forward"] = class_times_json(t.forward);
+    j["backward"] = class_times_json(t.backward);
+  }
+  return j;
 }
 
 json training_json(const TrainSettings& s, const TrainingResult& t, const DistributedResult* distributed = nullptr) {
@@ -272,14 +276,8 @@ json inference_json(const InferenceResult& i) {
               {"achieved_tflops", i.achieved_tflops}}},
             {"energy", energy_json(i.energy, i.joules_per_sample)}};
   // Asked for (compare --profile-classes): the batch's time by class, in `batch`.
-  const auto& t = i.time_by_class;
-  if (t.measured())
-    j["time_by_class"] = {{"measured", true},
-                          {"method", t.method},
-                          {"batch", class_times_json(t.forward)},
-                          {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
-  else if (!t.unavailable.empty())
-    j["time_by_class"] = {{"measured", false}, {"unavailable", t.unavailable}};
+  if (i.time_by_class.measured() || !i.time_by_class.unavailable.empty())
+    j["time_by_class"] = time_by_class_json(i.time_by_class, /*batch=*/true);
   return j;
 }
 

@@ -174,8 +174,10 @@ gpu_tests() {  # each [gpu] test case in its own process, within its own limit; 
   [ "$bad" -eq 0 ]
 }
 gpu_step tests "[gpu] tests (TVIE_REQUIRE_GPU=1)" 400 gpu_tests
+# With one more step and batch profiled by operator class (CUPTI's kernel times): the report `plan --from` calibrates
+# the cards of its architecture with, class by class.
 gpu_step compare "compare gpt2-small" 120 figure compare-gpt2-small compare --model gpt --preset gpt2-small --batch 8 \
-  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet --json {json}
+  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --profile-classes --device cuda --quiet --json {json}
 gpu_step infer "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --model gpt --preset gpt2-small \
   --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8 --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
   --json {json}

@@ -2,6 +2,7 @@
 #include "measure/op_profile.hpp"
 
 #include <ATen/record_function.h>
+#include <kineto/ActivityType.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
@@ -19,6 +20,13 @@ namespace impl = torch::profiler::impl;
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+bool device_work(uint8_t activity) {
+  using libkineto::ActivityType;
+  return activity == static_cast<uint8_t>(ActivityType::CONCURRENT_KERNEL) ||
+         activity == static_cast<uint8_t>(ActivityType::GPU_MEMCPY) ||
+         activity == static_cast<uint8_t>(ActivityType::GPU_MEMSET);
+}
 
 }  // namespace
 
@@ -75,7 +83,10 @@ OpProfile profile_operators(const std::function<void()>& body, bool cuda) {
   for (const auto& e : result->events()) {
     std::string name = e.name();
     if (e.deviceType() != c10::DeviceType::CPU) {
-      out.kernels.push_back({std::move(name), e.linkedCorrelationId(), e.durationNs()});
+      // The device's own work only: kernels, copies and fills; not its synchronisation waits (CUDA_SYNC) or the
+      // device-side spans of user scopes, which overlap the kernels.
+      if (device_work(e.activityType()))
+        out.kernels.push_back({std::move(name), e.linkedCorrelationId(), e.durationNs()});
       continue;
     }
     out.start_ns = std::min<uint64_t>(out.start_ns, e.startNs());

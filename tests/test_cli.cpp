@@ -652,6 +652,9 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   for (const char* k : {"matmul", "convolution", "attention", "normalization", "elementwise"})
     batch += c[std::string("inference_") + k + "_measured_s"].get<double>();
   CHECK(batch == Approx(c["inference_measured_s"].get<double>()));
+  // ... and the generation's prefill and decoding step, from one more generation profiled.
+  CHECK(c["prefill_matmul_factor"].get<double>() > 0);
+  CHECK(c["decoding_matmul_factor"].get<double>() > 0);
   // The generation asked (16 prompt tokens, 8 new) measured too: its prefill and decoding step have factors.
   CHECK(c["prefill_factor"].get<double>() ==
         Approx(c["prefill_measured_s"].get<double>() / c["prefill_projected_s"].get<double>()));
@@ -666,6 +669,7 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   for (const char* k : {"matmul", "attention", "normalization", "elementwise"}) {  // gpt's classes
     modes.push_back(std::string("training_forward_") + k), modes.push_back(std::string("training_backward_") + k);
     modes.push_back(std::string("inference_") + k);
+    modes.push_back(std::string("prefill_") + k), modes.push_back(std::string("decoding_") + k);
   }
   for (const std::string& mode : modes) {
     INFO(mode);
@@ -687,6 +691,8 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(j["cards"][0]["training_calibration_by_class"] == false);
   CHECK(j["cards"][1]["inference_calibration_by_class"] == true);
   CHECK(j["cards"][0]["inference_calibration_by_class"] == false);
+  CHECK(j["cards"][1]["decoding_calibration_by_class"] == true);
+  CHECK(j["cards"][1]["prefill_calibration_by_class"] == true);
   CHECK(j["cards"][1]["decoding_calibration"].get<double>() == Approx(c["decoding_factor"].get<double>()));
   CHECK(j["cards"][1]["prefill_calibration"].get<double>() == Approx(c["prefill_factor"].get<double>()));
   // --measure and --from together: one line, exit code 2.

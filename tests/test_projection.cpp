@@ -960,4 +960,32 @@ TEST_CASE(
   auto bad = nlohmann::json::parse(text);
   bad["decoding"]["settings"]["prompt_tokens"] = 4096;
   CHECK_THROWS_WITH(calibration_from_report(bad.dump(), "x.json", host), Catch::Contains("from"));
+
+  // With one more generation profiled (decode --profile-classes): the prefill and the decoding step class by class,
+  // each class's share of its phase's measured time; the host's first token becomes its classes given back (each
+  // measured or its bound), and the plan says it calibrated both phases by class.
+  d.profile_classes = true;
+  const DecodeReport rc = run_decode(*w, d, {"cpu", {}});
+  REQUIRE(rc.result.time_by_class.measured());
+  CHECK(rc.result.time_by_class.forward[OpClass::matmul] > 0);   // the prefill
+  CHECK(rc.result.time_by_class.backward[OpClass::matmul] > 0);  // the decoding steps
+  const Calibration k = calibration_from_report(to_json_string(rc), "decode.json", host);
+  REQUIRE(k.prefill_classes.any());
+  REQUIRE(k.decoding_classes.any());
+  double prefill = 0, step = 0, given_back = 0;
+  for (size_t i = 0; i < k.prefill_classes.by_class.size(); ++i) {
+    const auto& f = k.prefill_classes.by_class[i];
+    prefill += f.measured_s, step += k.decoding_classes.by_class[i].measured_s;
+    given_back += std::max(f.bound_s, f.measured_s);
+  }
+  CHECK(prefill == Approx(k.prefill.measured_s));
+  CHECK(step == Approx(k.decoding.measured_s));
+  s.new_tokens = d.new_tokens;
+  s.prompt_tokens = d.prompt_tokens;
+  s.calibration = k;
+  const auto by_class = plan_cards(*w, s, cards);
+  CHECK(by_class[0].prefill_class_calibration.any());
+  CHECK(by_class[0].decoding_class_calibration.any());
+  CHECK_FALSE(by_class[1].decoding_class_calibration.any());
+  CHECK(by_class[0].inference.generation.prefill.estimate_s == Approx(given_back));
 }

@@ -36,6 +36,10 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--dtype", o->dtype, "Weights and cache: fp32, fp16 (CUDA), bf16, int8", "decode.dtype")
       ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the weights and the prompt", "decode.seed")->capture_default_str();
+  add_field_flag(cmd, "--profile-classes", s.profile_classes,
+                 "One more generation under LibTorch's profiler: the prefill's and decoding steps' time by operator "
+                 "class, which plan --from calibrates class by class",
+                 "decode.profile_classes");
   add_output_options(cmd, o->output, true, "Write the JSON report (docs/metrics.md) to this file (atomically)");
   return [o, argv]() {
     apply_log_level(o->output);

@@ -8,6 +8,7 @@
 
 #include <c10/core/Device.h>
 
+#include <tvie/class_times.hpp>
 #include <tvie/models.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
@@ -21,6 +22,9 @@ struct DecodeSettings {
   int64_t repetitions = 5;     // timed prefill+generate runs, after one untimed warm-up run
   InferenceDtype dtype = InferenceDtype::fp32;
   uint64_t seed = 0;
+  // One more generation after the timed ones, under LibTorch's profiler: the prefill's and the decoding steps' time
+  // by operator class (DecodeResult::time_by_class), which `tvie plan --from` calibrates class by class.
+  bool profile_classes = false;
 };
 // The prompt and the new tokens must fit in `context_length` positions plus the last prediction.
 void validate(const DecodeSettings& settings, int64_t context_length);
@@ -40,6 +44,9 @@ struct DecodeResult {
   Summary tpot_ms;                       // time per output token after the first, over all steps
   double tokens_per_s = 0;               // generated tokens (all sequences) / mean time of a whole run
   int64_t timed_runs = 0;
+  // settings.profile_classes: one more generation, profiled (tvie/class_times.hpp): the prefill's classes in
+  // `forward`, all the decoding steps' in `backward` (a generation has no backward: the second phase).
+  ProfiledClassTimes time_by_class;
 };
 
 // Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once). `workload`: a

@@ -100,6 +100,7 @@ struct Calibration {
   ClassCalibration inference_classes;  // its classes, when the report has its time by class (--profile-classes)
   CalibrationFactor prefill;           // a generation's prefill (its time to the first token)
   CalibrationFactor decoding;          // a generation's decoding step (its mean time per output token)
+  ClassCalibration prefill_classes, decoding_classes;  // theirs by class (tvie decode --profile-classes)
 };
 
 // The correction that makes `projected` (the projection of a measured run on the card it ran on) equal to
@@ -129,6 +130,7 @@ struct MeasuredGeneration {
   InferSettings infer;
   int64_t prompt_tokens = 0, new_tokens = 0;
   double ttft_s = 0, tpot_s = 0;
+  ClassTimes prefill_classes, decoding_classes;  // one more generation profiled; all zero where not
 };
 // The generation `decoded` describes (its batch, dtype, prompt and new tokens), with the mean time to the first
 // token and per output token in ms (`tvie decode`'s ttft_ms.mean, tpot_ms.mean; the latter read only when more
@@ -267,6 +269,7 @@ struct CardPlan {
   CalibrationFactor training_calibration, inference_calibration, prefill_calibration, decoding_calibration;
   PhaseCalibration training_phase_calibration;   // complete: these calibrated training, not training_calibration
   ClassCalibration inference_class_calibration;  // any(): these calibrated the inference batch by class
+  ClassCalibration prefill_class_calibration, decoding_class_calibration;  // any(): these, a generation's phases
   TrainingPlan training;
   InferencePlan inference;
 };

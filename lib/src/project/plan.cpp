@@ -242,16 +242,20 @@ struct GenerationTime {
   ProjectedTime prefill, decoding, last_step;
 };
 
+// `prefill_time`, `step_time`: how a prefill's and a decoding step's work become time (default: project_time).
+using StepProjector = std::function<ProjectedTime(const StepWork&)>;
 GenerationTime project_generation(const std::function<const StepWork&(int64_t)>& work, int64_t prompt,
-                                  int64_t new_tokens, const Accelerator& card) {
+                                  int64_t new_tokens, const Accelerator& card, const StepProjector& prefill_time = {},
+                                  const StepProjector& step_time = {}) {
+  const auto project = [&](const StepProjector& f, const StepWork& w) { return f ? f(w) : project_time(w, card); };
   GenerationTime g;
-  g.prefill = project_time(work(0), card);
+  g.prefill = project(prefill_time, work(0));
   const int64_t steps = new_tokens - 1;
   if (steps <= 0) return g;
   const StepWork& first = work(prompt);  // `work` keeps what it returns (a std::map: references stay valid)
   const StepWork& last = work(prompt + steps - 1);
   for (int64_t k = 0; k < steps; ++k) {
-    g.last_step = project_time(steps == 1 ? first : between(first, last, double(k) / double(steps - 1)), card);
+    g.last_step = project(step_time, steps == 1 ? first : between(first, last, double(k) / double(steps - 1)));
     add_time(g.decoding, g.last_step);
   }
   return g;
@@ -534,6 +538,10 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
       s.new_tokens = k.at("new_tokens").get<int64_t>();
       generation = measured_generation(s, d.at("ttft_ms").at("mean").get<double>(),
                                        s.new_tokens > 1 ? d.at("tpot_ms").at("mean").get<double>() : 0.0);
+      if (profiled(d)) {
+        generation->prefill_classes = class_times(d, "prefill");
+        if (s.new_tokens > 1) generation->decoding_classes = class_times(d, "decoding");
+      }
     }
   } catch (const json::exception& e) {
     bad_report(source, detail::first_line(e.what()), accepted);
@@ -609,8 +617,15 @@ void calibrate_generation(Calibration& into, const Workload& workload, const Acc
   };
   const GenerationTime g = project_generation(work, m.prompt_tokens, m.new_tokens, card);
   into.prefill = calibration_factor(g.prefill, m.ttft_s);
-  if (m.new_tokens > 1)
-    into.decoding = calibration_factor(per_step(g.decoding, static_cast<double>(m.new_tokens - 1)), m.tpot_s);
+  into.prefill_classes = calibrate_classes(work(0), card, m.ttft_s, m.prefill_classes);
+  if (m.new_tokens > 1) {
+    const double steps = static_cast<double>(m.new_tokens - 1);
+    into.decoding = calibration_factor(per_step(g.decoding, steps), m.tpot_s);
+    // By class against the mean step's work (the work is affine in the cached positions: the middle step's).
+    const StepWork& first = work(m.prompt_tokens);
+    const StepWork mean = steps > 1 ? between(first, work(m.prompt_tokens + m.new_tokens - 2), 0.5) : first;
+    into.decoding_classes = calibrate_classes(mean, card, m.tpot_s, m.decoding_classes);
+  }
 }
 
 namespace {
@@ -702,9 +717,10 @@ struct Predictions {
   }
 
   // One request batch with generation on `card`: the prefill and the decoding steps.
-  GenerationTime generation(int64_t batch, const Accelerator& card) {
+  GenerationTime generation(int64_t batch, const Accelerator& card, const StepProjector& prefill_time = {},
+                            const StepProjector& step_time = {}) {
     return project_generation([&](int64_t cached) -> const StepWork& { return cached_forward(batch, cached); },
-                              prompt_tokens, settings.new_tokens, card);
+                              prompt_tokens, settings.new_tokens, card, prefill_time, step_time);
   }
 
   // The KV cache of `batch` requests: prompt + new - 1 positions each, in the dtype the layers compute in.
@@ -846,9 +862,22 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
     if (!p.generating())
       return calibrated_phase(p.inference_work(b), card, factors.inference_calibration,
                               factors.inference_class_calibration);
-    GenerationTime g = p.generation(b, card);
-    g.prefill = calibrated(g.prefill, factors.prefill_calibration);
-    g.decoding = calibrated(g.decoding, factors.decoding_calibration);
+    GenerationTime g;
+    if (factors.prefill_class_calibration.any() || factors.decoding_class_calibration.any()) {
+      // By class: each prefill and each decoding step calibrated class by class (never below its own bound).
+      g = p.generation(
+          b, card,
+          [&](const StepWork& w) {
+            return calibrated_phase(w, card, factors.prefill_calibration, factors.prefill_class_calibration);
+          },
+          [&](const StepWork& w) {
+            return calibrated_phase(w, card, factors.decoding_calibration, factors.decoding_class_calibration);
+          });
+    } else {
+      g = p.generation(b, card);
+      g.prefill = calibrated(g.prefill, factors.prefill_calibration);
+      g.decoding = calibrated(g.decoding, factors.decoding_calibration);
+    }
     if (prefill) *prefill = g.prefill;
     if (decoding) *decoding = g.decoding;
     return whole(g);
@@ -1011,6 +1040,8 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
         if (p.generating()) {  // each phase its own factor, else the forward's
           plan.prefill_calibration = either(c->prefill, c->inference);
           plan.decoding_calibration = either(c->decoding, c->inference);
+          if (c->prefill.factor > 0) plan.prefill_class_calibration = c->prefill_classes;
+          if (c->decoding.factor > 0) plan.decoding_class_calibration = c->decoding_classes;
         }
       }
     }

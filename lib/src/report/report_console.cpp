@@ -779,7 +779,9 @@ void ConsoleReporter::report(const PlanReport& r) {
     factor("inference batch", c->inference);
     classes("by operator class (its time split as a profiled batch's", c->inference_classes);
     factor("prefill", c->prefill);
+    classes("by operator class (its time split as a profiled generation's", c->prefill_classes);
     factor("decoding step", c->decoding);
+    classes("by operator class (its time split as a profiled generation's", c->decoding_classes);
     if (s.new_tokens > 0 && c->inference.factor > 0 && (c->prefill.factor == 0 || c->decoding.factor == 0))
       out << "  the generation's phases without a measurement of their own take the inference batch's correction\n";
   }

@@ -366,7 +366,12 @@ Section calibration_section(const Calibration& c) {
     row(cat("inference batch: ", to_string(static_cast<OpClass>(i))),
         c.inference_classes.by_class[static_cast<size_t>(i)]);
   row("prefill", c.prefill);
+  for (int i = 0; i < kOpClassCount; ++i)
+    row(cat("prefill: ", to_string(static_cast<OpClass>(i))), c.prefill_classes.by_class[static_cast<size_t>(i)]);
   row("decoding step", c.decoding);
+  for (int i = 0; i < kOpClassCount; ++i)
+    row(cat("decoding step: ", to_string(static_cast<OpClass>(i))),
+        c.decoding_classes.by_class[static_cast<size_t>(i)]);
   const std::string cards = c.architecture == "host" ? "the host card" : "the " + c.architecture + " cards";
   return {"Calibration",
           cat(c.workload, " measured on ", c.device, " (", c.source,

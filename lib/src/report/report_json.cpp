@@ -162,16 +162,13 @@ json class_times_json(const ClassTimes& t) {
   return j;
 }
 
-// A training step's forward and backward, or (`batch`) an inference batch's classes in "batch".
-json time_by_class_json(const ProfiledClassTimes& t, bool batch = false) {
+// The classes of a profiled step, batch or generation: `forward` and `backward` under the names of its phases (a
+// training step's "forward" and "backward", an inference batch's "batch", a generation's "prefill" and "decoding").
+json time_by_class_json(const ProfiledClassTimes& t, const char* first = "forward", const char* second = "backward") {
   if (!t.measured()) return {{"measured", false}, {"unavailable", t.unavailable}};
   json j = {{"measured", true}, {"method", t.method}, {"unlinked_kernel_ms", t.unlinked_kernel_ms}};
-  if (batch) {
-    j["batch"] = class_times_json(t.forward);
-  } else {
-    j["forward"] = class_times_json(t.forward);
-    j["backward"] = class_times_json(t.backward);
-  }
+  j[first] = class_times_json(t.forward);
+  if (second) j[second] = class_times_json(t.backward);
   return j;
 }
 
@@ -277,7 +274,7 @@ json inference_json(const InferenceResult& i) {
             {"energy", energy_json(i.energy, i.joules_per_sample)}};
   // Asked for (compare --profile-classes): the batch's time by class, in `batch`.
   if (i.time_by_class.measured() || !i.time_by_class.unavailable.empty())
-    j["time_by_class"] = time_by_class_json(i.time_by_class, /*batch=*/true);
+    j["time_by_class"] = time_by_class_json(i.time_by_class, "batch", nullptr);
   return j;
 }
 
@@ -325,7 +322,8 @@ std::string to_json_string(const DecodeReport& r, int indent) {
                      {"new_tokens", s.new_tokens},
                      {"repetitions", s.repetitions},
                      {"dtype", to_string(s.dtype)},
-                     {"seed", s.seed}}},
+                     {"seed", s.seed},
+                     {"profile_classes", s.profile_classes}}},
                    {"memory_counter", x.memory_counter},
                    {"memory",
                     {{"parameters", x.parameter_bytes},
@@ -338,6 +336,9 @@ std::string to_json_string(const DecodeReport& r, int indent) {
                    {"ttft_ms", summary_json(x.ttft_ms)},
                    {"tpot_ms", summary_json(x.tpot_ms)},
                    {"tokens_per_s", x.tokens_per_s}};
+  if (s.profile_classes)
+    j["decoding"]["time_by_class"] =
+        time_by_class_json(x.time_by_class, "prefill", s.new_tokens > 1 ? "decoding" : nullptr);
   return j.dump(indent);
 }
 
@@ -754,9 +755,12 @@ std::string to_json_string(const PlanReport& r, int indent) {
       mode("training_backward_" + name, c->training_phases.backward_classes.by_class[static_cast<size_t>(i)]);
     }
     mode("inference", c->inference);
-    for (int i = 0; i < kOpClassCount; ++i)
-      mode(std::string("inference_") + to_string(static_cast<OpClass>(i)),
-           c->inference_classes.by_class[static_cast<size_t>(i)]);
+    for (int i = 0; i < kOpClassCount; ++i) {
+      const std::string name = to_string(static_cast<OpClass>(i));
+      mode("inference_" + name, c->inference_classes.by_class[static_cast<size_t>(i)]);
+      mode("prefill_" + name, c->prefill_classes.by_class[static_cast<size_t>(i)]);
+      mode("decoding_" + name, c->decoding_classes.by_class[static_cast<size_t>(i)]);
+    }
     mode("prefill", c->prefill);
     mode("decoding", c->decoding);
     j["settings"]["calibration"] = k;
@@ -783,6 +787,8 @@ std::string to_json_string(const PlanReport& r, int indent) {
                                                       c.training_phase_calibration.backward_classes.any())},
          {"inference_calibration", c.inference_calibration.factor},
          {"inference_calibration_by_class", c.inference_class_calibration.any()},
+         {"prefill_calibration_by_class", c.prefill_class_calibration.any()},
+         {"decoding_calibration_by_class", c.decoding_class_calibration.any()},
          {"prefill_calibration", c.prefill_calibration.factor},
          {"decoding_calibration", c.decoding_calibration.factor},
          {"training",

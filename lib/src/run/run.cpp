@@ -391,13 +391,19 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
     d.new_tokens = settings.new_tokens;
     d.repetitions = m.steps;
     d.dtype = settings.infer.dtype;
+    d.profile_classes = true;  // the prefill's and decoding steps' time by class
     try {
       validate(d, measured.facts().tokens_per_sample);
       validate_inference_dtype(d.dtype, device, "decode.dtype");
       log::info(cat("generating ", d.new_tokens, " tokens after a prompt of ", d.prompt_tokens, " on ", device.str(),
                     " (", d.repetitions, " timed runs after 1 warm-up) to calibrate the generation"));
       const DecodeResult r = measure_decoding(measured, d, device);
-      calibrate_generation(c, measured, *card, measured_generation(d, r.ttft_ms.mean, r.tpot_ms.mean));
+      MeasuredGeneration g = measured_generation(d, r.ttft_ms.mean, r.tpot_ms.mean);
+      if (r.time_by_class.measured()) {
+        g.prefill_classes = r.time_by_class.forward;
+        g.decoding_classes = r.time_by_class.backward;
+      }
+      calibrate_generation(c, measured, *card, g);
     } catch (const InvalidArgument& e) {
       log::warn(cat("--measure: decoding in ", to_string(d.dtype), " not measured on ", device.str(), ": ", e.what(),
                     "; the generation's estimates take the inference factor"));

@@ -2,6 +2,7 @@
 #include <tvie/decode.hpp>
 
 #include "core/compat.hpp"
+#include "measure/op_profile.hpp"
 #include "scenarios/harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -75,6 +76,20 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
     }
   }
   synchronize(device);
+  if (settings.profile_classes) {
+    const std::vector<std::string> phases =
+        settings.new_tokens > 1 ? std::vector<std::string>{"prefill", "decoding"} : std::vector<std::string>{"prefill"};
+    r.time_by_class = detail::profile_phases_by_class(
+        [&] {
+          detail::mark_profile("tvie::start");
+          auto next = decoder->prefill(prompt).argmax(-1);
+          detail::mark_profile("tvie::end::prefill");
+          for (int64_t t = 1; t < settings.new_tokens; ++t) next = decoder->step(next).argmax(-1);
+          detail::mark_profile("tvie::end::decoding");
+          synchronize(device);
+        },
+        device.is_cuda(), phases, "one generation after the timed ones");
+  }
   const auto ttft = prefill_timer->collect_ms();
   const auto tpot = token_timer->collect_ms();
   r.ttft_ms = summarize(ttft);

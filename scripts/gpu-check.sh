@@ -182,7 +182,7 @@ gpu_step infer "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --mode
   --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8 --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
   --json {json}
 gpu_step decode "decode gpt2-small" 90 figure decode-gpt2-small decode --preset gpt2-small --batch 8 --prompt 128 \
-  --new-tokens 128 --repetitions 3 --dtype bf16 --device cuda --quiet --json {json}
+  --new-tokens 128 --repetitions 3 --dtype bf16 --profile-classes --device cuda --quiet --json {json}
 gpu_step train-graph "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
   --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet --json {json}
 gpu_step allreduce "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \

@@ -506,6 +506,7 @@ TEST_CASE("tvie plan --measure on this GPU calibrates the cards of its architect
   CHECK(j["cards"][0]["training_calibration_by_class"] == true);
   CHECK(c["training_forward_matmul_factor"].get<double>() > 0);
   CHECK(c["training_backward_matmul_factor"].get<double>() > 0);
+  CHECK(j["cards"][0]["decoding_calibration_by_class"] == true);  // one more generation profiled too
   // The generation asked, measured on this GPU (as tvie decode): its decoding step calibrates the card too.
   CHECK(c["decoding_bound_s"].get<double>() <= c["decoding_measured_s"].get<double>());
   CHECK(c["prefill_bound_s"].get<double>() <= c["prefill_measured_s"].get<double>());

@@ -6,7 +6,6 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -79,7 +78,6 @@ OpProfile profile_operators(const std::function<void()>& body, bool cuda) {
   }
   const auto result = prof::disableProfiler();
   OpProfile out;
-  out.start_ns = std::numeric_limits<uint64_t>::max();
   for (const auto& e : result->events()) {
     std::string name = e.name();
     if (e.deviceType() != c10::DeviceType::CPU) {
@@ -89,8 +87,6 @@ OpProfile profile_operators(const std::function<void()>& body, bool cuda) {
         out.kernels.push_back({std::move(name), e.linkedCorrelationId(), e.durationNs()});
       continue;
     }
-    out.start_ns = std::min<uint64_t>(out.start_ns, e.startNs());
-    out.end_ns = std::max<uint64_t>(out.end_ns, e.endNs());
     if (starts_with(name, "tvie::")) {
       out.markers.push_back({std::move(name), e.startNs()});
       continue;
@@ -109,7 +105,6 @@ OpProfile profile_operators(const std::function<void()>& body, bool cuda) {
       for (const auto& t : e.dtypes()) x.dtypes.push_back(t);
     out.ops.push_back(std::move(x));
   }
-  if (out.start_ns > out.end_ns) out.start_ns = out.end_ns = 0;
   std::sort(out.markers.begin(), out.markers.end(),
             [](const ProfiledMarker& a, const ProfiledMarker& b) { return a.start_ns < b.start_ns; });
   return out;

@@ -38,7 +38,6 @@ struct OpProfile {
   std::vector<ProfiledOp> ops;  // aten operators only
   std::vector<ProfiledKernel> kernels;
   std::vector<ProfiledMarker> markers;  // named "tvie::..."
-  uint64_t start_ns = 0, end_ns = 0;    // the profiled span (first to last event)
 };
 
 // Runs `body` under the profiler: CPU activities with input shapes and FLOP figures, and the device's kernels when

@@ -1,8 +1,10 @@
 // The predicted training ledger (tvie/predict.hpp) against the measured one, for every zoo model's tiny
-// preset x {fp32, amp-bf16, bf16} x {checkpoint none, blocks} x {sgd, adamw}, as a Markdown table on stdout
-// (scripts/predict-table.sh writes it to docs/results/cpu-predicted-vs-measured-KIND.md, KIND avx2, avx512 or
-// avx512-amx).
-// Measured: the two instrumented ledger steps of tvie's Trainer on the CPU (counting allocator).
+// preset x {fp32, amp-bf16, bf16} x {checkpoint none, blocks} x {sgd, adamw}, and the predicted inference ledger
+// against the measured one for every tiny preset x {fp32, bf16} x batches {1, 2, 4, 8}, as Markdown tables on
+// stdout (scripts/predict-table.sh writes them to docs/results/cpu-predicted-vs-measured-KIND.md, KIND avx2,
+// avx512-no-bf16, avx512 or avx512-amx).
+// Measured: the two instrumented ledger steps of tvie's Trainer on the CPU (counting allocator); for inference the
+// ledger of tvie's inference run (measure_inference: the weights, the batch, the forward's working set).
 #include <cstdio>
 #include <string>
 
@@ -55,6 +57,33 @@ int main() {
                       exact(p.gradients, m.gradients).c_str(), exact(p.optimizer_state, m.optimizer_state).c_str(),
                       cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
         }
+      }
+    }
+  }
+  std::printf(
+      "\nInference (`tvie infer`'s ledger): the working set is what one forward holds above the weights and the "
+      "batch, its output included.\n\n");
+  std::printf(
+      "| model | dtype | batch | weights | working set (predicted / measured) | peak (predicted / measured) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
+      for (int64_t batch : {1, 2, 4, 8}) {
+        InferSettings s;
+        s.dtype = dtype;
+        s.batch_size = batch;
+        s.steps = 2;
+        s.warmup_steps = 1;
+        const auto p = predict_inference_memory(*w, s);
+        const auto r = measure_inference(*w, s, cpu);
+        const auto& m = r.memory;
+        std::printf(
+            "| %s tiny | %s | %lld | %s | %s | %s |\n", model.c_str(), to_string(dtype).c_str(),
+            static_cast<long long>(batch),
+            (p.parameters == m.parameters ? format_bytes(m.parameters) + " =" : cell(p.parameters, m.parameters))
+                .c_str(),
+            cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
       }
     }
   }

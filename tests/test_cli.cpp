@@ -118,6 +118,34 @@ TEST_CASE("cli: compare prints the table and writes the JSON report", "[cli]") {
   CHECK(j["context"]["argv"].size() == 15);  // argv[0] and the 14 words after it
 }
 
+TEST_CASE("cli: under ONEDNN_MAX_CPU_ISA the reports, the bf16 default and the host's class follow the limit",
+          "[cli]") {
+  // An AVX2 machine emulated (oneDNN runs no ISA above AVX2): what oneDNN may use decides; the CPU's own features
+  // are still reported. On an AVX2 machine the limit takes nothing away and the same figures hold.
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path json = dir.path / "report.json";
+  const Run r = tvie::test::run_command("ONEDNN_MAX_CPU_ISA=AVX2 " + std::string(TVIE_CLI_PATH) +
+                                        " compare --model mlp --batch 4 --steps 1 --warmup 0 --device cpu --json " +
+                                        json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto host = tvie::describe_host();
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["context"]["onednn_isa_limit"] == "AVX2");
+  CHECK(j["context"]["cpu_features"] == host.cpu_features);
+  const auto usable = tvie::cpu_features_under_onednn_limit(host.cpu_features, "AVX2");
+  CHECK(j["context"]["cpu_features_usable"] == usable);
+  CHECK(j["inference"]["settings"]["dtype"] == "fp32");  // auto: no bf16 units oneDNN may use
+  CHECK(r.out.find("ONEDNN_MAX_CPU_ISA=AVX2: oneDNN uses") != std::string::npos);
+  if (host.cpu_features != usable) CHECK(r.out.find("oneDNN may not use them") != std::string::npos);
+  if (std::find(usable.begin(), usable.end(), "avx2") != usable.end()) {
+    const Run cards = tvie::test::run_command("ONEDNN_MAX_CPU_ISA=AVX2 " + std::string(TVIE_CLI_PATH) + " cards");
+    INFO(cards.out);
+    CHECK(cards.out.find("class cpu-avx2.") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: compare runs an int8 inference copy of the trained weights", "[cli]") {
   tvie::test::TempDir dir("tvie-cli");
   const fs::path json = dir.path / "report.json";

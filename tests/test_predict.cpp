@@ -23,7 +23,7 @@ double relative(int64_t predicted, int64_t measured) {
 }  // namespace
 
 TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact, activations within 10%, peak",
-          "[predict]") {
+          "[predict][cpu-kinds]") {
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
     const auto w = make_zoo_workload(model, "tiny");
     const bool blocks = w->block_count() > 0;
@@ -59,7 +59,7 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
             CHECK(relative(p.peak, m.peak) <= (cpu_bf16_conv_scratch_modelled() ? 0.10 : 0.35));
           } else if (onednn_bf16 && !cpu_bf16_matmul_scratch_modelled() && model == "mlp" &&
                      precision == TrainPrecision::bf16) {
-            // Known gap where oneDNN's bf16 matmul scratchpad is not modelled (AMX; AVX-512 without avx512_bf16):
+            // Known gap where oneDNN's bf16 matmul scratchpad is not modelled (AMX's kernels):
             // ~25 KiB in the pure-bf16 matmul's backward, 19% of this tiny model's 131 KiB peak on an Intel Xeon
             // with AMX. Where it is modelled (avx512_bf16 without AMX) the 15% below holds.
             CHECK(relative(p.peak, m.peak) <= 0.25);
@@ -112,7 +112,8 @@ TEST_CASE("predicted activations follow the micro-batch under accumulation and s
     CHECK(std::find(layers.begin(), layers.end(), expected) != layers.end());
 }
 
-TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace", "[predict]") {
+TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace",
+          "[predict][cpu-kinds]") {
   const c10::Device cpu(c10::kCPU);
   InferSettings s = test::small_infer();
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
@@ -127,13 +128,17 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
       CHECK(p.peak == p.parameters + p.activations + p.batch);
       CHECK(r.predicted.peak == p.peak);  // what the report carries
       // The working set where the trace knows what the CPU kernels hold: in fp32 (they allocate only their
-      // outputs), and in bf16 where oneDNN's brgemm matmul scratchpad is modelled (avx512_bf16 without AMX);
-      // the convolution nets where oneDNN's AVX-512 convolutions are (the same CPUs: fp32 and bf16 blocked
-      // layouts). Known gaps (docs/metrics.md), not checked: the convolution nets elsewhere, and the bf16 copies
-      // on other CPUs (AMX's kernels, ATen's own). bert's was 29% under until its layer ended the attention's
+      // outputs), and in bf16 where oneDNN's matmul scratchpad is modelled (AVX-512 without AMX) or ATen's own
+      // kernels run (no AVX-512); the convolution nets where oneDNN's AVX-512 convolutions are (fp32 and bf16
+      // blocked layouts) and without AVX-512 (oneDNN's AVX2 fp32 kernels, ATen's bf16 im2col). Known gap
+      // (docs/metrics.md), not checked: AMX's kernels. bert's was 29% under until its layer ended the attention's
       // tensors before the feed-forward (2026-12-02; the trace had them end there already).
-      const bool kernels_known = dtype == InferenceDtype::fp32 || cpu_bf16_matmul_scratch_modelled();
-      const bool conv_known = cpu_bf16_conv_scratch_modelled() && (model == "cnn" || model == "resnet");
+      // Under oneDNN's ISA limits (the test below) ATen's own bf16 kernels (AVX2) and oneDNN's emulating ones
+      // (AVX-512 without avx512_bf16) are checked the same way: every zoo model's working set was equal to the
+      // trace on the AMD EPYC under both (cnn's fp32 at batch 8 on AVX2's oneDNN kernels 0.8% over).
+      const bool aten = !cpu_bf16_on_onednn();
+      const bool kernels_known = dtype == InferenceDtype::fp32 || cpu_bf16_matmul_scratch_modelled() || aten;
+      const bool conv_known = (cpu_bf16_conv_scratch_modelled() || aten) && (model == "cnn" || model == "resnet");
       if ((kernels_known && (model == "mlp" || model == "gpt" || model == "llama" || model == "bert")) || conv_known)
         CHECK(relative(p.activations, r.memory.activations) <= 0.10);
       else
@@ -145,6 +150,30 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
   CHECK(int8.parameters == -1);  // packs, scales and the quantised kernels' buffers: not predicted
   CHECK(int8.activations == -1);
   CHECK(int8.peak == -1);
+}
+
+TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN's ISA limit)", "[predict]") {
+  // Under ONEDNN_MAX_CPU_ISA oneDNN runs an older CPU's kernels, with their scratch, and LibTorch follows it (it
+  // asks oneDNN whether bf16 runs there): AVX2 is an AVX2 machine (oneDNN's AVX2 fp32 kernels, ATen's own bf16
+  // ones; the measured ledgers equal to the byte to those of an AVX2 EPYC), AVX512_CORE one with AVX-512 but no
+  // avx512_bf16 (bf16 emulated). The three [cpu-kinds] tests run again under each limit below this CPU, each in a
+  // process of its own (oneDNN reads the limit once).
+  const auto host = describe_host();
+  int emulated = 0;
+  for (const std::string limit : {"AVX2", "AVX512_CORE"}) {
+    INFO("ONEDNN_MAX_CPU_ISA=" << limit);
+    if (cpu_features_under_onednn_limit(host.cpu_features_usable, limit) == host.cpu_features_usable) {
+      WARN("ONEDNN_MAX_CPU_ISA=" << limit << " is not below this CPU (" << cpu_features_text(host)
+                                 << "): that kind of CPU is this one, checked by the [cpu-kinds] tests themselves");
+      continue;
+    }
+    const auto run = test::run_command("ONEDNN_MAX_CPU_ISA=" + limit + " " + TVIE_TEST_BINARY + " \"[cpu-kinds]\"");
+    INFO(run.out);
+    CHECK(run.exit_code == 0);
+    CHECK_THAT(run.out, Catch::Contains("All tests passed") && Catch::Contains("3 test cases"));
+    ++emulated;
+  }
+  if (emulated == 0) WARN("no kind of CPU below this one to emulate");
 }
 
 TEST_CASE("max-batch search: doubling then bisection over any probe", "[predict][max_batch][pure]") {
@@ -471,13 +500,20 @@ TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad argumen
 }
 
 TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out against the kernels' allocations",
-          "[predict]") {
+          "[predict][cpu-kinds]") {
   if (!cpu_bf16_conv_scratch_modelled()) {
     WARN(
-        "SKIPPED: this CPU does not run bf16 convolutions on oneDNN's avx512_core_bf16 kernels (needs "
-        "avx512_bf16 without AMX); their scratch is modelled only there (docs/metrics.md, \"Predicted memory\")");
+        "SKIPPED: this CPU does not run bf16 convolutions on oneDNN's avx512_core_bf16 kernels (needs AVX-512 "
+        "without AMX); their scratch is modelled only there (docs/metrics.md, \"Predicted memory\")");
     return;
   }
+  // Where those kernels emulate bf16 (AVX-512 without avx512_bf16) they book a little more: 128 bytes to 4 KiB per
+  // convolution (at most 0.2% of these) under ONEDNN_MAX_CPU_ISA=AVX512_CORE on the AMD EPYC; written out for
+  // avx512_bf16, so equal to the byte only there.
+  const double tolerance = cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated ? 0.01 : 0.0;
+  const auto within = [](int64_t rule, int64_t measured, double bound) {
+    return rule == measured || (measured > 0 && relative(rule, measured) <= bound);
+  };
   // Each kernel path of models/onednn_scratch.cpp: the gemm weight gradient (a first layer, and with the input's
   // gradient), the JIT kernel on a first convolution, on blocked and on padded channels, strided, and with the
   // full-spatial harness (128 channels); the 1x1 kernel plain, strided (rtus) and wider than 14 (no transposes).
@@ -498,12 +534,14 @@ TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out 
                                            c.hw,    out_hw, c.input_grad, threads};
       const auto measured = trace::onednn::measure_bf16_conv(shape);
       const auto rule = trace::onednn::avx512_bf16_conv(shape);
-      CHECK(rule.forward_bytes == measured.forward_bytes);
+      INFO("forward: rule " << rule.forward_bytes << " B, measured " << measured.forward_bytes << " B; backward: rule "
+                            << rule.backward_bytes << " B, measured " << measured.backward_bytes << " B");
+      CHECK(within(rule.forward_bytes, measured.forward_bytes, tolerance));
       // Equal to the byte but where strided with the input's gradient: its per-thread buffer is a fit (within 2%).
       if (c.stride == 1 || !c.input_grad)
-        CHECK(rule.backward_bytes == measured.backward_bytes);
+        CHECK(within(rule.backward_bytes, measured.backward_bytes, tolerance));
       else
-        CHECK(relative(rule.backward_bytes, measured.backward_bytes) <= 0.02);
+        CHECK(within(rule.backward_bytes, measured.backward_bytes, 0.02 + tolerance));
     }
   }
 }

@@ -498,7 +498,7 @@ TEST_CASE("the host CPU projected from its catalog class lands within 2x of the 
           "[projection][timing]") {
   const auto& catalog = accelerator_catalog();
   const HostInfo host = describe_host();
-  const std::string cls = host_cpu_class(host.cpu_features);
+  const std::string cls = host_cpu_class(host.cpu_features_usable);
   const double ghz = host_clock_ghz();
   if (cls.empty() || ghz <= 0) {
     WARN("no CPU class or clock for this machine (" << host.cpu_model << "): nothing to project");
@@ -814,6 +814,11 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
   const std::string text = to_json_string(r);
   const Calibration c = calibration_from_report(text, "train.json", host);
   CHECK(c.card_id == "host");
+  // The same CPU under another oneDNN ISA limit ran other kernels: not this host's measurement.
+  auto limited = nlohmann::json::parse(text);
+  limited["context"]["onednn_isa_limit"] = describe_host().onednn_isa_limit == "AVX2" ? "AVX512_CORE" : "AVX2";
+  CHECK_THROWS_WITH(calibration_from_report(limited.dump(), "train.json", host),
+                    Catch::Contains("ONEDNN_MAX_CPU_ISA") && Catch::Contains("from"));
   CHECK(c.architecture == "host");
   CHECK(c.training.measured_s == Approx(r.training.step.mean / 1000));
   PlanSettings s;

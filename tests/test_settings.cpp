@@ -74,6 +74,31 @@ TEST_CASE("device strings resolve or fail with the accepted values", "[settings]
   }
 }
 
+TEST_CASE("oneDNN's ISA limit takes away the features above it", "[settings]") {
+  const std::vector<std::string> all{"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"};
+  using V = std::vector<std::string>;
+  CHECK(cpu_features_under_onednn_limit(all, "") == all);
+  CHECK(cpu_features_under_onednn_limit(all, "DEFAULT") == all);
+  CHECK(cpu_features_under_onednn_limit(all, "AVX512_CORE_AMX") == all);
+  CHECK(cpu_features_under_onednn_limit(all, "avx10_1_512_amx") == all);
+  CHECK(cpu_features_under_onednn_limit(all, "not-an-isa") == all);  // oneDNN ignores what it does not know
+  CHECK(cpu_features_under_onednn_limit(all, "AVX512_CORE_BF16") == V{"avx2", "avx512f", "avx512_bf16"});
+  CHECK(cpu_features_under_onednn_limit(all, "AVX512_CORE_FP16") == V{"avx2", "avx512f", "avx512_bf16"});
+  CHECK(cpu_features_under_onednn_limit(all, "AVX512_CORE_VNNI") == V{"avx2", "avx512f"});
+  CHECK(cpu_features_under_onednn_limit(all, "avx512_core") == V{"avx2", "avx512f"});
+  CHECK(cpu_features_under_onednn_limit(all, "AVX2") == V{"avx2"});
+  CHECK(cpu_features_under_onednn_limit(all, "AVX2_VNNI_2") == V{"avx2"});
+  CHECK(cpu_features_under_onednn_limit(all, "SSE41").empty());
+  CHECK(cpu_features_under_onednn_limit({"avx2"}, "AVX512_CORE_BF16") == V{"avx2"});  // a limit adds nothing
+  HostInfo h;
+  h.cpu_features = all;
+  CHECK(cpu_features_text(h) == "avx2 avx512f avx512_bf16 amx_bf16 amx_int8");
+  h.onednn_isa_limit = "AVX2";
+  h.cpu_features_usable = {"avx2"};
+  CHECK(cpu_features_text(h) ==
+        "avx2 avx512f avx512_bf16 amx_bf16 amx_int8; ONEDNN_MAX_CPU_ISA=AVX2: oneDNN uses avx2");
+}
+
 TEST_CASE("the native inference dtype follows the CPU's bf16 units, and compare says why", "[settings]") {
   const c10::Device cpu(c10::kCPU);
   // An AVX2-only CPU (no bf16 units): a bf16 copy would be emulated, so fp32.

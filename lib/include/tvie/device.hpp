@@ -31,9 +31,30 @@ void synchronize(const c10::Device& device);
 struct HostInfo {
   std::string cpu_model;                  // /proc/cpuinfo "model name" ("" where unknown)
   std::vector<std::string> cpu_features;  // of avx2, avx512f, avx512_bf16, amx_bf16, amx_int8: those present
-  int64_t intra_op_threads = 0;           // LibTorch's intra-op thread pool (at::get_num_threads)
+  // ONEDNN_MAX_CPU_ISA (or its older name DNNL_MAX_CPU_ISA) as set in the environment, "" when not set: oneDNN,
+  // which runs LibTorch's CPU convolutions and bf16 matmuls, then dispatches to no ISA above it ("AVX2" makes an
+  // AVX-512 machine run an AVX2 machine's kernels, with their memory and their speed).
+  std::string onednn_isa_limit;
+  // cpu_features less those above that limit (equal to cpu_features without one): what the bf16 default, the
+  // memory prediction's CPU-kernel rules and the host's catalog class follow.
+  std::vector<std::string> cpu_features_usable;
+  // ATen's own vectorised kernels: "AVX512", "AVX2" or "DEFAULT" (at::get_cpu_capability; ATEN_CPU_CAPABILITY
+  // lowers it). Reported, not used: they decide no memory and none of the catalog's peaks.
+  std::string aten_cpu_capability;
+  int64_t intra_op_threads = 0;  // LibTorch's intra-op thread pool (at::get_num_threads)
 };
 HostInfo describe_host();
+
+// "avx2 avx512f avx512_bf16" (those present; "none of avx2/avx512/amx"), and under an ISA limit
+// "avx2 avx512f avx512_bf16; ONEDNN_MAX_CPU_ISA=AVX2: oneDNN uses avx2": for the reports' machine line.
+std::string cpu_features_text(const HostInfo& host);
+
+// The features of `features` (as in HostInfo) oneDNN may use under the ISA limit `limit` (a value of
+// ONEDNN_MAX_CPU_ISA, any case): AVX2 and AVX2_VNNI(_2) keep avx2; AVX512_CORE(_VNNI) add avx512f;
+// AVX512_CORE_BF16 and AVX10_1_512 (AVX512_CORE_FP16) add avx512_bf16; the AMX values, DEFAULT, ALL, "" and
+// values oneDNN does not know (it ignores them) keep all; SSE41 and AVX keep none.
+std::vector<std::string> cpu_features_under_onednn_limit(const std::vector<std::string>& features,
+                                                         const std::string& limit);
 
 struct GpuInfo {
   std::string name;                // "NVIDIA H200"

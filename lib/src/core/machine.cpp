@@ -10,7 +10,11 @@
 
 #include <dlfcn.h>
 
+#include <ATen/Version.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -64,7 +68,51 @@ std::string nvidia_driver_version() {
 std::string dotted_cuda_version(int v) { return cat(v / 1000, ".", (v % 1000) / 10); }  // 13000 -> "13.0"
 #endif
 
+// oneDNN reads ONEDNN_MAX_CPU_ISA, and DNNL_MAX_CPU_ISA where that is not set, once at its first use.
+std::string onednn_isa_limit_from_env() {
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* v = std::getenv(name); v && *v) return v;
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::string> cpu_features_under_onednn_limit(const std::vector<std::string>& features,
+                                                         const std::string& limit) {
+  std::string isa = limit;
+  std::transform(isa.begin(), isa.end(), isa.begin(), [](unsigned char ch) { return std::toupper(ch); });
+  // The highest of avx2 < avx512f < avx512_bf16 < amx each limit allows (oneDNN's dispatcher-control
+  // documentation orders them: AVX2 < AVX512_CORE < AVX512_CORE_VNNI < AVX512_CORE_BF16 < AVX10_1_512 <
+  // AVX10_1_512_AMX; AVX2 < AVX2_VNNI < AVX2_VNNI_2).
+  int allowed = 4;  // everything: no limit, DEFAULT, ALL, the AMX values, and what oneDNN does not know
+  if (isa == "SSE41" || isa == "AVX") allowed = 0;
+  if (isa == "AVX2" || isa == "AVX2_VNNI" || isa == "AVX2_VNNI_2") allowed = 1;
+  if (isa == "AVX512_CORE" || isa == "AVX512_CORE_VNNI") allowed = 2;
+  if (isa == "AVX512_CORE_BF16" || isa == "AVX10_1_512" || isa == "AVX512_CORE_FP16") allowed = 3;
+  const auto level = [](const std::string& f) {
+    if (f == "avx2") return 1;
+    if (f == "avx512f") return 2;
+    if (f == "avx512_bf16") return 3;
+    return 4;  // amx_bf16, amx_int8
+  };
+  std::vector<std::string> out;
+  for (const auto& f : features)
+    if (level(f) <= allowed) out.push_back(f);
+  return out;
+}
+
+std::string cpu_features_text(const HostInfo& host) {
+  const auto words = [](const std::vector<std::string>& features, const char* none) {
+    std::string out;
+    for (const auto& f : features) out += (out.empty() ? "" : " ") + f;
+    return out.empty() ? std::string(none) : out;
+  };
+  std::string text = words(host.cpu_features, "none of avx2/avx512/amx");
+  if (!host.onednn_isa_limit.empty())
+    text += cat("; ONEDNN_MAX_CPU_ISA=", host.onednn_isa_limit, ": oneDNN uses ",
+                words(host.cpu_features_usable, "none of them"));
+  return text;
+}
 
 HostInfo describe_host() {
   HostInfo h;
@@ -84,6 +132,9 @@ HostInfo describe_host() {
   for (std::string w; words >> w;) present.push_back(w);
   for (const auto& f : reported_features())
     if (has(present, f)) h.cpu_features.push_back(f);
+  h.onednn_isa_limit = onednn_isa_limit_from_env();
+  h.cpu_features_usable = cpu_features_under_onednn_limit(h.cpu_features, h.onednn_isa_limit);
+  h.aten_cpu_capability = at::get_cpu_capability();
   h.intra_op_threads = at::get_num_threads();
   return h;
 }
@@ -136,7 +187,14 @@ DtypeChoice native_inference_dtype(const c10::Device& device, const std::vector<
 }
 
 DtypeChoice native_inference_dtype(const c10::Device& device) {
-  return native_inference_dtype(device, describe_host().cpu_features);
+  const HostInfo host = describe_host();
+  DtypeChoice choice = native_inference_dtype(device, host.cpu_features_usable);
+  if (!device.is_cuda() && host.cpu_features_usable != host.cpu_features && choice.dtype == InferenceDtype::fp32 &&
+      native_inference_dtype(device, host.cpu_features).dtype != InferenceDtype::fp32)
+    choice.reason =
+        cat("fp32: this CPU has bf16 units, but oneDNN may not use them (ONEDNN_MAX_CPU_ISA=", host.onednn_isa_limit,
+            "), so a bf16 copy would be emulated and slower than fp32");
+  return choice;
 }
 
 RunContext make_run_context(const c10::Device& device, std::vector<std::string> argv) {

@@ -138,16 +138,26 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   Sym y = make(rows * out, compute_bytes(), true);
   y.dims = x.dims;
   // The CPU kernels' scratch, freed within the op: fp32 and CUDA matmuls hold none the ledger sees; bf16 ones on
-  // oneDNN's AVX-512 brgemm kernels hold their packed blocks and accumulators (models/onednn_scratch.cpp): forward
-  // beside y, backward the larger of the input gradient's and the weight gradient's.
+  // oneDNN (LibTorch sends it those with rows x in x out above 16^3; the three products of a Linear have the same
+  // size) hold, forward beside y and backward the larger of the input gradient's and the weight gradient's:
+  //  - on the AVX-512 brgemm kernels (avx512_bf16): their packed blocks and accumulators (models/onednn_scratch.cpp);
+  //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output and 128 bytes (measured with
+  //    scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4 threads, up to 2048 x
+  //    768 x 3072: equal to the byte but for 128-512 bytes of per-thread buffers in some shapes).
   int64_t scratch = 0;
-  if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && cpu_bf16_matmul_scratch_modelled()) {
-    const int64_t threads = at::get_num_threads();
-    {
-      const Sym packs = make(onednn::brgemm_bf16_scratch(rows, in, out, threads), 1, false);
-    }  // alive beside y, then freed
-    scratch = std::max(x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
-                       onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads));
+  const auto kernels = cpu_bf16_matmul_kernels();
+  if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && rows * in * out > 16 * 16 * 16) {
+    if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
+      const int64_t threads = at::get_num_threads();
+      {
+        const Sym packs = make(onednn::brgemm_bf16_scratch(rows, in, out, threads), 1, false);
+      }  // alive beside y, then freed
+      scratch = std::max(x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
+                         onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads));
+    } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
+      { const Sym accumulator = make(rows * out * 4 + 128, 1, false); }
+      scratch = std::max(x.requires_grad ? rows * in * 4 + 128 : 0, out * in * 4 + 128);
+    }
   }
   {
     const double f = 2.0 * rows * in * out, w = static_cast<double>(in) * out;
@@ -230,11 +240,14 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   //    with AMX (or bf16 emulated): backward copies the saved input (a contiguous clone; measured on the Xeon);
   //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward (a fit in
   //    models/onednn_scratch.cpp; measured on the AMD EPYC);
-  //  - oneDNN with AVX2 (fp32): forward writes its output in oneDNN's blocked layout and reorders it (an output-
-  //    sized copy). Backward reorders the output's gradient (all it holds when the input needs no gradient) and,
-  //    computing the input's gradient too, the input: max(input + max(input, output), weights) beside the
-  //    gradients it writes (a fit within 20% over the shapes measured); for outputs of at most 2x2 positions
-  //    oneDNN takes another kernel for a k x k filter, which keeps 4 weight-gradient copies per thread.
+  //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes
+  //    its output in blocks and reorders it (models/onednn_scratch.cpp, measured under ONEDNN_MAX_CPU_ISA=AVX2 on
+  //    the AMD EPYC: equal to the byte; until 2026-12-03 only the output's copy was counted, and resnet tiny's
+  //    inference working set at batches 2 to 4 was 12-16% under, its last stage's weights copied). Backward reorders
+  //    the output's gradient (all it holds when the input needs no gradient) and, computing the input's gradient too,
+  //    the input: max(input + max(input, output), weights) beside the gradients it writes (a fit within 20% over the
+  //    shapes measured); for outputs of at most 2x2 positions oneDNN takes another kernel for a k x k filter, which
+  //    keeps 4 weight-gradient copies per thread.
   int64_t scratch = 0;
   if (!query_.cuda) {
     const int64_t columns = k != 1 || stride != 1 ? batch() * cin * k * k * out_hw * out_hw : 0;
@@ -260,8 +273,17 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
       }
       case CpuConv::onednn_avx2: {
         {
-          const Sym blocked_output = make(y.elements, y.element_bytes, false);
-        }
+          const onednn::ConvShape shape{batch(),
+                                        cin,
+                                        cout,
+                                        k,
+                                        stride,
+                                        in_hw,
+                                        out_hw,
+                                        x.requires_grad,
+                                        static_cast<int64_t>(at::get_num_threads())};
+          const Sym blocks = make(onednn::avx2_fp32_conv_forward(shape), 1, false);
+        }  // beside y, then freed
         const int64_t weights = cin * cout * k * k * 4;
         if (!x.requires_grad)
           scratch = y.bytes();
@@ -587,21 +609,28 @@ bool cpu_bf16_on_onednn() {
   return yes;
 }
 
-// oneDNN takes its AVX-512 brgemm kernels for bf16 matmuls where the CPU has avx512_bf16 and no AMX: the fits
-// beside ForwardTrace::linear were measured on those. With AMX (amx_bf16) it takes its AMX kernels, and without
-// avx512_bf16 it converts to fp32: their scratch is not modelled (docs/metrics.md, "Predicted memory").
-bool cpu_bf16_matmul_scratch_modelled() {
-  static const bool yes = [] {
-    if (!cpu_bf16_on_onednn()) return false;
-    const auto features = describe_host().cpu_features;
+// Which of oneDNN's kernels run a bf16 matmul follows the ISA it may use (the CPU's, under ONEDNN_MAX_CPU_ISA):
+// AMX's with amx_bf16, the AVX-512 brgemm kernels with avx512_bf16, and with AVX-512 alone a gemm that converts
+// to fp32 and accumulates in an fp32 buffer of the output's shape.
+CpuBf16Matmul cpu_bf16_matmul_kernels() {
+  static const CpuBf16Matmul kernels = [] {
+    if (!cpu_bf16_on_onednn()) return CpuBf16Matmul::aten;
+    const auto features = describe_host().cpu_features_usable;
     const auto has = [&](const char* f) { return std::find(features.begin(), features.end(), f) != features.end(); };
-    return has("avx512_bf16") && !has("amx_bf16");
+    if (has("amx_bf16")) return CpuBf16Matmul::onednn_amx;
+    return has("avx512_bf16") ? CpuBf16Matmul::onednn_avx512_bf16 : CpuBf16Matmul::onednn_avx512_emulated;
   }();
-  return yes;
+  return kernels;
 }
 
-// The same CPUs run bf16 convolutions on oneDNN's avx512_core_bf16 JIT kernels, whose scratchpad the trace writes
-// out (models/onednn_scratch.cpp); AMX's kernels and the emulated ones book other buffers.
+bool cpu_bf16_matmul_scratch_modelled() {
+  const auto k = cpu_bf16_matmul_kernels();
+  return k == CpuBf16Matmul::onednn_avx512_bf16 || k == CpuBf16Matmul::onednn_avx512_emulated;
+}
+
+// The same CPUs run bf16 convolutions on oneDNN's avx512_core_bf16 JIT kernels (which emulate the bf16 dot
+// products where avx512_bf16 is missing, with the same scratchpad), written out in models/onednn_scratch.cpp;
+// AMX's kernels book other buffers.
 bool cpu_bf16_conv_scratch_modelled() { return cpu_bf16_matmul_scratch_modelled(); }
 
 }  // namespace tvie

@@ -26,16 +26,19 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A block of b packed for the kernel (k rounded up to 32, at most 512, x 64 columns, bf16) and an fp32 accumulator
 // (the thread's rows x up to 64 columns) per thread, plus 384 + 640 per thread bytes. The threads take the 64-column
-// blocks; where the blocks do not divide among them, they split the rows too (threads / gcd(blocks, threads) ways,
-// unless that leaves fewer than 16 rows a thread), at most 256 rows at a time.
-// A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16 at 1 to 4 threads, up to 256 rows and 320
-// features: within 5% on 173 of 192 matmuls (most to the byte); the misses are weight gradients of layers with
-// fewer than 64 outputs (under by up to a third) and row splits of 24-32 rows at 3-4 threads. Larger matmuls block
-// otherwise (held here at 512 features and 256 rows), where the scratch is small beside the activations.
+// blocks; where the blocks do not divide among them, they split the rows too, threads / gcd(blocks, threads) ways,
+// in chunks of at least 16 rows (32 where there are at least as many blocks as threads), never more than the rows;
+// at most 256 rows at a time (more are cut in equal chunks).
+// A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16: the forward of 360 bf16 Linears (1 to 4
+// threads, 8 to 300 rows, 32 to 600 input and 32 to 320 output features, each thread count in a process of its own:
+// oneDNN keeps the primitives it made for the thread count it first saw) equal to the byte. The first fit (until
+// 2026-12-03) split rows whenever the split left at least 16 and held them at 256: 296 of the 360 to the byte, the
+// rest 5-37% off (llama tiny's bf16 inference working set 4-8 KiB under at batches 1 and 2).
 int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
-  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512);
-  const int64_t split = threads / std::gcd(ceil_div(n, 64), threads);
-  const int64_t rows = std::min<int64_t>(ceil_div(m, split) >= 16 ? ceil_div(m, split) : m, 256);
+  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512), blocks = ceil_div(n, 64);
+  const int64_t split = threads / std::gcd(blocks, threads);
+  int64_t rows = split == 1 ? m : std::min(m, std::max<int64_t>(blocks >= threads ? 32 : 16, ceil_div(m, split)));
+  rows = ceil_div(rows, ceil_div(rows, 256));
   return threads * (kp * 64 * 2 + rows * std::min<int64_t>(n, 64) * 4) + 384 + threads * 640;
 }
 
@@ -82,6 +85,28 @@ ConvScratch avx512_fp32_conv(const ConvShape& c) {
   }
   s.backward_bytes = std::max<int64_t>(0, peak - w);
   return s;
+}
+
+// oneDNN's fp32 convolution forward on AVX2 (as LibTorch 2.14.1 calls it, with the layouts oneDNN prefers, blocks of
+// 8 channels). In order it allocates: for a strided 1x1 kernel a buffer of the input at the output's resolution per
+// thread (+128 bytes); the input in blocks (as it is when its channels are a multiple of 8, padded to 8 when it
+// has at least 8 or the kernel is 1x1, not copied otherwise: the first layer's plain input is read directly); the
+// weights in blocks (the output channels padded to 8, the input channels too under the same rule); the output in
+// blocks (padded to 8). It frees the first three, allocates the plain output and reorders into it:
+// max(buffer + x_blocks + w_blocks + y_blocks, y_blocks + y) - y beside the output. Equal to the byte for all 91
+// convolutions LibTorch sent to oneDNN of the 105 measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX2
+// on an AMD EPYC (batches 1 to 8, 1 to 4 threads, kernels 1, 3 and 7, strides 1 and 2, 3 to 512 channels, the shapes of
+// cnn, resnet tiny and resnet-50's stages at reduced resolution). LibTorch sends only some convolutions to oneDNN (not
+// those of one image with a small kernel, nor unstrided 1x1 ones at one thread): the trace asks it which first.
+int64_t avx2_fp32_conv_forward(const ConvShape& c) {
+  const int64_t k = c.kernel, cin = c.cin, cout = c.cout, out_area = c.out_hw * c.out_hw;
+  const bool pad_in = cin % 8 == 0 || k == 1 || cin >= 8;
+  const int64_t cin_b = pad_in ? round_up(cin, 8) : cin, cout_b = round_up(cout, 8);
+  const int64_t x_blocks = pad_in ? c.batch * cin_b * c.in_hw * c.in_hw * 4 : 0;
+  const int64_t w_blocks = cout_b * cin_b * k * k * 4;
+  const int64_t y = c.batch * cout * out_area * 4, y_blocks = c.batch * cout_b * out_area * 4;
+  const int64_t reduce = k == 1 && c.stride > 1 ? c.threads * cin * out_area * 4 + 128 : 0;
+  return std::max(reduce + x_blocks + w_blocks + y_blocks, y_blocks + y) - y;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -29,6 +29,10 @@ struct ConvScratch {
 // oneDNN's fp32 convolutions on AVX-512 (blocked layouts padded to 16 channels); a fit, see the .cpp.
 ConvScratch avx512_fp32_conv(const ConvShape& c);
 
+// What oneDNN's fp32 convolution on AVX2 (its jit:avx2 and jit_1x1:avx2 kernels) holds in forward beside its
+// output: the input, the weights and the output in blocked layouts; derived from the allocations, see the .cpp.
+int64_t avx2_fp32_conv_forward(const ConvShape& c);
+
 // oneDNN's bf16 convolutions on a CPU with avx512_bf16 and no AMX (the avx512_core_bf16 JIT kernels, and the gemm
 // kernel where their layout does not apply); derived from oneDNN's scratchpad bookings, see the .cpp.
 ConvScratch avx512_bf16_conv(const ConvShape& c);

@@ -145,7 +145,7 @@ double batched_max_rate_per_s(double service_s, int64_t batch, double bound_s, d
 
 std::optional<Accelerator> local_host_accelerator() {
   const HostInfo host = describe_host();
-  const std::string id = host_cpu_class(host.cpu_features);
+  const std::string id = host_cpu_class(host.cpu_features_usable);
   const double ghz = host_clock_ghz();
   if (id.empty() || ghz <= 0) return std::nullopt;
   for (const auto& c : accelerator_catalog().cpu_classes) {
@@ -466,6 +466,13 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
     if (context.value("cpu_model", std::string()) != describe_host().cpu_model)
       bad_report(source, cat("a CPU report from '", context.value("cpu_model", std::string()), "'"),
                  "a CPU report made on this machine (its clock and cores are this machine's)");
+    // The same CPU under another oneDNN ISA limit ran other kernels (a report without the key predates it: taken
+    // as made without a limit).
+    const std::string limit = context.value("onednn_isa_limit", std::string());
+    if (limit != describe_host().onednn_isa_limit)
+      bad_report(source, cat("a CPU report made with ONEDNN_MAX_CPU_ISA='", limit, "'"),
+                 cat("a CPU report made under this process's ONEDNN_MAX_CPU_ISA ('", describe_host().onednn_isa_limit,
+                     "': the same kernels)"));
     card = *host;
     c.architecture = "host";
   }

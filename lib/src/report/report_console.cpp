@@ -84,11 +84,8 @@ void config_line(std::ostream& out, const RunContext& c, const std::string& pref
 // "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."; then the
 // options a --config file set.
 void machine_line(std::ostream& out, const RunContext& c) {
-  std::string features;
-  for (const auto& f : c.host.cpu_features) features += (features.empty() ? "" : " ") + f;
   out << "machine: " << (c.host.cpu_model.empty() ? "CPU model unknown" : c.host.cpu_model) << " ("
-      << (features.empty() ? "none of avx2/avx512/amx" : features) << "), " << c.host.intra_op_threads
-      << " intra-op threads";
+      << cpu_features_text(c.host) << "), " << c.host.intra_op_threads << " intra-op threads";
   if (c.gpu) {
     const auto& g = *c.gpu;
     out << "; " << g.name << " (compute capability " << g.compute_capability << ", " << format_bytes(g.memory_bytes)
@@ -663,10 +660,8 @@ void ConsoleReporter::report(const CardsReport& r) {
         << "bf16 " << pad(figure(c.bf16_flop_per_cycle_per_core), 6) << "int8 " << figure(c.int8_op_per_cycle_per_core)
         << (c.id == r.host_class ? "   <- this machine" : "") << '\n';
   const auto& h = r.context.host;
-  std::string features;
-  for (const auto& f : h.cpu_features) features += (features.empty() ? "" : " ") + f;
-  out << "this machine: " << (h.cpu_model.empty() ? "unknown CPU" : h.cpu_model) << " (" << features << "), class "
-      << (r.host_class.empty() ? "none of the above" : r.host_class) << ".\n"
+  out << "this machine: " << (h.cpu_model.empty() ? "unknown CPU" : h.cpu_model) << " (" << cpu_features_text(h)
+      << "), class " << (r.host_class.empty() ? "none of the above" : r.host_class) << ".\n"
       << "Sources, notes and every figure's origin: tvie cards --json PATH, or the catalog file itself.\n";
 }
 

@@ -90,8 +90,8 @@ std::string context_footer(const RunContext& c) {
     item("GPU", cat(c.gpu->name, ", compute capability ", c.gpu->compute_capability, ", ",
                     detail::bytes_text(c.gpu->memory_bytes), ", driver ", c.gpu->driver, ", CUDA ", c.gpu->cuda_runtime,
                     ", cuDNN ", c.gpu->cudnn, ", NCCL ", c.gpu->nccl));
-  item("CPU", cat(c.host.cpu_model, c.host.cpu_features.empty() ? "" : " (" + detail::join(c.host.cpu_features) + ")",
-                  ", ", c.host.intra_op_threads, " intra-op threads"));
+  item("CPU",
+       cat(c.host.cpu_model, " (", cpu_features_text(c.host), "), ", c.host.intra_op_threads, " intra-op threads"));
   item("versions", cat("tvie ", c.tvie_version, ", LibTorch ", c.torch_version));
   item("command", command.empty() ? "(from code)" : command);
   if (!c.config_file.empty()) item("config", c.config_file + ": " + detail::config_text(c.config));

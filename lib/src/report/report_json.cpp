@@ -109,6 +109,9 @@ json context_json(const RunContext& c) {
             {"argv", c.argv},
             {"cpu_model", c.host.cpu_model},
             {"cpu_features", c.host.cpu_features},
+            {"onednn_isa_limit", c.host.onednn_isa_limit},
+            {"cpu_features_usable", c.host.cpu_features_usable},
+            {"aten_cpu_capability", c.host.aten_cpu_capability},
             {"intra_op_threads", c.host.intra_op_threads}};
   if (!c.config_file.empty()) {
     j["config_file"] = c.config_file;

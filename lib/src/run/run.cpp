@@ -309,7 +309,7 @@ CardsReport run_cards(const std::string& cards, const RunOptions& options) {
   report.efficiency_description = catalog.efficiency_description;
   report.cloud_prices_source = catalog.cloud_prices_source;
   report.cpu_classes = catalog.cpu_classes;
-  report.host_class = host_cpu_class(report.context.host.cpu_features);
+  report.host_class = host_cpu_class(report.context.host.cpu_features_usable);
   return report;
 }
 
@@ -435,7 +435,7 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings,
   report.inference_predicted = predict_inference_memory(workload, one, c10::Device(c10::kCUDA));
   report.training_work = training_step_work(workload, settings.train);
   report.inference_work = inference_batch_work(workload, one);
-  report.host_class = host_cpu_class(report.context.host.cpu_features);
+  report.host_class = host_cpu_class(report.context.host.cpu_features_usable);
   report.host_clock_ghz = host_clock_ghz();
   if (settings.include_host)
     if (auto host = local_host_accelerator()) cards.push_back(*host);

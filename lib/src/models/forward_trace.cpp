@@ -235,9 +235,10 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   // none the ledger sees):
   //  - im2col ("slow", bf16/fp16 without AVX-512): forward and backward each unfold the input into columns
   //    [B, cin k k, out_hw^2] in its dtype (none for a 1x1 kernel of stride 1: the input is its own columns);
-  //  - oneDNN with AVX-512 in bf16 on avx512_bf16 without AMX: blocked layouts, transposes and per-thread weight
-  //    gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on the AMD EPYC);
-  //    with AMX (or bf16 emulated): backward copies the saved input (a contiguous clone; measured on the Xeon);
+  //  - oneDNN with AVX-512 in bf16 without AMX (emulated without avx512_bf16): blocked layouts, transposes and
+  //    per-thread weight gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on
+  //    the AMD EPYC);
+  //    with AMX: backward copies the saved input (a contiguous clone; measured on the Xeon);
   //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward (a fit in
   //    models/onednn_scratch.cpp; measured on the AMD EPYC);
   //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes

@@ -25,6 +25,11 @@ std::string cell(int64_t predicted, int64_t measured) {
   return buffer;
 }
 
+// "102.0 KiB =" where the prediction is the measured bytes, else the cell above.
+std::string exact(int64_t predicted, int64_t measured) {
+  return predicted == measured ? format_bytes(predicted) + " =" : cell(predicted, measured);
+}
+
 }  // namespace
 
 int main() {
@@ -50,7 +55,6 @@ int main() {
           auto probe = make_memory_probe(cpu);
           Trainer trainer(*w, s, cpu, probe.get());
           const auto m = trainer.ledger_step(*probe);
-          auto exact = [](int64_t a, int64_t b) { return a == b ? format_bytes(a) + " =" : cell(a, b); };
           std::printf("| %s tiny | %s | %s | %s | %s | %s | %s | %s | %s |\n", model.c_str(),
                       to_string(precision).c_str(), checkpoint_to_string(checkpoint).c_str(),
                       to_string(optimizer).c_str(), exact(p.parameters, m.parameters).c_str(),
@@ -78,12 +82,9 @@ int main() {
         const auto p = predict_inference_memory(*w, s);
         const auto r = measure_inference(*w, s, cpu);
         const auto& m = r.memory;
-        std::printf(
-            "| %s tiny | %s | %lld | %s | %s | %s |\n", model.c_str(), to_string(dtype).c_str(),
-            static_cast<long long>(batch),
-            (p.parameters == m.parameters ? format_bytes(m.parameters) + " =" : cell(p.parameters, m.parameters))
-                .c_str(),
-            cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
+        std::printf("| %s tiny | %s | %lld | %s | %s | %s |\n", model.c_str(), to_string(dtype).c_str(),
+                    static_cast<long long>(batch), exact(p.parameters, m.parameters).c_str(),
+                    cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
       }
     }
   }

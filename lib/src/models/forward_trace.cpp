@@ -145,8 +145,8 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   //    scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4 threads, up to 2048 x
   //    768 x 3072: equal to the byte but for 128-512 bytes of per-thread buffers in some shapes).
   int64_t scratch = 0;
-  const auto kernels = cpu_bf16_matmul_kernels();
   if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && rows * in * out > 16 * 16 * 16) {
+    const auto kernels = cpu_bf16_matmul_kernels();
     if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
       const int64_t threads = at::get_num_threads();
       {
@@ -252,6 +252,8 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   int64_t scratch = 0;
   if (!query_.cuda) {
     const int64_t columns = k != 1 || stride != 1 ? batch() * cin * k * k * out_hw * out_hw : 0;
+    const onednn::ConvShape shape{
+        batch(), cin, cout, k, stride, in_hw, out_hw, x.requires_grad, static_cast<int64_t>(at::get_num_threads())};
     switch (cpu_conv(cin, cout, k, stride, in_hw, xin.element_bytes)) {
       case CpuConv::im2col: {
         {
@@ -261,8 +263,6 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
         break;
       }
       case CpuConv::onednn_avx512: {
-        const onednn::ConvShape shape{
-            batch(), cin, cout, k, stride, in_hw, out_hw, x.requires_grad, static_cast<int64_t>(at::get_num_threads())};
         if (xin.element_bytes == 4 || (!query_.fp16 && cpu_bf16_conv_scratch_modelled())) {
           const auto s = xin.element_bytes == 4 ? onednn::avx512_fp32_conv(shape) : onednn::avx512_bf16_conv(shape);
           { const Sym blocks = make(s.forward_bytes, 1, false); }  // beside y, then freed
@@ -274,15 +274,6 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
       }
       case CpuConv::onednn_avx2: {
         {
-          const onednn::ConvShape shape{batch(),
-                                        cin,
-                                        cout,
-                                        k,
-                                        stride,
-                                        in_hw,
-                                        out_hw,
-                                        x.requires_grad,
-                                        static_cast<int64_t>(at::get_num_threads())};
           const Sym blocks = make(onednn::avx2_fp32_conv_forward(shape), 1, false);
         }  // beside y, then freed
         const int64_t weights = cin * cout * k * k * 4;

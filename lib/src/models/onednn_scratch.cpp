@@ -100,7 +100,7 @@ ConvScratch avx512_fp32_conv(const ConvShape& c) {
 // those of one image with a small kernel, nor unstrided 1x1 ones at one thread): the trace asks it which first.
 int64_t avx2_fp32_conv_forward(const ConvShape& c) {
   const int64_t k = c.kernel, cin = c.cin, cout = c.cout, out_area = c.out_hw * c.out_hw;
-  const bool pad_in = cin % 8 == 0 || k == 1 || cin >= 8;
+  const bool pad_in = k == 1 || cin >= 8;  // else the first layer's plain input, read as it is
   const int64_t cin_b = pad_in ? round_up(cin, 8) : cin, cout_b = round_up(cout, 8);
   const int64_t x_blocks = pad_in ? c.batch * cin_b * c.in_hw * c.in_hw * 4 : 0;
   const int64_t w_blocks = cout_b * cin_b * k * k * 4;

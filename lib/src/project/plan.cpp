@@ -463,15 +463,16 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
     c.architecture = card.architecture;
   } else {
     if (!host) bad_report(source, "a CPU report, and this machine's CPU has no class in the catalog", accepted);
-    if (context.value("cpu_model", std::string()) != describe_host().cpu_model)
+    const HostInfo here = describe_host();
+    if (context.value("cpu_model", std::string()) != here.cpu_model)
       bad_report(source, cat("a CPU report from '", context.value("cpu_model", std::string()), "'"),
                  "a CPU report made on this machine (its clock and cores are this machine's)");
     // The same CPU under another oneDNN ISA limit ran other kernels (a report without the key predates it: taken
     // as made without a limit).
     const std::string limit = context.value("onednn_isa_limit", std::string());
-    if (limit != describe_host().onednn_isa_limit)
+    if (limit != here.onednn_isa_limit)
       bad_report(source, cat("a CPU report made with ONEDNN_MAX_CPU_ISA='", limit, "'"),
-                 cat("a CPU report made under this process's ONEDNN_MAX_CPU_ISA ('", describe_host().onednn_isa_limit,
+                 cat("a CPU report made under this process's ONEDNN_MAX_CPU_ISA ('", here.onednn_isa_limit,
                      "': the same kernels)"));
     card = *host;
     c.architecture = "host";

@@ -78,6 +78,18 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on both CPUs measured); fp32 is the same trace
           // and the same kernels' bytes on every CPU measured (within 5.5%).
           if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(relative(p.peak, m.peak) <= 0.08);
+          // The transformers' peak, step by step as autograd runs it (checked against the allocation events of
+          // tvie train --json's memory_timeline and LibTorch's profiler, 2026-12-03): the loss's backward holds the
+          // two fp32 gradients, not also the logits' 2-byte one; a residual branch's last op receives the held
+          // gradient itself; a checkpointed block's recomputation runs its forward beside the incoming gradient, and
+          // its backward beside its output and the generator state tvie::checkpoint keeps; under autocast the C++
+          // linear's in-place bias add runs in fp32 temporaries on the CPU; the batch is a view of the data pool.
+          // Since then every gpt, bert and llama case here is equal to the byte (but the loss's 4 bytes) on an AMD
+          // EPYC on its own kernels, under AVX2 and under AVX512_CORE, but llama's checkpointed bf16 steps on the
+          // avx512_bf16 kernels (+1.0..+1.8%); they were up to +11.6% over before.
+          if ((model == "gpt" || model == "bert" || model == "llama") &&
+              (precision == TrainPrecision::fp32 || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
+            CHECK(relative(p.peak, m.peak) <= 0.02);
           // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
           // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
           if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))
@@ -100,9 +112,16 @@ TEST_CASE("predicted activations follow the micro-batch under accumulation and s
   CHECK(halves.activations == measured.activations);  // the micro-batch of 4 is what is live at once
   CHECK(halves.activations < whole.activations);
   CHECK(halves.gradients == whole.gradients);
-  CHECK(relative(halves.peak, measured.peak) <= 0.15);
-  s.accumulate = 1;
+  // Under accumulation the second micro-batch's backward runs beside every gradient, each op's new ones beside
+  // them until autograd adds them in: equal to the byte (but the loss's 4) on an AMD EPYC.
+  CHECK(relative(halves.peak, measured.peak) <= 0.02);
   s.checkpoint_every = 1;
+  const auto checkpointed_halves = predict_training_memory(*w, s);
+  const auto measured_checkpointed = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
+  // Checkpointed too: 64 KiB (the size of one [4h, h] fp32 weight gradient; 2.3%) under on the EPYC, not yet
+  // explained (a known gap, docs/metrics.md).
+  CHECK(relative(checkpointed_halves.peak, measured_checkpointed.peak) <= 0.05);
+  s.accumulate = 1;
   const auto checkpointed = predict_training_memory(*w, s);
   CHECK(checkpointed.activations < whole.activations / 3);
   // The layer types a reader looks for.

@@ -138,8 +138,9 @@ struct PredictedTrainingMemory {
   int64_t loss_scaler = 0;      // amp-fp16: scale, growth tracker, found_inf (3 x 4 bytes)
   int64_t comm_buffers = 0;     // data parallelism: one flat copy of the gradients (the buckets)
   int64_t batch = 0;            // bytes of one step's input batch
-  int64_t peak = -1;            // static (parameters, optimizer state, copies, scaler, buckets, batch)
-                                // + max(forward peak, backward peak) of the trace
+  int64_t peak = -1;            // static (parameters, optimizer state, copies, scaler, buckets, and the batch
+                                // where the step allocates it: CUDA's copy, pure bf16's converted input on the CPU)
+                                // + max(forward peak, backward peak, optimizer step) of the trace
   std::vector<std::pair<std::string, int64_t>> activations_by_layer;
 };
 

@@ -47,8 +47,8 @@ Sym ForwardTrace::input(int64_t elements, int64_t element_bytes) {
 }
 
 Sym ForwardTrace::make(int64_t elements, int64_t element_bytes, bool requires_grad) {
-  // While a checkpointed segment is traced again (its recomputation), nothing counts as alive in the forward.
-  auto counters = recording_recompute_ >= 0 ? nullptr : counters_;
+  // While a checkpointed segment is traced again (its recomputation, in backward), its tensors count apart.
+  auto counters = recording_recompute_ >= 0 ? recompute_counters_ : counters_;
   return {std::make_shared<Storage>(elements * element_bytes, counters), elements, element_bytes,
           requires_grad && training()};
 }
@@ -96,9 +96,28 @@ void ForwardTrace::work(OpClass c, const OpWork& forward, const OpWork& backward
 //  - normalisation, elementwise: bytes only (a few FLOPs per element); backward reads the incoming gradient and
 //    what was saved, writes the outgoing gradient.
 // Element sizes are those of the tensors the trace already carries; autocast's casts count as elementwise.
+size_t ForwardTrace::open_hold(int64_t bytes, const Storage* residual) {
+  HoldState h;
+  h.bytes = bytes;
+  h.residual = residual;
+  h.recording = recording_recompute_ >= 0;
+  h.first_op = (h.recording ? recompute_ops_ : ops_).size();
+  held_ += bytes;
+  holds_.push_back(std::move(h));
+  return holds_.size() - 1;
+}
+
+void ForwardTrace::close_hold(size_t index) {
+  if (holds_[index].active) held_ -= holds_[index].bytes;
+  holds_[index].active = false;
+}
+
 void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes) {
   if (training()) {
     current_.transient = grad_in_bytes + grad_out_bytes + scratch_bytes + held_;
+    current_.incoming = grad_out_bytes;
+    for (size_t i = 0; i < holds_.size(); ++i)
+      if (holds_[i].active) current_.holds.push_back(i);
     (recording_recompute_ >= 0 ? recompute_ops_ : ops_).push_back(current_);
   }
   current_ = {};
@@ -159,6 +178,13 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       scratch = std::max(x.requires_grad ? rows * in * 4 + 128 : 0, out * in * 4 + 128);
     }
   }
+  // The C++ frontend's linear on a 3-D input adds the bias in place after the product: under autocast the
+  // 2-byte output plus the fp32 bias runs in fp32, and on the CPU TensorIterator computes that in an fp32
+  // temporary of the output's shape from an fp32 copy of the output, then writes it back (measured with LibTorch's
+  // profiler: add_ > empty_like and add_ > to, [B, S, out] x 4 bytes each; CUDA's kernels cast as they go).
+  if (!query_.cuda && query_.autocast && bias && x.dims != 2) {
+    const Sym promoted = make(rows * out, 4, false), output_copy = make(rows * out, 4, false);
+  }  // beside y, then freed
   {
     const double f = 2.0 * rows * in * out, w = static_cast<double>(in) * out;
     const double dx = x.requires_grad ? 1 : 0;
@@ -400,6 +426,20 @@ Sym ForwardTrace::mul(const Sym& a, const Sym& b) {
 Sym ForwardTrace::add(const Sym& a, const Sym& b) {
   Sym y = make(a.elements, std::max(a.element_bytes, b.element_bytes), a.requires_grad || b.requires_grad);
   y.dims = a.dims;
+  // The sum a Hold follows (its residual is a or b): in backward its gradient exists from here on.
+  for (auto h = holds_.rbegin(); h != holds_.rend(); ++h) {
+    if (!h->active || h->residual == nullptr || (h->residual != a.storage.get() && h->residual != b.storage.get()))
+      continue;
+    const Sym& branch = h->residual == a.storage.get() ? b : a;
+    auto& ops = h->recording ? recompute_ops_ : ops_;
+    // The branch's last op receives the held gradient itself when the branch has the sum's dtype.
+    if (training() && branch.bytes() == y.bytes() && ops.size() > h->first_op && ops.back().incoming == y.bytes())
+      ops.back().transient -= h->bytes;
+    h->sum = y.storage;
+    h->active = false;
+    held_ -= h->bytes;
+    break;
+  }
   // Backward passes the gradient to both; where the two paths meet again, autograd adds them (one kernel).
   work(OpClass::elementwise, {double(y.elements), double(a.bytes() + b.bytes() + y.bytes()), 0, 1},
        {double(y.elements), 3.0 * y.bytes(), 0, 1});
@@ -514,39 +554,66 @@ Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes
   save(log_probs, "loss");          // log_softmax saves its output
   save(make(1, 4, false), "loss");  // nll_loss: the total weight
   Sym loss = make(1, 4, true);
+  if (training()) loss_bytes_ += loss.bytes();  // the caller holds the loss through backward
   {
     // The cast to fp32 (when the logits are not), log_softmax (reads them twice: max and sum, writes), nll_loss.
     const double e = double(rows) * classes, cast = logits.element_bytes == 4 ? 0 : double(logits.bytes()) + 4 * e;
     work(OpClass::elementwise, {5 * e, cast + 4 * e * 3 + 4 * e, 0, 3 + (cast > 0 ? 1.0 : 0.0)},
          {5 * e, 4 * e * 4 + cast, 0, 3 + (cast > 0 ? 1.0 : 0.0)});
   }
-  // Backward starts here: the gradient of the log-probabilities and of the logits, fp32 (+ its cast back).
-  end_op(2 * rows * classes * 4 + (logits.element_bytes == 4 ? 0 : logits.bytes()), 0);
+  // Backward starts here: the gradient of the log-probabilities and of the logits, fp32, both alive while
+  // log_softmax's backward runs. Its cast back to the logits' 2-byte dtype comes after that node has released the
+  // log-probabilities it saved and its incoming gradient: fp32 gradient + 2-byte copy < the two fp32 ones.
+  end_op(2 * rows * classes * 4, 0);
   return loss;
 }
 
 Sym ForwardTrace::checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment) {
   if (!training()) return segment(x);
   save(x, "checkpoint");
-  if (!query_.cuda) save(make(kCpuRngStateBytes, 1, false), "checkpoint");  // on CUDA: host tensors
+  // The CPU generator's state: kept in the node's saved data, which lives until the graph is freed after the
+  // whole backward (not released with the saved input). On CUDA: host tensors.
+  const int64_t rng_bytes = query_.cuda ? 0 : kCpuRngStateBytes;
+  if (rng_bytes > 0) {
+    save(make(rng_bytes, 1, false), "checkpoint");
+    current_.released -= rng_bytes;
+  }
   // What recomputing the segment in backward holds: the segment traced again with grad, and its own
   // backward swept (its saved tensors released op by op, its gradients written).
   const Op checkpoint_op = current_;
   current_ = {};
   recording_recompute_ = 0;
-  { const Sym ignored = segment(x); }
+  recompute_counters_ = std::make_shared<Counters>();
+  int64_t recompute_forward = 0;
+  {
+    const Sym out = segment(x);
+    recompute_forward = recompute_counters_->peak;  // what it saved so far and its temporaries, its output last
+    // tvie::checkpoint keeps the recomputed output, the generator's state it restores afterwards, and its caller
+    // the segment's incoming gradient, until the segment's backward returns: beside every op of it, but where a
+    // Hold already counts that gradient (the segment ends with the sum the Hold follows).
+    for (auto& op : recompute_ops_) {
+      const bool held =
+          std::any_of(op.holds.begin(), op.holds.end(), [&](size_t h) { return holds_[h].sum.lock() == out.storage; });
+      op.transient += out.bytes() + (held ? 0 : out.bytes()) + rng_bytes;
+    }
+  }
   const Sweep inner = sweep(recompute_ops_, recording_recompute_);
   recompute_ops_.clear();
   recompute_saved_.clear();
   recording_recompute_ = -1;
+  recompute_counters_.reset();
   // The forward itself: without grad, so nothing inside is saved.
   grad_enabled_ = false;
   Sym y = segment(x);
   grad_enabled_ = true;
   current_ = checkpoint_op;
   y.requires_grad = true;
-  current_.recompute = inner.peak;  // the segment's gradients included, as its backward writes them
-  current_.recompute_accumulating = inner.peak_accumulating - inner.grads;
+  // The recomputation's forward runs beside the segment's incoming gradient (its caller holds it); its backward
+  // beside its output too (tvie::checkpoint keeps it until the segment's backward returns). The gradients of the
+  // segment's parameters are in the inner sweep, as its backward writes them.
+  const int64_t recompute_forward_held = recompute_forward + y.bytes() + rng_bytes;
+  current_.recompute = std::max(recompute_forward_held, inner.peak);
+  current_.recompute_accumulating = std::max(recompute_forward_held, inner.peak_accumulating - inner.grads);
   current_.parameter_grads += inner.grads;
   end_op(x.bytes(), y.bytes());
   return y;
@@ -560,12 +627,16 @@ ForwardTrace::Sweep ForwardTrace::sweep(const std::vector<Op>& ops, int64_t save
   int64_t remaining = saved_bytes, grads = 0, casts = 0;
   for (const auto& op : ops) casts += op.casts;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    const int64_t op_bytes = it->transient + casts;
-    // A checkpointed segment's recomputation holds its own gradients as it writes them (in `recompute`).
-    const int64_t own_grads = it->recompute > 0 ? 0 : it->parameter_grads;
-    out.peak = std::max(out.peak, remaining + grads + own_grads + op_bytes + it->recompute);
-    out.peak_accumulating =
-        std::max(out.peak_accumulating, remaining + out.grads + op_bytes + it->recompute_accumulating);
+    // A checkpointed segment's recomputation holds its own gradients as it writes them, and its incoming and
+    // outgoing gradients as its ops pass them on (all in `recompute`, the segment's own sweep).
+    const bool recomputed = it->recompute > 0;
+    const int64_t op_bytes = (recomputed ? std::max(it->transient, it->recompute) : it->transient) + casts;
+    const int64_t own_grads = recomputed ? 0 : it->parameter_grads;
+    out.peak = std::max(out.peak, remaining + grads + own_grads + op_bytes);
+    // Under accumulation every gradient is alive, and the op's new ones beside them until autograd adds them in.
+    out.peak_accumulating = std::max(
+        out.peak_accumulating, remaining + out.grads + own_grads + casts +
+                                   (recomputed ? std::max(it->transient, it->recompute_accumulating) : it->transient));
     remaining -= it->released;
     grads += it->parameter_grads;
     casts -= it->casts;
@@ -582,8 +653,8 @@ ActivationEstimate ForwardTrace::finish() {
   e.buffer_bytes = buffer_bytes_;
   e.by_layer = by_layer_;
   const Sweep outer = sweep(ops_, e.saved_bytes);
-  e.backward_peak_bytes = outer.peak;
-  e.backward_peak_accumulating_bytes = outer.peak_accumulating;
+  e.backward_peak_bytes = outer.peak + loss_bytes_;
+  e.backward_peak_accumulating_bytes = outer.peak_accumulating + loss_bytes_;
   e.largest_parameter_bytes = largest_parameter_bytes_;
   e.forward_work = forward_work_;
   e.parameter_tensors = parameter_tensors_;

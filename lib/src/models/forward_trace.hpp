@@ -27,10 +27,20 @@
 //  - scaled_dot_product_attention (CPU flash kernel): saves q, k, v, the output ([B, S, a, d] memory
 //    layout, so transpose(1, 2).contiguous() after it copies nothing) and the log-sum-exp [B, a, S] fp32.
 //  - embedding: saves the indices; max_pool2d: input and int64 indices; add, mean, cat, neg, views: nothing.
-//  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight.
-//  - checkpoint (tvie::checkpoint): saves the segment's input and the CPU generator's state (5056 bytes);
-//    the segment runs without grad, and is recomputed with grad in backward, where its own sweep writes its
-//    parameter gradients (the outer sweep counts them there, not again).
+//  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight. Its
+//    backward holds the two fp32 gradients (log-probabilities' and logits'); the cast back to a 2-byte dtype comes
+//    after log_softmax's node released what it held. The loss itself is alive through backward.
+//  - linear under autocast, 3-D input with bias: the C++ frontend's `out += b` adds the fp32 bias to the 2-byte
+//    output in two fp32 temporaries of the output's shape on the CPU (TensorIterator's common dtype).
+//  - residual sums (Hold): autograd passes the sum's gradient to both paths as one tensor, so the branch's last op
+//    receives the held gradient itself when the branch has the sum's dtype; ops after the sum (post-LayerNorm) run
+//    their backward before that gradient exists.
+//  - checkpoint (tvie::checkpoint): saves the segment's input and the CPU generator's state (5056 bytes, in the
+//    node's saved data: alive until the graph is freed after the whole backward); the segment runs without grad,
+//    and is recomputed with grad in backward: its forward beside the incoming gradient, its backward beside the
+//    recomputed output and the generator state tvie::checkpoint restores afterwards (and the incoming gradient,
+//    where no Hold counts it already), its own sweep writing its parameter gradients (the outer sweep counts them
+//    there, not again).
 // On CUDA (ActivationQuery::cuda; measured on an H200 with LibTorch 2.11, every zoo model but resnet at its
 // tiny preset, tests/test_gpu.cpp), where the CPU rules differ:
 //  - attention with 2-byte inputs (the flash kernel) also saves its RNG seed and offset, two int64 tensors
@@ -138,16 +148,23 @@ class ForwardTrace {
   // A residual connection y = x + branch(x): in backward, the gradient of the sum flows to x unchanged and is
   // held until the skip path uses it, while the branch's ops run their backward. Trace the branch inside a
   // Hold of the sum's bytes (in its dtype).
+  // Given the residual x itself, the Hold also follows the sum: add(x, branch) ends it (ops traced after the sum,
+  // a post-LayerNorm, run their backward before the gradient of the sum exists), the branch's last op does not
+  // count the gradient twice when its incoming gradient is the held one (branch and sum of one dtype: autograd
+  // passes the same tensor to both), and a checkpointed segment whose output is the sum knows that its incoming
+  // gradient is the one held.
   class Hold {
    public:
-    Hold(ForwardTrace& trace, int64_t bytes) : trace_(trace), bytes_(bytes) { trace_.held_ += bytes_; }
-    ~Hold() { trace_.held_ -= bytes_; }
+    Hold(ForwardTrace& trace, int64_t bytes) : trace_(trace), index_(trace_.open_hold(bytes, nullptr)) {}
+    Hold(ForwardTrace& trace, const Sym& residual)
+        : trace_(trace), index_(trace_.open_hold(residual.bytes(), residual.storage.get())) {}
+    ~Hold() { trace_.close_hold(index_); }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
 
    private:
     ForwardTrace& trace_;
-    int64_t bytes_;
+    size_t index_;
   };
 
   // Backward bookkeeping (training): parameters' gradient bytes written by the op just traced.
@@ -179,9 +196,24 @@ class ForwardTrace {
     int64_t transient = 0;               // its incoming and outgoing gradients
     int64_t recompute = 0;               // checkpoint: what recomputing the segment holds, its gradients as written
     int64_t recompute_accumulating = 0;  // the same without its gradients (under accumulation all are alive)
-    int64_t casts = 0;  // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
-                        // them until this op's backward)
+    int64_t casts = 0;     // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
+                           // them until this op's backward)
+    int64_t incoming = 0;  // its incoming gradient (its output's bytes)
+    std::vector<size_t> holds;  // the Holds active while its backward runs
   };
+  // A Hold's state: the gradient it holds, the residual and the sum it follows (Hold(trace, residual)), whether
+  // it is active (until the sum), and where its ops start in the op list it was opened in.
+  struct HoldState {
+    int64_t bytes = 0;
+    const Storage* residual = nullptr;
+    std::weak_ptr<Storage> sum;
+    bool active = true;
+    bool recording = false;
+    size_t first_op = 0;
+  };
+  size_t open_hold(int64_t bytes, const Storage* residual);
+  void close_hold(size_t index);
+  std::vector<HoldState> holds_;
 
   ActivationQuery query_;
   std::shared_ptr<Counters> counters_;
@@ -192,7 +224,8 @@ class ForwardTrace {
   bool grad_enabled_ = true;
   int64_t cast_cache_bytes_ = 0;
   int64_t buffer_bytes_ = 0;
-  int64_t held_ = 0;  // residual gradients held while the current ops' backward runs (Hold)
+  int64_t held_ = 0;        // residual gradients held while the current ops' backward runs (Hold)
+  int64_t loss_bytes_ = 0;  // the loss, which its caller holds through backward
   int64_t largest_parameter_bytes_ = 0;
   PhaseWork forward_work_, backward_work_;
   int64_t parameter_tensors_ = 0;
@@ -200,6 +233,7 @@ class ForwardTrace {
   // saves (>= 0; -1 otherwise), what it saved, and its ops.
   int64_t recording_recompute_ = -1;
   std::vector<std::shared_ptr<Storage>> recompute_saved_;
+  std::shared_ptr<Counters> recompute_counters_;  // the recomputation's live bytes (nullptr otherwise)
   std::vector<Op> recompute_ops_;
   std::vector<std::pair<std::array<int64_t, 6>, CpuConv>> conv_kernels_;
 

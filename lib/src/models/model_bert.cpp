@@ -129,12 +129,12 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const BertConfig& c, const trace:
   const int64_t B = t.batch(), S = c.seq_len, h = c.d_model;
   trace::Sym a;
   {
-    const trace::ForwardTrace::Hold residual(t, x.bytes());
+    const trace::ForwardTrace::Hold residual(t, x);
     const trace::Sym qkv = t.linear(x, h, 3 * h, true);  // [B, S, 3h]; q, k, v are views of it
     const trace::Sym part = trace::view(qkv, B * S * h);
     a = t.layer_norm(t.add(x, t.linear(t.attention(part, part, part, B, c.n_head, S), h, h, true)), h);
   }
-  const trace::ForwardTrace::Hold residual(t, a.bytes());
+  const trace::ForwardTrace::Hold residual(t, a);
   const trace::Sym m = t.gelu(t.linear(a, h, c.d_ff, true));  // [B, S, f]
   return t.layer_norm(t.add(a, t.linear(m, c.d_ff, h, true)), h);
 }

@@ -155,7 +155,7 @@ trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::
   const int64_t cached = t.query().cached_tokens, d = h / c.n_head;
   trace::Sym x;
   {
-    const trace::ForwardTrace::Hold residual(t, x_in.bytes());
+    const trace::ForwardTrace::Hold residual(t, x_in);
     const trace::Sym normed = t.layer_norm(x_in, h);
     trace::Sym projected;
     {
@@ -173,7 +173,7 @@ trace::Sym trace_block(trace::ForwardTrace& t, const GptConfig& c, const trace::
     }
     x = t.add(x_in, projected);
   }
-  const trace::ForwardTrace::Hold residual(t, x.bytes());
+  const trace::ForwardTrace::Hold residual(t, x);
   const trace::Sym m = t.gelu(t.linear(t.layer_norm(x, h), h, 4 * h, true));  // [B, S, 4h]
   return t.add(x, t.linear(m, 4 * h, h, true));
 }

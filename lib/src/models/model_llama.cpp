@@ -189,10 +189,10 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace
   const int64_t h = c.d_model;
   trace::Sym x;
   {
-    const trace::ForwardTrace::Hold residual(t, x_in.bytes());
+    const trace::ForwardTrace::Hold residual(t, x_in);
     x = t.add(x_in, trace_attention(t, c, t.rms_norm(x_in, h)));
   }
-  const trace::ForwardTrace::Hold residual(t, x.bytes());
+  const trace::ForwardTrace::Hold residual(t, x);
   // The normed input lives until the layer returns, through down's product and the residual sum, as it does in
   // the layer (and in Hugging Face's, whose MLP holds its argument): in inference that is one [B, S, h] tensor
   // more at down's scratch (llama tiny's bf16 working set was 4-8 KiB under at batches 1 and 2 until 2026-12-03).

@@ -154,13 +154,17 @@ std::string remainder_cell(int64_t measured, int64_t predicted) {
   return cat(format_bytes(d), fmt(" (%+.1f%%)", 100.0 * static_cast<double>(d) / static_cast<double>(measured)));
 }
 
-void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inference) {
+void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inference, bool cuda) {
   out << "  counter: " << t.memory_counter << ".\n"
       << "  Bytes above the baseline taken before each mode built its model. Training activations: tensors saved\n"
       << "  for backward (forward with grad minus without)";
   if (with_inference) out << "; inference activations: working set of one forward\n  (output included)";
-  out << "; other: peak minus the categories above (transients, logits, the step's batch of "
-      << format_bytes(t.memory.batch) << ").\n";
+  out << "; other: peak minus the categories above (transients, logits";
+  if (cuda) out << ", the step's batch of " << format_bytes(t.memory.batch) << " copied to the device";
+  out << ").\n";
+  if (!cuda)
+    out << "  The step's batch of " << format_bytes(t.memory.batch)
+        << " is a view of the data pool, made before the baseline (pure bf16 converts a floating input in the step).\n";
   out << "  predicted: before the run, from the parameter count and the model's traced forward (docs/metrics.md,\n"
       << "  \"Predicted memory\"); - where the workload has no trace.\n";
   if (is_amp(t.precision))
@@ -238,7 +242,7 @@ void ConsoleReporter::report(const TrainReport& r) {
          remainder_cell(lr.training, lr.predicted)},
         w);
   if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", ""}, w);
-  ledger_notes(out, t, false);
+  ledger_notes(out, t, false, r.context.device_type == c10::DeviceType::CUDA);
   out << '\n';
   const std::vector<size_t> w2 = {18, 24};
   row(out, {"time", "training step"}, w2);
@@ -352,7 +356,7 @@ void ConsoleReporter::report(const CompareReport& r) {
     row(out,
         {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), "-", ""},
         w);
-  ledger_notes(out, t, true);
+  ledger_notes(out, t, true, r.context.device_type == c10::DeviceType::CUDA);
   if (i.memory.packed_weights > 0)
     out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
         << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";

@@ -40,11 +40,19 @@ namespace {
 
 // Bytes of a batch of `batch_size` samples as the run holds it (floating inputs in the weights' dtype): one
 // sample's bytes times the samples (a batch's tensors are [B, ...]), so that no big batch is ever made.
-int64_t batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t seed, int64_t input_float_bytes) {
+struct BatchBytes {
+  int64_t input = 0, target = 0;
+  bool floating_input = false;
+  int64_t total() const { return input + target; }
+};
+
+BatchBytes batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t seed, int64_t input_float_bytes) {
   const Batch b = workload.make_batch(1, c10::Device(c10::kCPU), seed);
-  int64_t input = static_cast<int64_t>(b.input.nbytes());
-  if (b.input.is_floating_point()) input = b.input.numel() * input_float_bytes;
-  return batch_size * (input + (b.target.defined() ? static_cast<int64_t>(b.target.nbytes()) : 0));
+  BatchBytes out;
+  out.floating_input = b.input.is_floating_point();
+  out.input = batch_size * (out.floating_input ? b.input.numel() * input_float_bytes : int64_t(b.input.nbytes()));
+  out.target = b.target.defined() ? batch_size * static_cast<int64_t>(b.target.nbytes()) : 0;
+  return out;
 }
 
 }  // namespace
@@ -62,14 +70,18 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   p.optimizer_state = weights * optimizer_state_multiplier(settings.optimizer);  // moments kept across steps
   p.loss_scaler = settings.precision == TrainPrecision::amp_fp16 ? 3 * 4 : 0;    // scale, growth tracker, found_inf
   p.comm_buffers = data_parallel ? p.gradients : 0;  // the flat buckets: one copy of the gradients
-  p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
+  const BatchBytes batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
+  p.batch = batch.total();
   if (!a.known) return p;
   p.activations = a.saved_bytes;  // what backward needs of each layer's forward
   p.weight_copies = a.cast_cache_bytes;
   p.activations_by_layer = a.by_layer;
   // The peak: what is always there, plus the highest of (a) the forward, (b) the backward and (c) the
   // optimizer's step. With accumulation, the micro-batches after the first run with every gradient alive.
-  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers + p.batch;
+  // The step's batch is a copy of the host's data pool on CUDA; on the CPU a view of it (the pool is allocated
+  // before the run, in the baseline), but for a floating input that pure bf16 converts.
+  const int64_t step_batch = query.cuda ? p.batch : (batch.floating_input && query.weight_bytes == 2 ? batch.input : 0);
+  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers + step_batch;
   // amp: the cast cache's copies are all there at the end of the forward; the region ends before backward, which
   // then holds only the copies ops saved, until their backward runs (in the trace's backward peak).
   const int64_t amp_copies = p.weight_copies;
@@ -112,7 +124,7 @@ PredictedInferenceMemory predict_inference_memory(const Workload& workload, cons
   const ActivationQuery query = activation_query(settings, device);
   const ActivationEstimate a = workload.estimate_activations(query);
   PredictedInferenceMemory p;
-  p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
+  p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes).total();
   const bool dense = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::fp16 ||
                      settings.dtype == InferenceDtype::bf16;
   if (dense)

@@ -86,16 +86,6 @@ void ForwardTrace::work(OpClass c, const OpWork& forward, const OpWork& backward
   if (training()) backward_work_[c] += backward;
 }
 
-// The work rules (bytes read and written, FLOPs at 2 per multiply-add; backward from the forward's shapes):
-//  - linear/conv: forward reads x and W, writes y; backward computes dW (reads dy and x, writes dW) and, when x
-//    requires grad, dx (reads dy and W, writes dx): twice the forward's FLOPs (once for the first layer).
-//  - attention: forward 4 B a S K d FLOPs (Q K^T and P V over K key positions, K = S but in decoding; half when
-//    causal), reads q, k, v (decoding: k and v are the cache's K positions), writes the output
-//    and its log-sum-exp; backward 2.5x the FLOPs (the flash kernels recompute P: five matmuls for two) and
-//    reads q, k, v, the output, its gradient and the log-sum-exp, writes dq, dk, dv.
-//  - normalisation, elementwise: bytes only (a few FLOPs per element); backward reads the incoming gradient and
-//    what was saved, writes the outgoing gradient.
-// Element sizes are those of the tensors the trace already carries; autocast's casts count as elementwise.
 size_t ForwardTrace::open_hold(int64_t bytes, const Storage* residual) {
   HoldState h;
   h.bytes = bytes;
@@ -112,6 +102,16 @@ void ForwardTrace::close_hold(size_t index) {
   holds_[index].active = false;
 }
 
+// The work rules (bytes read and written, FLOPs at 2 per multiply-add; backward from the forward's shapes):
+//  - linear/conv: forward reads x and W, writes y; backward computes dW (reads dy and x, writes dW) and, when x
+//    requires grad, dx (reads dy and W, writes dx): twice the forward's FLOPs (once for the first layer).
+//  - attention: forward 4 B a S K d FLOPs (Q K^T and P V over K key positions, K = S but in decoding; half when
+//    causal), reads q, k, v (decoding: k and v are the cache's K positions), writes the output
+//    and its log-sum-exp; backward 2.5x the FLOPs (the flash kernels recompute P: five matmuls for two) and
+//    reads q, k, v, the output, its gradient and the log-sum-exp, writes dq, dk, dv.
+//  - normalisation, elementwise: bytes only (a few FLOPs per element); backward reads the incoming gradient and
+//    what was saved, writes the outgoing gradient.
+// Element sizes are those of the tensors the trace already carries; autocast's casts count as elementwise.
 void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t scratch_bytes) {
   if (training()) {
     current_.transient = grad_in_bytes + grad_out_bytes + scratch_bytes + held_;

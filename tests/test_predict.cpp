@@ -84,12 +84,13 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           // gradient itself; a checkpointed block's recomputation runs its forward beside the incoming gradient, and
           // its backward beside its output and the generator state tvie::checkpoint keeps; under autocast the C++
           // linear's in-place bias add runs in fp32 temporaries on the CPU; the batch is a view of the data pool.
-          // Since then every gpt, bert and llama case here is equal to the byte (but the loss's 4 bytes) on an AMD
-          // EPYC on its own kernels, under AVX2 and under AVX512_CORE, but llama's checkpointed bf16 steps on the
-          // avx512_bf16 kernels (+1.0..+1.8%); they were up to +11.6% over before.
+          // On the avx512_bf16 brgemm kernels a Linear's backward computes the weight gradient (and frees its
+          // scratch) before the input gradient exists. Since then every gpt, bert and llama case here is equal to
+          // the byte (but the loss's 4 bytes) on an AMD EPYC on its own kernels (1, 2 and 4 threads), under AVX2 and
+          // under AVX512_CORE; they were -3.7% .. +11.6% off before.
           if ((model == "gpt" || model == "bert" || model == "llama") &&
               (precision == TrainPrecision::fp32 || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
-            CHECK(relative(p.peak, m.peak) <= 0.02);
+            CHECK(relative(p.peak, m.peak) <= 0.01);
           // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
           // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
           if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))

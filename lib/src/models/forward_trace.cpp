@@ -171,8 +171,11 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       {
         const Sym packs = make(onednn::brgemm_bf16_scratch(rows, in, out, threads), 1, false);
       }  // alive beside y, then freed
-      scratch = std::max(x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
-                         onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads));
+      // Backward computes the weight gradient first, its scratch freed before the input gradient exists (the
+      // sweep counts both gradients throughout the op): then the input gradient with its own scratch.
+      const int64_t dx = x.requires_grad ? rows * in * compute_bytes() : 0;
+      scratch = std::max<int64_t>({x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
+                                   onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
       { const Sym accumulator = make(rows * out * 4 + 128, 1, false); }
       scratch = std::max(x.requires_grad ? rows * in * 4 + 128 : 0, out * in * 4 + 128);

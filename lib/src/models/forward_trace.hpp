@@ -10,9 +10,10 @@
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
 //    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies). In bf16 on oneDNN's AVX-512
 //    brgemm kernels (avx512_bf16 without AMX) each matmul holds a scratchpad within the op (packed blocks and an
-//    fp32 accumulator; fits beside ForwardTrace::linear). Under autocast (linear and conv2d alike) backward writes
-//    the gradients in the 2-byte dtype and autograd casts them to fp32 after the op: each 2-byte gradient is
-//    alive beside its fp32 copy then (ForwardTrace::cast_gradients).
+//    fp32 accumulator; fits beside ForwardTrace::linear; backward computes the weight gradient first, its
+//    scratch freed before the input gradient is written). Under autocast (linear and conv2d alike) backward
+//    writes the gradients in the 2-byte dtype and autograd casts them to fp32 after the op: each 2-byte gradient
+//    is alive beside its fp32 copy then (ForwardTrace::cast_gradients).
 //  - conv2d: saves input and weight; autocast casts the input (new copy) and the weight (a leaf: cached). Its
 //    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
 //    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in

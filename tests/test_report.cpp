@@ -100,6 +100,10 @@ TEST_CASE("console report puts both modes side by side and names the counter", "
     INFO(needle);
     CHECK(text.find(needle) != std::string::npos);
   }
+  // On the CPU the step's batch is a view of the data pool, outside the peak: the note says so and does not put
+  // it in `other` (as it does on CUDA, where the step copies it to the device).
+  CHECK(text.find("is a view of the data pool, made before the baseline") != std::string::npos);
+  CHECK(text.find("copied to the device") == std::string::npos);
 }
 
 TEST_CASE("int8 packs that could not be measured are said to be, not shown as 0 B", "[report]") {

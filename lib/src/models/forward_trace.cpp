@@ -116,8 +116,9 @@ void ForwardTrace::end_op(int64_t grad_in_bytes, int64_t grad_out_bytes, int64_t
   if (training()) {
     current_.transient = grad_in_bytes + grad_out_bytes + scratch_bytes + held_;
     current_.incoming = grad_out_bytes;
-    for (size_t i = 0; i < holds_.size(); ++i)
-      if (holds_[i].active) current_.holds.push_back(i);
+    if (recording_recompute_ >= 0)  // only a recomputation asks which Holds were active (checkpoint())
+      for (size_t i = 0; i < holds_.size(); ++i)
+        if (holds_[i].active) current_.holds.push_back(i);
     (recording_recompute_ >= 0 ? recompute_ops_ : ops_).push_back(current_);
   }
   current_ = {};

@@ -200,7 +200,7 @@ class ForwardTrace {
     int64_t casts = 0;     // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
                            // them until this op's backward)
     int64_t incoming = 0;  // its incoming gradient (its output's bytes)
-    std::vector<size_t> holds;  // the Holds active while its backward runs
+    std::vector<size_t> holds;  // recomputed ops: the Holds active while its backward runs
   };
   // A Hold's state: the gradient it holds, the residual and the sum it follows (Hold(trace, residual)), whether
   // it is active (until the sum), and where its ops start in the op list it was opened in.

@@ -1,9 +1,11 @@
-// oneDNN's bf16 convolution scratch as the prediction writes it out (lib/src/models/onednn_scratch.cpp) against
-// what the kernels allocate, per convolution, as a Markdown table on stdout (scripts/conv-scratch-table.sh writes
-// it to docs/results/cpu-bf16-conv-scratch-avx512.md). The shapes: every convolution of cnn tiny/small and resnet
-// tiny at batches 8 and 16, and ResNet-50's and other widths at batches 1-5, at 1, 2 and 4 threads.
-// Only meaningful on a CPU where tvie::cpu_bf16_conv_scratch_modelled() (avx512_bf16 without AMX): elsewhere it
-// says so and exits 2.
+// oneDNN's convolution scratch as the prediction writes it out (lib/src/models/onednn_scratch.cpp) against what the
+// kernels allocate, per convolution, as a Markdown table on stdout (scripts/conv-scratch-table.sh writes it to
+// docs/results/cpu-{bf16,fp32}-conv-scratch-avx512.md). `conv_scratch_table [bf16|fp32]`; the shapes: every
+// convolution of cnn tiny/small and resnet tiny at batches 8 and 16, and ResNet-50's and other widths at batches
+// 1-5, at 1, 2 and 4 threads (fp32 adds more: 4-15 input channels, odd sizes, ResNet-50's strided ones).
+// bf16 is only meaningful where tvie::cpu_bf16_conv_scratch_modelled() (avx512_bf16 without AMX), fp32 where oneDNN
+// may use AVX-512: elsewhere it says so and exits 2. fp32 rows LibTorch keeps to its own kernels are left out.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -29,9 +31,21 @@ std::string cell(int64_t rule, int64_t measured) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   log::set_level(log::Level::warn);
-  if (!cpu_bf16_conv_scratch_modelled()) {
+  const std::string dtype = argc > 1 ? argv[1] : "bf16";
+  if (dtype != "bf16" && dtype != "fp32") {
+    std::fprintf(stderr, "conv_scratch_table: dtype '%s' is not one of bf16, fp32\n", dtype.c_str());
+    return 2;
+  }
+  const bool fp32 = dtype == "fp32";
+  const auto usable = describe_host().cpu_features_usable;
+  if (fp32 && std::find(usable.begin(), usable.end(), "avx512f") == usable.end()) {
+    std::fprintf(stderr,
+                 "conv_scratch_table: oneDNN may not use AVX-512 here; the fp32 rule is its AVX-512 kernels'\n");
+    return 2;
+  }
+  if (!fp32 && !cpu_bf16_conv_scratch_modelled()) {
     std::fprintf(stderr,
                  "conv_scratch_table: this CPU does not run bf16 convolutions on oneDNN's avx512_core_bf16 kernels "
                  "(needs avx512_bf16 without AMX); nothing to compare\n");
@@ -90,6 +104,17 @@ int main() {
                                   {24, 40, 3, 1, 10, true, {3}},
                                   {40, 24, 1, 1, 12, true, {5}},
                                   {16, 48, 5, 1, 12, true, {4}}};
+  // fp32 only (the bf16 table's shapes are those it was checked with): 4-15 input channels (jit:avx2's weight
+  // gradient), odd sizes (a strided 1x1 kernel without rtus), wide images at small batches.
+  const std::vector<Shape> fp32_extra{
+      {5, 16, 3, 1, 12, true, {2, 8}},    {12, 24, 3, 2, 12, true, {2, 8}},   {4, 8, 3, 1, 20, true, {4}},
+      {48, 40, 3, 1, 7, true, {2, 6}},    {32, 64, 1, 2, 7, true, {2, 8}},    {24, 24, 1, 1, 9, true, {3}},
+      {64, 64, 3, 1, 32, true, {1, 2}},   {16, 16, 3, 1, 64, true, {2}},      {3, 32, 3, 2, 64, false, {2, 16}},
+      {8, 24, 1, 2, 16, true, {4}},       {256, 128, 1, 1, 28, true, {2}},    {128, 256, 3, 2, 28, true, {2}},
+      {256, 256, 3, 2, 28, true, {1, 2}}, {512, 512, 3, 2, 14, true, {1, 2}}, {512, 1024, 1, 2, 28, true, {1}},
+      {1024, 2048, 1, 2, 14, true, {1}}};
+  std::vector<Shape> all = shapes;
+  if (fp32) all.insert(all.end(), fp32_extra.begin(), fp32_extra.end());
   std::printf(
       "LibTorch %s. Bytes above what each phase leaves (forward: its output; backward: the gradients); "
       "'=' marks the rule equal to the byte, else rule / measured.\n\n",
@@ -99,19 +124,22 @@ int main() {
       "backward (rule / measured) |\n|---|---|---|---|---|---|\n");
   int rows = 0, forward_exact = 0, backward_exact = 0;
   double worst = 0;
-  for (const auto& s : shapes) {
+  for (const auto& s : all) {
     for (const int64_t batch : s.batches) {
       for (const int64_t threads : {1, 2, 4}) {
         const int64_t out_hw = (s.hw - 1) / s.stride + 1;
         const ConvShape c{batch, s.cin, s.cout, s.kernel, s.stride, s.hw, out_hw, s.input_grad, threads};
-        const auto rule = trace::onednn::avx512_bf16_conv(c);
-        const auto measured = trace::onednn::measure_bf16_conv(c);
+        const int64_t bytes = fp32 ? 4 : 2;
+        if (fp32 && !trace::onednn::conv_on_onednn(c, bytes)) continue;  // LibTorch's own kernel: not this rule's
+        const auto rule = fp32 ? trace::onednn::avx512_fp32_conv(c) : trace::onednn::avx512_bf16_conv(c);
+        const auto measured = trace::onednn::measure_conv(c, bytes);
         std::printf("| %lld -> %lld, %lldx%lld stride %lld, %lldx%lld%s | %lld | %lld | %s | %s | %s |\n",
                     static_cast<long long>(s.cin), static_cast<long long>(s.cout), static_cast<long long>(s.kernel),
                     static_cast<long long>(s.kernel), static_cast<long long>(s.stride), static_cast<long long>(s.hw),
                     static_cast<long long>(s.hw), s.input_grad ? "" : " (no input gradient)",
                     static_cast<long long>(batch), static_cast<long long>(threads),
-                    trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
+                    fp32 ? trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(c))
+                         : trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
                     cell(rule.forward_bytes, measured.forward_bytes).c_str(),
                     cell(rule.backward_bytes, measured.backward_bytes).c_str());
         ++rows;

@@ -35,6 +35,19 @@ namespace {
 // tvie::checkpoint keeps the CPU generator's state (at::CPUGeneratorImpl::get_state: a byte tensor of
 // sizeof(CPUGeneratorImplState), the mt19937 state and the cached normal samples).
 constexpr int64_t kCpuRngStateBytes = 5056;
+
+// ATen's bf16 gemm (aten/src/ATen/native/CPUBlas.cpp) skips oneDNN for a product of one output column with the
+// first operand transposed (a Linear's forward of one row; not its backward products) where the CPU itself has no
+// avx512_bf16: cpuinfo's flag, not the ISA oneDNN may use, so a CPU with avx512_bf16 under ONEDNN_MAX_CPU_ISA
+// still sends it to oneDNN. Its gemv holds no buffer (scripts/op-scratch.py, bf16 Linear of one row on an Intel
+// Xeon with AVX-512 and no avx512_bf16: the forward allocates its output only).
+bool bf16_one_row_forward_on_aten() {
+  static const bool yes = [] {
+    const auto features = describe_host().cpu_features;
+    return std::find(features.begin(), features.end(), "avx512_bf16") == features.end();
+  }();
+  return yes;
+}
 }  // namespace
 
 ForwardTrace::ForwardTrace(const ActivationQuery& query) : query_(query), counters_(std::make_shared<Counters>()) {}
@@ -163,7 +176,8 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   //  - on the AVX-512 brgemm kernels (avx512_bf16): their packed blocks and accumulators (models/onednn_scratch.cpp);
   //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output and 128 bytes (measured with
   //    scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4 threads, up to 2048 x
-  //    768 x 3072: equal to the byte but for 128-512 bytes of per-thread buffers in some shapes).
+  //    768 x 3072: equal to the byte but for 128-512 bytes of per-thread buffers in some shapes); the forward of
+  //    one row on such a CPU runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
   int64_t scratch = 0;
   if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && rows * in * out > 16 * 16 * 16) {
     const auto kernels = cpu_bf16_matmul_kernels();
@@ -178,7 +192,9 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       scratch = std::max<int64_t>({x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
                                    onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
-      { const Sym accumulator = make(rows * out * 4 + 128, 1, false); }
+      if (rows > 1 || !bf16_one_row_forward_on_aten()) {
+        const Sym accumulator = make(rows * out * 4 + 128, 1, false);
+      }
       scratch = std::max(x.requires_grad ? rows * in * 4 + 128 : 0, out * in * 4 + 128);
     }
   }
@@ -206,20 +222,6 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   return y;
 }
 
-namespace {
-
-at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
-                                     at::ScalarType dtype) {
-  const auto options = at::TensorOptions().dtype(dtype).device(at::kCPU);
-  const at::Tensor x = at::empty({batch, cin, in_hw, in_hw}, options), w = at::empty({cout, cin, k, k}, options);
-  const std::array<int64_t, 2> s{stride, stride}, pad{k / 2, k / 2}, dilation{1, 1}, output_padding{0, 0};
-  return at::native::select_conv_backend(x, w, std::nullopt, c10::fromIntArrayRefSlow(s), c10::fromIntArrayRefSlow(pad),
-                                         c10::fromIntArrayRefSlow(dilation), false,
-                                         c10::fromIntArrayRefSlow(output_padding), c10::SymInt(1), std::nullopt);
-}
-
-}  // namespace
-
 // Which kernel LibTorch's CPU convolution runs for these shapes and dtype: LibTorch's own choice
 // (at::native::select_conv_backend), which depends on the CPU (oneDNN for bf16/fp16 only where the CPU has
 // AVX-512; im2col's "slow" kernel otherwise), the threads and the shapes. Asked with tensors of the real shapes up
@@ -231,7 +233,7 @@ ForwardTrace::CpuConv ForwardTrace::cpu_conv(int64_t cin, int64_t cout, int64_t 
   for (const auto& [known, kernel] : conv_kernels_)
     if (known == key) return kernel;
   const auto dtype = element_bytes == 4 ? at::kFloat : (query_.fp16 ? at::kHalf : at::kBFloat16);
-  const auto backend = conv_backend(std::min<int64_t>(batch(), 16), cin, cout, k, stride, in_hw, dtype);
+  const auto backend = onednn::conv_backend(std::min<int64_t>(batch(), 16), cin, cout, k, stride, in_hw, dtype);
   const CpuConv kernel = backend == at::native::ConvBackend::Slow2d   ? CpuConv::im2col
                          : backend != at::native::ConvBackend::Mkldnn ? CpuConv::other
                          : tvie::cpu_bf16_on_onednn()                 ? CpuConv::onednn_avx512
@@ -269,8 +271,9 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   //    per-thread weight gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on
   //    the AMD EPYC);
   //    with AMX: backward copies the saved input (a contiguous clone; measured on the Xeon);
-  //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward (a fit in
-  //    models/onednn_scratch.cpp; measured on the AMD EPYC);
+  //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward, the weight
+  //    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp; until 2026-12-03
+  //    a fit, cnn tiny's step 6.2% under; checked on an Intel Xeon and an AMD EPYC);
   //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes
   //    its output in blocks and reorders it (models/onednn_scratch.cpp, measured under ONEDNN_MAX_CPU_ISA=AVX2 on
   //    the AMD EPYC: equal to the byte; until 2026-12-03 only the output's copy was counted, and resnet tiny's
@@ -672,7 +675,8 @@ namespace tvie {
 
 // LibTorch's own test (mkldnn_bf16_device_check, not in its headers) answers through the convolution's choice.
 bool cpu_bf16_on_onednn() {
-  static const bool yes = trace::conv_backend(2, 8, 8, 3, 1, 8, at::kBFloat16) == at::native::ConvBackend::Mkldnn;
+  static const bool yes =
+      trace::onednn::conv_backend(2, 8, 8, 3, 1, 8, at::kBFloat16) == at::native::ConvBackend::Mkldnn;
   return yes;
 }
 

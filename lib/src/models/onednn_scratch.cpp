@@ -6,6 +6,7 @@
 #include "models/onednn_scratch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -22,116 +23,8 @@ namespace {
 int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-}  // namespace
-
-// A block of b packed for the kernel (k rounded up to 32, at most 512, x 64 columns, bf16) and an fp32 accumulator
-// (the thread's rows x up to 64 columns) per thread, plus 384 + 640 per thread bytes. The threads take the 64-column
-// blocks; where the blocks do not divide among them, they split the rows too, threads / gcd(blocks, threads) ways,
-// in chunks of at least 16 rows (32 where there are at least as many blocks as threads), never more than the rows;
-// at most 256 rows at a time (more are cut in equal chunks).
-// A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16: the forward of 360 bf16 Linears (1 to 4
-// threads, 8 to 300 rows, 32 to 600 input and 32 to 320 output features, each thread count in a process of its own:
-// oneDNN keeps the primitives it made for the thread count it first saw) equal to the byte. The first fit (until
-// 2026-12-03) split rows whenever the split left at least 16 and held them at 256: 296 of the 360 to the byte, the
-// rest 5-37% off (llama tiny's bf16 inference working set 4-8 KiB under at batches 1 and 2).
-int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
-  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512), blocks = ceil_div(n, 64);
-  const int64_t split = threads / std::gcd(blocks, threads);
-  int64_t rows = split == 1 ? m : std::min(m, std::max<int64_t>(blocks >= threads ? 32 : 16, ceil_div(m, split)));
-  rows = ceil_div(rows, ceil_div(rows, 256));
-  return threads * (kp * 64 * 2 + rows * std::min<int64_t>(n, 64) * 4) + 384 + threads * 640;
-}
-
-// The weight gradient (the rows are the reduction): dy^T packed (out x rows rounded up to 32, bf16), an fp32
-// accumulator (out x up to 64 input features) and per thread a block of x packed (rows x 64, bf16), plus 512 + 640
-// per thread bytes. Same fit; held at 512 rows.
-int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
-  const int64_t rp = std::min<int64_t>(round_up(rows, 32), 512);
-  return out * (rp * 2 + std::min<int64_t>(in, 64) * 4) + threads * rp * 64 * 2 + 512 + threads * 640;
-}
-
-// oneDNN's fp32 convolution on AVX-512 (as LibTorch 2.14.1 calls it; scripts/op-scratch.py on an AMD EPYC with
-// AVX-512 at 1, 2 and 4 threads, the shapes of cnn and resnet at batches 8 and 16). It works in blocked layouts
-// whose channels are padded to a multiple of 16 (`_p` below) and reorders into and out of them:
-//  - forward: the input into blocks when its channels are a multiple of 16 (padded when the kernel is 1x1,
-//    else read as it is), the weights, the output computed in blocks and then reordered into its plain copy:
-//    max(x_blocks + w_p + y_p, y_p + y) beside the output;
-//  - backward data: the output's gradient (padded), the weights (padded both ways) and the input's gradient in
-//    blocks (padded unless strided), plus for a strided convolution a buffer of 12288 + 24600 bytes per thread;
-//    then the blocked input gradient beside its plain copy (and beside another input-sized copy when strided);
-//  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
-//    gradient in blocks: max(x + y + w, 2 w) (the blocked weight gradient beside its plain copy).
-// Within 10% of the measured peaks for 89 of 110 convolutions, the rest under by up to 29% (1x1 convolutions'
-// per-thread buffers, some small weight-phase scratch).
-ConvScratch avx512_fp32_conv(const ConvShape& c) {
-  const int64_t cin = c.cin, cout = c.cout, k = c.kernel;
-  const int64_t x = c.batch * cin * c.in_hw * c.in_hw * 4, y = c.batch * cout * c.out_hw * c.out_hw * 4;
-  const int64_t w = cin * cout * k * k * 4;
-  const int64_t x_p = x / cin * round_up(cin, 16), y_p = y / cout * round_up(cout, 16);
-  const int64_t w_p = w / cout * round_up(cout, 16), w_pp = w_p / cin * (cin >= 8 ? round_up(cin, 16) : cin);
-  const int64_t x_blocks = cin % 16 == 0 ? x : (k == 1 ? x_p : 0);
-  ConvScratch s;
-  s.forward_bytes = std::max(x_blocks + w_p + y_p, y_p + y) - y;
-  int64_t peak = 0;
-  if (c.input_grad) {
-    const int64_t dx_blocks = c.stride == 1 ? x_p : x;
-    const int64_t strided = c.stride == 1 ? 0 : 12288 + 24600 * c.threads;
-    const int64_t data = y_p + w_pp + dx_blocks + strided;
-    const int64_t convert = dx_blocks + x + (c.stride == 1 ? 0 : x);
-    const int64_t weights = x + std::max(y + x + w, 2 * w);
-    peak = std::max({data, convert, weights}) - x;
-  } else {
-    peak = std::max(y_p + w_p, 2 * w);
-  }
-  s.backward_bytes = std::max<int64_t>(0, peak - w);
-  return s;
-}
-
-// oneDNN's fp32 convolution forward on AVX2 (as LibTorch 2.14.1 calls it, with the layouts oneDNN prefers, blocks of
-// 8 channels). In order it allocates: for a strided 1x1 kernel a buffer of the input at the output's resolution per
-// thread (+128 bytes); the input in blocks (as it is when its channels are a multiple of 8, padded to 8 when it
-// has at least 8 or the kernel is 1x1, not copied otherwise: the first layer's plain input is read directly); the
-// weights in blocks (the output channels padded to 8, the input channels too under the same rule); the output in
-// blocks (padded to 8). It frees the first three, allocates the plain output and reorders into it:
-// max(buffer + x_blocks + w_blocks + y_blocks, y_blocks + y) - y beside the output. Equal to the byte for all 91
-// convolutions LibTorch sent to oneDNN of the 105 measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX2
-// on an AMD EPYC (batches 1 to 8, 1 to 4 threads, kernels 1, 3 and 7, strides 1 and 2, 3 to 512 channels, the shapes of
-// cnn, resnet tiny and resnet-50's stages at reduced resolution). LibTorch sends only some convolutions to oneDNN (not
-// those of one image with a small kernel, nor unstrided 1x1 ones at one thread): the trace asks it which first.
-int64_t avx2_fp32_conv_forward(const ConvShape& c) {
-  const int64_t k = c.kernel, cin = c.cin, cout = c.cout, out_area = c.out_hw * c.out_hw;
-  const bool pad_in = k == 1 || cin >= 8;  // else the first layer's plain input, read as it is
-  const int64_t cin_b = pad_in ? round_up(cin, 8) : cin, cout_b = round_up(cout, 8);
-  const int64_t x_blocks = pad_in ? c.batch * cin_b * c.in_hw * c.in_hw * 4 : 0;
-  const int64_t w_blocks = cout_b * cin_b * k * k * 4;
-  const int64_t y = c.batch * cout * out_area * 4, y_blocks = c.batch * cout_b * out_area * 4;
-  const int64_t reduce = k == 1 && c.stride > 1 ? c.threads * cin * out_area * 4 + 128 : 0;
-  return std::max(reduce + x_blocks + w_blocks + y_blocks, y_blocks + y) - y;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// bf16 convolutions on avx512_bf16 (no AMX). LibTorch hands oneDNN plain tensors; oneDNN picks for the training
-// step's three primitives (forward, backward data, backward weights):
-//  - k x k kernels: jit_avx512_core_bf16_convolution (blocked layouts, 16 channels a block; an input with fewer
-//    than 16 channels is read as it is, a "first convolution"), except the weight gradient of a convolution with
-//    fewer than 16 input channels whose outputs are not a multiple of 16, which runs gemm_bf16_convolution (im2col);
-//  - 1x1 kernels: jit_avx512_core_bf16_1x1_convolution (blocked, padded), strided ones through "rtus" (the input
-//    reduced to unit stride in a per-thread buffer).
-// Each primitive books one scratchpad (an allocation of LibTorch's CPU allocator, freed when it returns): every
-// entry rounded to its size + 128 bytes (memory_tracking.hpp), a barrier context 4096 bytes + 4096 alignment. What
-// follows writes out those bookings (oneDNN's jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_1x1_conv_
-// kernel.cpp: init_conf, init_scratchpad and balance, which splits the threads over the batch (each such thread
-// then keeps its own fp32 copy of the weight gradient) or over channel blocks), with the reorders LibTorch's
-// ideep makes around them. Checked with scripts/op-scratch.py on an AMD EPYC with avx512_bf16 (LibTorch 2.14.1),
-// 1 to 4 threads: 219 convolutions (cnn and resnet tiny/small at batches 8 and 16; ResNet-50 and other widths at
-// batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
-// rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`).
-
-namespace {
-
-constexpr int64_t kEntry = 128;                 // each scratchpad entry's alignment slack
-constexpr int64_t kBarrier = 4096 + 4096;       // one barrier context (simple_barrier::ctx_t) and its alignment
-constexpr int64_t kFullSpatialSet = 48 * 1024;  // full_spat_opt_working_set_size
+constexpr int64_t kEntry = 128;            // each scratchpad entry's alignment slack
+constexpr int64_t kBarrier = 4096 + 4096;  // one barrier context (simple_barrier::ctx_t) and its alignment
 
 // oneDNN's best_divider (jit_uni_1x1_conv_utils.hpp): the block in [lo, hi] that wastes least of `value`.
 int64_t best_divider(int64_t value, int64_t lo, int64_t hi, bool find_max, int64_t step = 1) {
@@ -179,6 +72,286 @@ Split cheapest_split(int64_t threads, int64_t mb_work, int64_t nb_oc, int64_t nb
   if (best.mb > threads / 2 && best.mb < threads) best.mb = std::min(mb_widen, threads);
   return best;
 }
+constexpr int64_t kPage = 4096;  // the cpu_reducer's alignment
+
+}  // namespace
+
+// A block of b packed for the kernel (k rounded up to 32, at most 512, x 64 columns, bf16) and an fp32 accumulator
+// (the thread's rows x up to 64 columns) per thread, plus 384 + 640 per thread bytes. The threads take the 64-column
+// blocks; where the blocks do not divide among them, they split the rows too, threads / gcd(blocks, threads) ways,
+// in chunks of at least 16 rows (32 where there are at least as many blocks as threads), never more than the rows;
+// at most 256 rows at a time (more are cut in equal chunks).
+// A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16: the forward of 360 bf16 Linears (1 to 4
+// threads, 8 to 300 rows, 32 to 600 input and 32 to 320 output features, each thread count in a process of its own:
+// oneDNN keeps the primitives it made for the thread count it first saw) equal to the byte. The first fit (until
+// 2026-12-03) split rows whenever the split left at least 16 and held them at 256: 296 of the 360 to the byte, the
+// rest 5-37% off (llama tiny's bf16 inference working set 4-8 KiB under at batches 1 and 2).
+int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
+  const int64_t kp = std::min<int64_t>(round_up(k, 32), 512), blocks = ceil_div(n, 64);
+  const int64_t split = threads / std::gcd(blocks, threads);
+  int64_t rows = split == 1 ? m : std::min(m, std::max<int64_t>(blocks >= threads ? 32 : 16, ceil_div(m, split)));
+  rows = ceil_div(rows, ceil_div(rows, 256));
+  return threads * (kp * 64 * 2 + rows * std::min<int64_t>(n, 64) * 4) + 384 + threads * 640;
+}
+
+// The weight gradient (the rows are the reduction): dy^T packed (out x rows rounded up to 32, bf16), an fp32
+// accumulator (out x up to 64 input features) and per thread a block of x packed (rows x 64, bf16), plus 512 + 640
+// per thread bytes. Same fit; held at 512 rows.
+int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
+  const int64_t rp = std::min<int64_t>(round_up(rows, 32), 512);
+  return out * (rp * 2 + std::min<int64_t>(in, 64) * 4) + threads * rp * 64 * 2 + 512 + threads * 640;
+}
+
+// oneDNN's fp32 convolutions on AVX-512, as LibTorch 2.14.1 (oneDNN 3.12) calls them: ideep hands oneDNN plain
+// tensors and lets it pick its layouts, so each of the step's three primitives reorders into and out of blocks of
+// 16 channels (`_p`: padded to 16). Which kernels run (ONEDNN_VERBOSE=1 on an Intel Xeon with AVX-512 and an AMD
+// EPYC limited to AVX512_CORE, the same on both):
+//  - forward: jit:avx512_core (jit_1x1 for 1x1 kernels); the input in blocks (padded) when it has at least 16
+//    channels or the kernel is 1x1, else read as it is; the weights in blocks (padded both ways then too); a
+//    strided 1x1 kernel reduces its input to unit stride in a per-thread buffer ("rtus"); the output in blocks,
+//    then its plain copy: max(rtus + x_blocks + w_blocks + y_p, y_p + y) beside the output;
+//  - backward data: jit:avx512_core with the output's gradient (padded), the weights (padded both ways from 4 input
+//    channels) and the input's gradient in blocks (padded); or, strided, brgconv_strided in channels-last layouts
+//    (the gradients unpadded, the weights' input channels padded to 16) with its brgemm buffers: 12288 + 24600
+//    bytes per thread, a fit to cnn's and resnet tiny's shapes that misses wide ones (128 -> 256 channels at 28x28:
+//    1.0 MB booked, 111 KB predicted; the booking follows oneDNN's cache-size blocking heuristics); then the input
+//    gradient beside its plain copy (and beside another input-sized copy when strided);
+//  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
+//    gradient in blocks, with the kernel's scratchpad (per extra thread that splits the batch, its own weight
+//    gradient to reduce), written out below from oneDNN's init_conf / balance / init_scratchpad:
+//    jit:avx512_core for k x k kernels over 16 channels a block (a "first convolution" of 1-3 input channels
+//    reads its input as it is; 16 input channels or more padded to 16), jit:avx2 (8 channels a block, cpu_reducer's
+//    buffers) for 4 to 15 input channels,
+//    jit_1x1:avx512_core for 1x1 kernels; then the blocked weight gradient beside its plain copy.
+// Each scratchpad entry is rounded to its size + 128 bytes, a barrier context to 4096 bytes + 4096 alignment, the
+// cpu_reducer's space to its size + 4096 (memory_tracking.hpp, cpu_reducer.cpp).
+namespace {
+
+// jit_avx512_common_conv_bwd_weights_kernel_f32::balance: how many ways the threads split the batch (each extra
+// way keeps its own fp32 weight gradient), the cheapest split by modelled memory traffic, then by compute within
+// 110% of that traffic.
+int64_t avx512_weight_grad_batch_split(const ConvShape& c, int64_t ic, int64_t ic_block) {
+  const int64_t T = c.threads, mb = c.batch, k = c.kernel, s = c.stride;
+  const int64_t nb_ic = ceil_div(ic, ic_block), nb_oc = round_up(c.cout, 16) / 16;
+  const bool reduce_2d = c.out_hw > 9;  // harness_2d_reduction: the rows split too (oh > min_oh_reduce)
+  const int64_t ih_reduce = reduce_2d ? c.in_hw : 1, oh_reduce = reduce_2d ? c.out_hw : 1;
+  const int64_t ih_no_reduce = reduce_2d ? 1 : c.in_hw, oh_no_reduce = reduce_2d ? 1 : c.out_hw;
+  const int64_t nthr_oh_reduce = std::max<int64_t>(1, oh_reduce / 9);
+  const auto mem_cost = [&](int64_t n_mb, int64_t n_oc, int64_t n_ic) {
+    return ceil_div(mb * ih_reduce, n_mb) * ceil_div(nb_ic, n_ic) * ic_block * ih_no_reduce * c.in_hw / s / s +
+           ceil_div(mb * oh_reduce, n_mb) * ceil_div(nb_oc, n_oc) * 16 * oh_no_reduce * c.out_hw +
+           8 * ceil_div(nb_oc, n_oc) * ceil_div(nb_ic, n_ic) * k * k * ic_block * 16;
+  };
+  const auto comp_cost = [&](int64_t n_mb, int64_t n_oc, int64_t n_ic) {
+    return ceil_div(mb * oh_reduce, n_mb) * ceil_div(nb_oc, n_oc) * ceil_div(nb_ic, n_ic);
+  };
+  const int64_t mb_max = std::min(T, mb * nthr_oh_reduce);
+  int64_t best_mb = 1, best_oc = 1, best_ic = 1;
+  int64_t best_mem = mem_cost(1, 1, 1);
+  for (int64_t n_mb = 1; n_mb <= mb_max; ++n_mb) {
+    const int64_t par = T / n_mb;
+    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_oc); ++n_oc) {
+      const int64_t n_ic = std::min(par / n_oc, nb_ic);
+      const int64_t m = mem_cost(n_mb, n_oc, n_ic);
+      if (m <= best_mem) {
+        best_mem = m;
+        best_mb = n_mb, best_oc = n_oc, best_ic = n_ic;
+      }
+    }
+  }
+  int64_t best_comp = comp_cost(best_mb, best_oc, best_ic);
+  for (int64_t n_mb = 1; n_mb <= mb_max; ++n_mb) {
+    const int64_t par = T / n_mb;
+    for (int64_t n_oc = 1; n_oc <= std::min(par, nb_oc); ++n_oc) {
+      const int64_t n_ic = std::min(par / n_oc, nb_ic);
+      const int64_t m = mem_cost(n_mb, n_oc, n_ic), comp = comp_cost(n_mb, n_oc, n_ic);
+      const bool cheaper = comp <= best_comp && static_cast<double>(m) < 1.1 * static_cast<double>(best_mem);
+      if (cheaper || 4 * comp <= 3 * best_comp) {
+        best_comp = comp;
+        best_mb = n_mb;
+      }
+    }
+  }
+  if (best_mb > T / 2 && best_mb < T) best_mb = std::min(mb * nthr_oh_reduce, T);
+  return best_mb;
+}
+
+// cpu_reducer's reduce_balancer_t::balance (jit:avx2's weight gradient): `njobs` blocks of `job` elements reduced
+// over the batch; the extra threads of a group keep their own copy of the group's blocks.
+int64_t avx2_reducer_bytes(int64_t T, int64_t job, int64_t njobs, int64_t reduction) {
+  const int64_t max_buffer = int64_t{1} << 21;
+  const int64_t min_per_group = std::max<int64_t>(1, njobs / T);
+  const int64_t max_per_group = std::max<int64_t>(1, max_buffer / (T * job));
+  int64_t groups = std::min(njobs / min_per_group, T);
+  int64_t per_group = std::min(T / groups, reduction);
+  int64_t jobs_ub = ceil_div(njobs, groups);
+  int64_t complexity = njobs * job * reduction;
+  for (int64_t c_jobs = min_per_group; c_jobs < njobs; ++c_jobs) {
+    const int64_t c_groups = std::min(njobs / c_jobs, T);
+    const int64_t c_per_group = std::min(T / c_groups, reduction);
+    const int64_t c_jobs_ub = ceil_div(njobs, c_groups);
+    if (c_per_group > 1 && c_jobs_ub > max_per_group) continue;
+    const int64_t c_complexity = job * c_jobs_ub * (ceil_div(reduction, c_per_group) + (c_per_group != 1 ? 1 : 0));
+    if (c_complexity < complexity) {
+      groups = c_groups, per_group = c_per_group, jobs_ub = c_jobs_ub, complexity = c_complexity;
+    }
+  }
+  if (per_group == 1) return 0;
+  return groups * (per_group - 1) * jobs_ub * job * 4 + kPage + groups * kPage + kPage;
+}
+
+// jit_avx512_common_1x1_conv_kernel's backward weights: the batch split by balance(), its reduction buffer, and
+// for a strided kernel the input reduced to unit stride per thread.
+int64_t one_by_one_fp32_weight_grad(const ConvShape& c, bool rtus) {
+  const int64_t T = c.threads, o = c.out_hw, s = rtus ? 1 : c.stride;
+  const int64_t reduce = rtus ? o * o : c.in_hw * c.in_hw, iw = rtus ? o : c.in_hw;
+  const int64_t ic = round_up(c.cin, 16), oc = round_up(c.cout, 16), nb_bcast = ic / 16, nb_load = oc / 16;
+  int64_t rb = best_divider(reduce, 7, 16, true);
+  if (reduce % rb != 0) rb = best_divider(iw, 4, iw, false);
+  if (rb > 256) rb = 1;
+  const int64_t nb_reduce = ceil_div(reduce, rb);
+  const auto cost = [&](int64_t n_mb, int64_t n_oc, int64_t n_ic) {
+    const int64_t batch_blocks = ceil_div(c.batch * nb_reduce, n_mb);
+    return batch_blocks * ceil_div(nb_bcast, n_ic) * 16 * rb / s / s +
+           batch_blocks * ceil_div(nb_load, n_oc) * 16 * rb +
+           12 * ceil_div(nb_load, n_oc) * ceil_div(nb_bcast, n_ic) * 256;
+  };
+  const Split best = cheapest_split(T, c.batch * nb_reduce, nb_load, nb_bcast, c.batch, cost);
+  int64_t bytes = best.mb > 1 ? oc * ic * 4 * (best.mb - 1) + kEntry + kBarrier : 0;
+  if (rtus) bytes += T * best_divider(nb_bcast, 5, nb_bcast, false) * reduce * 16 * 4 + kEntry;
+  return bytes;
+}
+
+}  // namespace
+
+Fp32WeightKernel fp32_conv_weight_kernel(const ConvShape& c) {
+  if (c.kernel == 1) return Fp32WeightKernel::one_by_one;
+  if (c.cin <= 3) return Fp32WeightKernel::first;
+  return c.cin >= 16 ? Fp32WeightKernel::avx512 : Fp32WeightKernel::avx2;
+}
+
+const char* to_string(Fp32WeightKernel k) {
+  switch (k) {
+    case Fp32WeightKernel::first:
+      return "jit:avx512_core, first";
+    case Fp32WeightKernel::avx512:
+      return "jit:avx512_core";
+    case Fp32WeightKernel::avx2:
+      return "jit:avx2";
+    case Fp32WeightKernel::one_by_one:
+      return "jit_1x1:avx512_core";
+  }
+  return "?";
+}
+
+ConvScratch avx512_fp32_conv(const ConvShape& c) {
+  const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
+  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
+  const int64_t x = c.batch * cin * in_area * 4, y = c.batch * cout * out_area * 4, w = cin * cout * k * k * 4;
+  const int64_t cin_p = round_up(cin, 16), cout_p = round_up(cout, 16);
+  const int64_t x_p = c.batch * cin_p * in_area * 4, y_p = c.batch * cout_p * out_area * 4;
+  // A strided 1x1 kernel reduces its input to unit stride where the output tiles it exactly (rtus_prepare).
+  const bool rtus = k == 1 && s > 1 && c.out_hw * s == c.in_hw;
+  const bool blocked_input = cin >= 16 || k == 1;                          // else the forward reads its input as it is
+  const int64_t w_p = cout_p * (blocked_input ? cin_p : cin) * k * k * 4;  // the forward's weights in blocks
+  const int64_t x_blocks = blocked_input ? x_p : 0;
+  const int64_t forward_rtus = rtus ? T * (cin_p / 16) * out_area * 16 * 4 + kEntry : 0;
+  ConvScratch r;
+  r.forward_bytes = std::max(forward_rtus + x_blocks + w_p + y_p, y_p + y) - y;
+
+  // The weight phase's blocks and scratchpad (above the input's gradient when there is one).
+  int64_t blocks = 0, pad = 0;
+  switch (fp32_conv_weight_kernel(c)) {
+    case Fp32WeightKernel::first: {
+      const int64_t wb = cout_p * cin * k * k * 4;
+      const int64_t split = avx512_weight_grad_batch_split(c, cin, cin);
+      blocks = y_p + wb;
+      pad = split > 1 ? (wb + cout_p * 4) * (split - 1) + kEntry + kBarrier : 0;
+      r.backward_bytes = wb;  // the blocked gradient beside its plain copy, below
+      break;
+    }
+    case Fp32WeightKernel::avx512: {
+      const int64_t wb = cout_p * cin_p * k * k * 4;
+      const int64_t split = avx512_weight_grad_batch_split(c, cin_p, 16);
+      blocks = x_p + y_p + wb;
+      pad = split > 1 ? (wb + cout_p * 4) * (split - 1) + kEntry + kBarrier : 0;
+      r.backward_bytes = wb;
+      break;
+    }
+    case Fp32WeightKernel::avx2: {
+      const int64_t cin_8 = round_up(cin, 8), cout_8 = round_up(cout, 8);
+      const int64_t wb = cout_8 * cin_8 * k * k * 4;
+      blocks = c.batch * cin_8 * in_area * 4 + c.batch * cout_8 * out_area * 4 + wb;
+      pad = avx2_reducer_bytes(T, k * k * 64, (cin_8 / 8) * (cout_8 / 8), c.batch);
+      r.backward_bytes = wb;
+      break;
+    }
+    case Fp32WeightKernel::one_by_one: {
+      const int64_t wb = cout_p * cin_p * 4;
+      blocks = x_p + y_p + wb;
+      pad = one_by_one_fp32_weight_grad(c, rtus);
+      r.backward_bytes = wb;
+      break;
+    }
+  }
+  const int64_t weights = std::max(blocks + pad, r.backward_bytes + w);  // then the blocked gradient and its copy
+  int64_t peak = weights;
+  if (c.input_grad) {
+    // Unstrided: jit:avx512_core's blocks, padded (the weights both ways from 4 input channels). Strided:
+    // brgconv_strided in channels-last layouts, the output's gradient and the input's unpadded, the weights' input
+    // channels padded to 16, and its brgemm buffers (a fit).
+    const int64_t data = s == 1 ? y_p + cout_p * (cin >= 4 ? cin_p : cin) * k * k * 4 + x_p
+                                : y + cout * cin_p * k * k * 4 + x + 12288 + 24600 * T;
+    const int64_t convert = s == 1 ? x_p + x : 3 * x;  // the input's gradient beside its plain copy(ies)
+    peak = std::max({data, convert, x + weights}) - x;
+  }
+  r.backward_bytes = std::max<int64_t>(0, peak - w);
+  return r;
+}
+
+// oneDNN's fp32 convolution forward on AVX2 (as LibTorch 2.14.1 calls it, with the layouts oneDNN prefers, blocks of
+// 8 channels). In order it allocates: for a strided 1x1 kernel a buffer of the input at the output's resolution per
+// thread (+128 bytes); the input in blocks (as it is when its channels are a multiple of 8, padded to 8 when it
+// has at least 8 or the kernel is 1x1, not copied otherwise: the first layer's plain input is read directly); the
+// weights in blocks (the output channels padded to 8, the input channels too under the same rule); the output in
+// blocks (padded to 8). It frees the first three, allocates the plain output and reorders into it:
+// max(buffer + x_blocks + w_blocks + y_blocks, y_blocks + y) - y beside the output. Equal to the byte for all 91
+// convolutions LibTorch sent to oneDNN of the 105 measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX2
+// on an AMD EPYC (batches 1 to 8, 1 to 4 threads, kernels 1, 3 and 7, strides 1 and 2, 3 to 512 channels, the shapes of
+// cnn, resnet tiny and resnet-50's stages at reduced resolution). LibTorch sends only some convolutions to oneDNN (not
+// those of one image with a small kernel, nor unstrided 1x1 ones at one thread): the trace asks it which first.
+int64_t avx2_fp32_conv_forward(const ConvShape& c) {
+  const int64_t k = c.kernel, cin = c.cin, cout = c.cout, out_area = c.out_hw * c.out_hw;
+  const bool pad_in = k == 1 || cin >= 8;  // else the first layer's plain input, read as it is
+  const int64_t cin_b = pad_in ? round_up(cin, 8) : cin, cout_b = round_up(cout, 8);
+  const int64_t x_blocks = pad_in ? c.batch * cin_b * c.in_hw * c.in_hw * 4 : 0;
+  const int64_t w_blocks = cout_b * cin_b * k * k * 4;
+  const int64_t y = c.batch * cout * out_area * 4, y_blocks = c.batch * cout_b * out_area * 4;
+  const int64_t reduce = k == 1 && c.stride > 1 ? c.threads * cin * out_area * 4 + 128 : 0;
+  return std::max(reduce + x_blocks + w_blocks + y_blocks, y_blocks + y) - y;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// bf16 convolutions on avx512_bf16 (no AMX). LibTorch hands oneDNN plain tensors; oneDNN picks for the training
+// step's three primitives (forward, backward data, backward weights):
+//  - k x k kernels: jit_avx512_core_bf16_convolution (blocked layouts, 16 channels a block; an input with fewer
+//    than 16 channels is read as it is, a "first convolution"), except the weight gradient of a convolution with
+//    fewer than 16 input channels whose outputs are not a multiple of 16, which runs gemm_bf16_convolution (im2col);
+//  - 1x1 kernels: jit_avx512_core_bf16_1x1_convolution (blocked, padded), strided ones through "rtus" (the input
+//    reduced to unit stride in a per-thread buffer).
+// Each primitive books one scratchpad (an allocation of LibTorch's CPU allocator, freed when it returns): every
+// entry rounded to its size + 128 bytes (memory_tracking.hpp), a barrier context 4096 bytes + 4096 alignment. What
+// follows writes out those bookings (oneDNN's jit_avx512_core_bf16_conv_kernel.cpp, jit_avx512_core_bf16_1x1_conv_
+// kernel.cpp: init_conf, init_scratchpad and balance, which splits the threads over the batch (each such thread
+// then keeps its own fp32 copy of the weight gradient) or over channel blocks), with the reorders LibTorch's
+// ideep makes around them. Checked with scripts/op-scratch.py on an AMD EPYC with avx512_bf16 (LibTorch 2.14.1),
+// 1 to 4 threads: 219 convolutions (cnn and resnet tiny/small at batches 8 and 16; ResNet-50 and other widths at
+// batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
+// rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`).
+
+namespace {
+
+constexpr int64_t kFullSpatialSet = 48 * 1024;  // full_spat_opt_working_set_size
 
 // The k x k kernel's weight-gradient scratchpad (jit_avx512_core_bf16_conv_bwd_weights_kernel_f32): per split of
 // the batch and per channel block, the input transposed into rows of tr_iw (tr_src) and the output's gradient
@@ -341,15 +514,35 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
   return r;
 }
 
-ConvScratch measure_bf16_conv(const ConvShape& c) {
+at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
+                                     at::ScalarType dtype) {
+  const auto options = at::TensorOptions().dtype(dtype).device(at::kCPU);
+  const at::Tensor x = at::empty({batch, cin, in_hw, in_hw}, options), w = at::empty({cout, cin, k, k}, options);
+  const std::array<int64_t, 2> s{stride, stride}, pad{k / 2, k / 2}, dilation{1, 1}, output_padding{0, 0};
+  return at::native::select_conv_backend(x, w, std::nullopt, c10::fromIntArrayRefSlow(s), c10::fromIntArrayRefSlow(pad),
+                                         c10::fromIntArrayRefSlow(dilation), false,
+                                         c10::fromIntArrayRefSlow(output_padding), c10::SymInt(1), std::nullopt);
+}
+
+bool conv_on_onednn(const ConvShape& c, int64_t element_bytes) {
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(static_cast<int>(c.threads));
+  const bool yes = conv_backend(c.batch, c.cin, c.cout, c.kernel, c.stride, c.in_hw,
+                                element_bytes == 2 ? at::kBFloat16 : at::kFloat) == at::native::ConvBackend::Mkldnn;
+  at::set_num_threads(saved_threads);
+  return yes;
+}
+
+ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes) {
   install_cpu_memory_counter();
   const auto probe = make_memory_probe(c10::Device(c10::kCPU));
   const int saved_threads = at::get_num_threads();
   at::set_num_threads(static_cast<int>(c.threads));
+  const auto dtype = element_bytes == 2 ? torch::kBFloat16 : torch::kFloat;
   torch::nn::Conv2d conv(
       torch::nn::Conv2dOptions(c.cin, c.cout, c.kernel).stride(c.stride).padding(c.kernel / 2).bias(false));
-  conv->to(torch::kBFloat16);
-  const auto x = torch::randn({c.batch, c.cin, c.in_hw, c.in_hw}).to(torch::kBFloat16).requires_grad_(c.input_grad);
+  conv->to(dtype);
+  const auto x = torch::randn({c.batch, c.cin, c.in_hw, c.in_hw}).to(dtype).requires_grad_(c.input_grad);
   for (int i = 0; i < 2; ++i) conv->forward(x).to(torch::kFloat).sum().backward();  // the kernels' caches
   conv->zero_grad();
   if (c.input_grad) x.mutable_grad() = torch::Tensor();

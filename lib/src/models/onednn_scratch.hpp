@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include <ATen/native/ConvUtils.h>
+
 namespace tvie::trace::onednn {
 
 // A 2-D convolution as tvie's models have them: square images and kernels, padding k / 2, no bias, no groups.
@@ -26,8 +28,26 @@ struct ConvScratch {
   int64_t backward_bytes = 0;
 };
 
-// oneDNN's fp32 convolutions on AVX-512 (blocked layouts padded to 16 channels); a fit, see the .cpp.
+// oneDNN's fp32 convolutions on AVX-512 (blocked layouts padded to 16 channels, the weight gradient's scratchpad
+// written out from oneDNN's bookings), see the .cpp.
 ConvScratch avx512_fp32_conv(const ConvShape& c);
+
+// Which kernel computes an fp32 convolution's weight gradient on AVX-512: jit:avx512_core (a "first convolution"
+// of 1-3 input channels reading its input as it is, or 16-channel blocks from 16 input channels), jit:avx2
+// (8-channel blocks: 4 to 15 input channels), jit_1x1:avx512_core.
+enum class Fp32WeightKernel { first, avx512, avx2, one_by_one };
+Fp32WeightKernel fp32_conv_weight_kernel(const ConvShape& c);
+const char* to_string(Fp32WeightKernel k);
+
+// Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the current intra-op threads
+// (at::native::select_conv_backend), asked with tensors of the real shapes made by at::empty: their pages are never
+// written, so they cost no memory.
+at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
+                                     at::ScalarType dtype);
+
+// Whether LibTorch sends this convolution to oneDNN (at::native::select_conv_backend at `c.threads` threads, with
+// tensors of the real shapes made by at::empty, never written), in fp32 (element_bytes 4) or bf16 (2).
+bool conv_on_onednn(const ConvShape& c, int64_t element_bytes);
 
 // What oneDNN's fp32 convolution on AVX2 (its jit:avx2 and jit_1x1:avx2 kernels) holds in forward beside its
 // output: the input, the weights and the output in blocked layouts; derived from the allocations, see the .cpp.
@@ -42,11 +62,11 @@ enum class WeightKernel { gemm, jit, one_by_one };
 WeightKernel bf16_conv_weight_kernel(const ConvShape& c);
 const char* to_string(WeightKernel k);
 
-// What one bf16 convolution of this shape allocates above what it leaves, measured: run through LibTorch on the CPU
-// at `c.threads` intra-op threads (restored after) with tvie's counting allocator, after two warm-up steps, as
-// scripts/op-scratch.py measures it with the profiler. The check behind avx512_bf16_conv (tests, bench/
-// conv_scratch_table.cpp).
-ConvScratch measure_bf16_conv(const ConvShape& c);
+// What one convolution of this shape allocates above what it leaves, measured: run through LibTorch on the CPU in
+// fp32 (element_bytes 4) or bf16 (2) at `c.threads` intra-op threads (restored after) with tvie's counting
+// allocator, after two warm-up steps, as scripts/op-scratch.py measures it with the profiler. The check behind
+// avx512_fp32_conv and avx512_bf16_conv (tests, bench/conv_scratch_table.cpp).
+ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes);
 
 // oneDNN's scratchpad for a bf16 matmul c[m, n] = a[m, k] b[k, n] on its AVX-512 brgemm kernels (avx512_bf16, no
 // AMX), and for a Linear's weight gradient dW[out, in] = dy^T x; fits, see the .cpp.

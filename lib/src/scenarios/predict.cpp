@@ -81,22 +81,24 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   // The step's batch is a copy of the host's data pool on CUDA; on the CPU a view of it (the pool is allocated
   // before the run, in the baseline), but for a floating input that pure bf16 converts.
   const int64_t step_batch = query.cuda ? p.batch : (batch.floating_input && query.weight_bytes == 2 ? batch.input : 0);
-  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers + step_batch;
+  // The batch goes with the forward and backward (Trainer::forward_backward's), before the optimizer's step.
+  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers;
   // amp: the cast cache's copies are all there at the end of the forward; the region ends before backward, which
   // then holds only the copies ops saved, until their backward runs (in the trace's backward peak).
   const int64_t amp_copies = p.weight_copies;
-  int64_t during_steps = std::max(amp_copies + a.forward_peak_bytes, a.backward_peak_bytes);
+  int64_t during_steps = step_batch + std::max(amp_copies + a.forward_peak_bytes, a.backward_peak_bytes);
   if (settings.accumulate > 1)
-    during_steps =
-        std::max({during_steps, amp_copies + p.gradients + a.forward_peak_bytes, a.backward_peak_accumulating_bytes});
+    during_steps = std::max({during_steps, step_batch + std::max(amp_copies + p.gradients + a.forward_peak_bytes,
+                                                                 a.backward_peak_accumulating_bytes)});
   // The optimizer (LibTorch's, one parameter at a time): the gradients, plus for Adam/AdamW two temporaries
   // of the largest parameter's size (the denominator: sqrt of the second moment, then its scaled copy); SGD
   // updates in place.
   const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
   const int64_t step = p.gradients + (adam ? 2 * a.largest_parameter_bytes : 0);
   p.peak = always + std::max(during_steps, step);
-  log::debug(cat("predicted peak = ", always, " always there + max(", amp_copies, " amp copies + forward ",
-                 a.forward_peak_bytes, ", backward ", a.backward_peak_bytes, ", optimizer step ", step, ")"));
+  log::debug(cat("predicted peak = ", always, " always there + max(", step_batch, " batch + max(", amp_copies,
+                 " amp copies + forward ", a.forward_peak_bytes, ", backward ", a.backward_peak_bytes,
+                 "), optimizer step ", step, ")"));
   return p;
 }
 

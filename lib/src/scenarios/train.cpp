@@ -186,10 +186,10 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
   TrainingMemory m;
   m.parameters = parameter_bytes_;
   m.loss_scaler = scaler_bytes_;
-  const Batch batch = next_batch();
+  Batch batch = next_batch();
   m.batch = batch_bytes(batch);
   const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
-  const Batch first = k == 1 ? batch : slice_batch(batch, 0, micro);
+  Batch first = k == 1 ? batch : slice_batch(batch, 0, micro);
 
   // One forward and backward first, then the gradients set to none: lazily created library state (thread
   // pools' scratch; on CUDA the cuBLAS workspace of autograd's device thread, which the first backward
@@ -256,6 +256,12 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
   optimizer_step();
   synchronize(device_);
   m.optimizer_state = probe.allocated_bytes() - after_backward + m.gradients;
+  // This step's batch goes (after the ledger's differences, which count it) before the second step takes its
+  // own: a step holds one batch (on CUDA its copy on the device, in pure bf16 a floating input's bf16 copy); kept,
+  // it was counted twice in the peak (until 2026-12-03: resnet tiny's pure-bf16 peak 48 KiB over a step's, cnn
+  // tiny's 12 KiB).
+  first = Batch{};
+  batch = Batch{};
   // The peak is that of a steady-state step too: from the second step on, the optimizer state is live
   // during forward and backward, which the first step (that creates it) does not show. The memory timeline is
   // this step's.

@@ -520,6 +520,19 @@ TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad argumen
   CHECK(bad.out.find("--threads: got '0'; accepted: integers >= 1") != std::string::npos);
 }
 
+namespace {
+
+// A convolution of the oneDNN scratch tests (padding kernel / 2, square images).
+struct ConvCase {
+  int64_t batch, cin, cout, kernel, stride, hw;
+  bool input_grad;
+  trace::onednn::ConvShape shape(int64_t threads) const {
+    return {batch, cin, cout, kernel, stride, hw, (hw - 1) / stride + 1, input_grad, threads};
+  }
+};
+
+}  // namespace
+
 TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and bookings the trace writes out, per kernel",
           "[predict][cpu-kinds]") {
   const auto host = describe_host();
@@ -541,11 +554,7 @@ TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and booking
   // jit:avx2 (8 and 5 input channels; with cpu_reducer's buffers where the threads split the batch), on
   // jit:avx512_core (16 channels, padded 24, the batch split or not), on jit_1x1 (plain, strided with rtus);
   // backward data blocked and strided (brgconv_strided, channels-last).
-  struct Case {
-    int64_t batch, cin, cout, kernel, stride, hw;
-    bool input_grad;
-  };
-  const std::vector<Case> cases{
+  const std::vector<ConvCase> cases{
       {8, 3, 8, 3, 1, 16, false},    {8, 8, 8, 3, 1, 16, true},     {8, 8, 16, 3, 2, 16, true},
       {8, 5, 16, 3, 1, 12, true},    {8, 16, 16, 3, 1, 8, true},    {3, 24, 40, 3, 1, 10, true},
       {8, 8, 16, 1, 2, 16, true},    {8, 32, 16, 1, 1, 8, true},    {2, 64, 256, 1, 1, 56, true},
@@ -555,9 +564,7 @@ TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and booking
     for (const auto& c : cases) {
       INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
                     << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
-      const int64_t out_hw = (c.hw - 1) / c.stride + 1;
-      const trace::onednn::ConvShape shape{c.batch, c.cin,  c.cout,       c.kernel, c.stride,
-                                           c.hw,    out_hw, c.input_grad, threads};
+      const auto shape = c.shape(threads);
       if (!trace::onednn::conv_on_onednn(shape, 4)) continue;  // LibTorch's own kernel (the trace asks it too)
       const auto measured = trace::onednn::measure_conv(shape, 4);
       const auto rule = trace::onednn::avx512_fp32_conv(shape);
@@ -591,21 +598,16 @@ TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out 
   // Each kernel path of models/onednn_scratch.cpp: the gemm weight gradient (a first layer, and with the input's
   // gradient), the JIT kernel on a first convolution, on blocked and on padded channels, strided, and with the
   // full-spatial harness (128 channels); the 1x1 kernel plain, strided (rtus) and wider than 14 (no transposes).
-  struct Case {
-    int64_t batch, cin, cout, kernel, stride, hw;
-    bool input_grad;
-  };
-  const std::vector<Case> cases{{8, 3, 8, 3, 1, 16, false},    {8, 8, 8, 3, 1, 16, true},   {8, 3, 16, 3, 1, 32, false},
-                                {8, 16, 16, 3, 1, 8, true},    {3, 24, 40, 3, 1, 10, true}, {8, 16, 16, 3, 2, 8, true},
-                                {2, 128, 128, 3, 1, 28, true}, {8, 32, 16, 1, 1, 8, true},  {8, 8, 16, 1, 2, 16, true},
-                                {2, 64, 256, 1, 1, 56, true}};
+  const std::vector<ConvCase> cases{{8, 3, 8, 3, 1, 16, false},    {8, 8, 8, 3, 1, 16, true},
+                                    {8, 3, 16, 3, 1, 32, false},   {8, 16, 16, 3, 1, 8, true},
+                                    {3, 24, 40, 3, 1, 10, true},   {8, 16, 16, 3, 2, 8, true},
+                                    {2, 128, 128, 3, 1, 28, true}, {8, 32, 16, 1, 1, 8, true},
+                                    {8, 8, 16, 1, 2, 16, true},    {2, 64, 256, 1, 1, 56, true}};
   for (const int64_t threads : {1, 2}) {
     for (const auto& c : cases) {
       INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
                     << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
-      const int64_t out_hw = (c.hw - 1) / c.stride + 1;
-      const trace::onednn::ConvShape shape{c.batch, c.cin,  c.cout,       c.kernel, c.stride,
-                                           c.hw,    out_hw, c.input_grad, threads};
+      const auto shape = c.shape(threads);
       const auto measured = trace::onednn::measure_conv(shape, 2);
       const auto rule = trace::onednn::avx512_bf16_conv(shape);
       INFO("forward: rule " << rule.forward_bytes << " B, measured " << measured.forward_bytes << " B; backward: rule "

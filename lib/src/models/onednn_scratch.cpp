@@ -259,42 +259,34 @@ ConvScratch avx512_fp32_conv(const ConvShape& c) {
   ConvScratch r;
   r.forward_bytes = std::max(forward_rtus + x_blocks + w_p + y_p, y_p + y) - y;
 
-  // The weight phase's blocks and scratchpad (above the input's gradient when there is one).
-  int64_t blocks = 0, pad = 0;
-  switch (fp32_conv_weight_kernel(c)) {
-    case Fp32WeightKernel::first: {
-      const int64_t wb = cout_p * cin * k * k * 4;
-      const int64_t split = avx512_weight_grad_batch_split(c, cin, cin);
-      blocks = y_p + wb;
-      pad = split > 1 ? (wb + cout_p * 4) * (split - 1) + kEntry + kBarrier : 0;
-      r.backward_bytes = wb;  // the blocked gradient beside its plain copy, below
-      break;
-    }
+  // The weight phase: the input and the output's gradient in the kernel's blocks, the weight gradient in blocks
+  // (`wb`) and the kernel's scratchpad; then the blocked gradient beside its plain copy.
+  int64_t blocks = 0, wb = 0, pad = 0;
+  switch (const auto kernel = fp32_conv_weight_kernel(c)) {
+    case Fp32WeightKernel::first:  // the input read as it is: one block of all its channels
     case Fp32WeightKernel::avx512: {
-      const int64_t wb = cout_p * cin_p * k * k * 4;
-      const int64_t split = avx512_weight_grad_batch_split(c, cin_p, 16);
-      blocks = x_p + y_p + wb;
-      pad = split > 1 ? (wb + cout_p * 4) * (split - 1) + kEntry + kBarrier : 0;
-      r.backward_bytes = wb;
+      const bool first = kernel == Fp32WeightKernel::first;
+      const int64_t ic = first ? cin : cin_p;
+      wb = cout_p * ic * k * k * 4;
+      blocks = (first ? 0 : x_p) + y_p + wb;
+      const int64_t split = avx512_weight_grad_batch_split(c, ic, first ? cin : 16);
+      pad = split > 1 ? (wb + cout_p * 4) * (split - 1) + kEntry + kBarrier : 0;  // weights and bias per extra way
       break;
     }
     case Fp32WeightKernel::avx2: {
       const int64_t cin_8 = round_up(cin, 8), cout_8 = round_up(cout, 8);
-      const int64_t wb = cout_8 * cin_8 * k * k * 4;
+      wb = cout_8 * cin_8 * k * k * 4;
       blocks = c.batch * cin_8 * in_area * 4 + c.batch * cout_8 * out_area * 4 + wb;
       pad = avx2_reducer_bytes(T, k * k * 64, (cin_8 / 8) * (cout_8 / 8), c.batch);
-      r.backward_bytes = wb;
       break;
     }
-    case Fp32WeightKernel::one_by_one: {
-      const int64_t wb = cout_p * cin_p * 4;
+    case Fp32WeightKernel::one_by_one:
+      wb = cout_p * cin_p * 4;
       blocks = x_p + y_p + wb;
       pad = one_by_one_fp32_weight_grad(c, rtus);
-      r.backward_bytes = wb;
       break;
-    }
   }
-  const int64_t weights = std::max(blocks + pad, r.backward_bytes + w);  // then the blocked gradient and its copy
+  const int64_t weights = std::max(blocks + pad, wb + w);
   int64_t peak = weights;
   if (c.input_grad) {
     // Unstrided: jit:avx512_core's blocks, padded (the weights both ways from 4 input channels). Strided:

@@ -104,33 +104,41 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
 
 TEST_CASE("predicted activations follow the micro-batch under accumulation and shrink under checkpointing",
           "[predict]") {
-  const auto w = make_zoo_workload("gpt", "tiny");
-  TrainSettings s = test::small_train();
-  s.batch_size = 8;
-  const auto whole = predict_training_memory(*w, s);
-  s.accumulate = 2;
-  const auto halves = predict_training_memory(*w, s);
-  const auto measured = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
-  CHECK(halves.activations == measured.activations);  // the micro-batch of 4 is what is live at once
-  CHECK(halves.activations < whole.activations);
-  CHECK(halves.gradients == whole.gradients);
-  // Under accumulation the second micro-batch's backward runs beside every gradient, each op's new ones beside
-  // them until autograd adds them in: equal to the byte (but the loss's 4) on an AMD EPYC.
-  CHECK(relative(halves.peak, measured.peak) <= 0.02);
-  s.checkpoint_every = 1;
-  const auto checkpointed_halves = predict_training_memory(*w, s);
-  const auto measured_checkpointed = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
-  // Checkpointed too: 64 KiB (the size of one [4h, h] fp32 weight gradient; 2.3%) under on the EPYC, not yet
-  // explained (a known gap, docs/metrics.md).
-  CHECK(relative(checkpointed_halves.peak, measured_checkpointed.peak) <= 0.05);
-  s.accumulate = 1;
-  const auto checkpointed = predict_training_memory(*w, s);
-  CHECK(checkpointed.activations < whole.activations / 3);
-  // The layer types a reader looks for.
-  std::vector<std::string> layers;
-  for (const auto& [layer, bytes] : whole.activations_by_layer) layers.push_back(layer);
-  for (const std::string expected : {"layer_norm", "linear", "attention", "gelu", "loss", "embedding"})
-    CHECK(std::find(layers.begin(), layers.end(), expected) != layers.end());
+  // gpt's head is tied to its token embedding, bert's decoder (with a bias, on a 3-D input) to its word embedding.
+  for (const std::string model : {"gpt", "bert"}) {
+    INFO(model);
+    const auto w = make_zoo_workload(model, "tiny");
+    TrainSettings s = test::small_train();
+    s.batch_size = 8;
+    const auto whole = predict_training_memory(*w, s);
+    s.accumulate = 2;
+    const auto halves = predict_training_memory(*w, s);
+    const auto measured = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
+    CHECK(halves.activations == measured.activations);  // the micro-batch of 4 is what is live at once
+    CHECK(halves.activations < whole.activations);
+    CHECK(halves.gradients == whole.gradients);
+    // Under accumulation the second micro-batch's backward runs beside every gradient, each op's new ones beside
+    // them until autograd adds them in, and the tied weight's first gradient (the head's) until the embedding's
+    // backward adds to it: equal to the byte but for the losses' 4 bytes each.
+    CHECK(measured.peak - halves.peak >= 0);
+    CHECK(measured.peak - halves.peak <= 2 * 4);
+    s.checkpoint_every = 1;
+    const auto checkpointed_halves = predict_training_memory(*w, s);
+    const auto measured_checkpointed = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
+    // Checkpointed too (until 2026-12-04 64 KiB under for gpt: the tied weight's first gradient, a [V, h] fp32
+    // tensor, was not counted beside the accumulated one).
+    CHECK(measured_checkpointed.peak - checkpointed_halves.peak >= 0);
+    CHECK(measured_checkpointed.peak - checkpointed_halves.peak <= 2 * 4);
+    s.accumulate = 1;
+    const auto checkpointed = predict_training_memory(*w, s);
+    CHECK(checkpointed.activations < whole.activations / 3);
+    if (model != "gpt") continue;
+    // The layer types a reader looks for.
+    std::vector<std::string> layers;
+    for (const auto& [layer, bytes] : whole.activations_by_layer) layers.push_back(layer);
+    for (const std::string expected : {"layer_norm", "linear", "attention", "gelu", "loss", "embedding"})
+      CHECK(std::find(layers.begin(), layers.end(), expected) != layers.end());
+  }
 }
 
 TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace",

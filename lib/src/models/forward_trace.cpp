@@ -159,7 +159,7 @@ int64_t ForwardTrace::cast_gradients(int64_t scratch, int64_t weight_elements, c
   return std::max<int64_t>({0, running, casting});
 }
 
-Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool new_weight_grad) {
+Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool tied) {
   const int64_t rows = x.elements / in;
   // autocast: the input in the 2-byte dtype (a copy unless it already is).
   const Sym xin = query_.autocast && x.element_bytes != 2 ? make(x.elements, 2, x.requires_grad) : x;
@@ -215,8 +215,15 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       work(OpClass::elementwise, {0, xcast + w * 6, 0, 1 + (xcast > 0 ? 1.0 : 0.0)}, {0, w * 6, 0, 1});
     }
   }
-  if (new_weight_grad) parameter_gradients(in * out);
+  parameter_gradients(in * out);  // a tied weight's too: backward reaches the head first
   if (bias) parameter_gradients(out);
+  if (training()) {
+    // Under accumulation the op's new gradients lie beside the accumulated ones until autograd adds them in. On a
+    // 3-D input the bias is added in place after the product, so its backward runs first: its gradient is added
+    // in and freed before the weight's exists.
+    if (bias && x.dims != 2) current_.grads_added_first = out * weight_bytes();
+    if (tied) current_.tied_grad_opened = in * out * weight_bytes();
+  }
   scratch = cast_gradients(scratch, in * out, x, xin, y.bytes());
   end_op(x.requires_grad ? x.bytes() : 0, y.bytes(), scratch);  // no input gradient for the batch
   return y;
@@ -453,16 +460,20 @@ Sym ForwardTrace::add(const Sym& a, const Sym& b) {
   return y;  // saves nothing: no backward op worth recording
 }
 
-Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad) {
+Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool tied) {
   save(indices, "embedding");
   Sym y = make(indices.elements * h, weight_bytes(), true);
   y.dims = indices.dims + 1;
   // Forward gathers rows (reads them, writes y); backward writes a dense [V, h] gradient (zeroed, then the
   // incoming gradient's rows added).
   work(OpClass::elementwise, {0, double(indices.bytes() + 2 * y.bytes()), 0, 1},
-       {double(y.elements), double(indices.bytes() + 2 * y.bytes()), new_weight_grad ? double(vocab) * h : 0, 2});
-  if (new_weight_grad) parameter_gradients(vocab * h);  // a dense [V, h] gradient
-  end_op(0, y.bytes());
+       {double(y.elements), double(indices.bytes() + 2 * y.bytes()), tied ? 0 : double(vocab) * h, 2});
+  // A dense [V, h] gradient. Tied to the head, whose backward wrote the weight's gradient first (counted there):
+  // this one is a tensor beside it until autograd adds the two.
+  if (!tied) parameter_gradients(vocab * h);
+  const int64_t tied_gradient = tied && training() ? vocab * h * weight_bytes() : 0;
+  current_.tied_grad_closed = tied_gradient;
+  end_op(0, y.bytes(), tied_gradient);
   return y;
 }
 
@@ -632,6 +643,7 @@ ForwardTrace::Sweep ForwardTrace::sweep(const std::vector<Op>& ops, int64_t save
   Sweep out;
   for (const auto& op : ops) out.grads += op.parameter_grads;
   int64_t remaining = saved_bytes, grads = 0, casts = 0;
+  int64_t tied_pending = 0;  // under accumulation: tied weights' first gradients, waiting for their earlier use's
   for (const auto& op : ops) casts += op.casts;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     // A checkpointed segment's recomputation holds its own gradients as it writes them, and its incoming and
@@ -640,10 +652,15 @@ ForwardTrace::Sweep ForwardTrace::sweep(const std::vector<Op>& ops, int64_t save
     const int64_t op_bytes = (recomputed ? std::max(it->transient, it->recompute) : it->transient) + casts;
     const int64_t own_grads = recomputed ? 0 : it->parameter_grads;
     out.peak = std::max(out.peak, remaining + grads + own_grads + op_bytes);
-    // Under accumulation every gradient is alive, and the op's new ones beside them until autograd adds them in.
+    // Under accumulation every gradient is alive, and the op's new ones beside them until autograd adds them in
+    // (a bias added before the weight's gradient exists: one at a time), and a tied weight's first gradient from
+    // the head's backward until the embedding's.
+    const int64_t own_new =
+        recomputed ? 0 : std::max(it->parameter_grads - it->grads_added_first, it->grads_added_first);
     out.peak_accumulating = std::max(
-        out.peak_accumulating, remaining + out.grads + own_grads + casts +
+        out.peak_accumulating, remaining + out.grads + tied_pending + own_new + casts +
                                    (recomputed ? std::max(it->transient, it->recompute_accumulating) : it->transient));
+    tied_pending += it->tied_grad_opened - it->tied_grad_closed;
     remaining -= it->released;
     grads += it->parameter_grads;
     casts -= it->casts;

@@ -113,9 +113,9 @@ class ForwardTrace {
   Sym make(int64_t elements, int64_t element_bytes, bool requires_grad);
 
   // Operators (x: [rows, in] or [..., in], elements / in = rows).
-  // new_weight_grad = false: a weight used a second time (a tied head) accumulates into its gradient.
-  Sym linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer = "linear",
-             bool new_weight_grad = true);
+  // tied: the weight is also the earlier embedding's (a tied head), whose backward adds to the gradient this
+  // one writes first.
+  Sym linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer = "linear", bool tied = false);
   Sym conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int64_t out_hw, const char* layer = "conv");
   Sym batch_norm(const Sym& x, int64_t channels);
   Sym layer_norm(const Sym& x, int64_t h);
@@ -125,7 +125,8 @@ class ForwardTrace {
   Sym relu(const Sym& x);
   Sym mul(const Sym& a, const Sym& b);
   Sym add(const Sym& a, const Sym& b);  // a and b of a's shape (or broadcast into it)
-  Sym embedding(const Sym& indices, int64_t h, int64_t vocab, bool new_weight_grad = true);
+  // tied = true: the weight is also the later head's, whose backward writes its gradient first.
+  Sym embedding(const Sym& indices, int64_t h, int64_t vocab, bool tied = false);
   // [B, S, a, d] attention from q of [B, a, S, d] and k, v of [B, a, K, d] (K = key_positions; 0: S), views or
   // tensors. causal: the flash kernels skip the masked half of the score matrix (half the FLOPs). Decoding: the
   // new positions attend to the K cached ones (keys and values read from the cache).
@@ -200,7 +201,13 @@ class ForwardTrace {
     int64_t casts = 0;     // amp: weight copies it saved (the cast cache is cleared before backward; the graph keeps
                            // them until this op's backward)
     int64_t incoming = 0;  // its incoming gradient (its output's bytes)
-    std::vector<size_t> holds;  // recomputed ops: the Holds active while its backward runs
+    // Under accumulation (every gradient alive), what differs from a step's first backward:
+    int64_t grads_added_first = 0;  // of parameter_grads, added in before the others exist (a 3-D Linear's bias)
+    int64_t tied_grad_opened = 0;   // a tied weight's gradient written here first: autograd keeps it in the
+                                    // weight's input buffer until the weight's earlier use adds to it
+    int64_t tied_grad_closed = 0;   // that earlier use: its backward adds its own to it, then autograd adds the
+                                    // sum into the accumulated gradient and frees it
+    std::vector<size_t> holds;      // recomputed ops: the Holds active while its backward runs
   };
   // A Hold's state: the gradient it holds, the residual and the sum it follows (Hold(trace, residual)), whether
   // it is active (until the sum), and where its ops start in the op list it was opened in.

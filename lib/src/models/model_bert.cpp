@@ -150,7 +150,7 @@ trace::Sym trace_bert(trace::ForwardTrace& t, const BertConfig& c) {
     trace::Sym types = t.index_tensor(B * S);  // zeros_like(ids)
     types.dims = 2;
     // The word embedding is tied to the decoder, whose backward writes its gradient first.
-    x = t.add(t.add(t.embedding(ids, h, c.vocab_size, false), t.embedding(positions, h, c.max_positions)),
+    x = t.add(t.add(t.embedding(ids, h, c.vocab_size, true), t.embedding(positions, h, c.max_positions)),
               t.embedding(types, h, c.type_vocab_size));
   }
   x = t.layer_norm(x, h);
@@ -161,7 +161,7 @@ trace::Sym trace_bert(trace::ForwardTrace& t, const BertConfig& c) {
       x = trace_layer(t, c, x);
   }
   const trace::Sym head = t.layer_norm(t.gelu(t.linear(x, h, h, true)), h);  // [B, S, h]
-  return t.linear(head, h, c.vocab_size, true, "linear (head)");             // [B, S, V]
+  return t.linear(head, h, c.vocab_size, true, "linear (head)", true);       // [B, S, V]
 }
 
 constexpr int64_t kMaskToken = 0;  // [MASK]: the data draw real tokens from 1 .. V-1

@@ -187,7 +187,7 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
     trace::Sym positions = t.index_tensor(S);
     positions.dims = 1;
     // A tied embedding's gradient is first written by the head (backward runs it first).
-    x = t.add(t.embedding(idx, h, c.vocab_size, !c.tied_head), t.embedding(positions, h, c.context_length));
+    x = t.add(t.embedding(idx, h, c.vocab_size, c.tied_head), t.embedding(positions, h, c.context_length));
   }
   for (int64_t i = 0; i < c.n_layer; ++i) {
     if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
@@ -197,7 +197,7 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
   }
   if (t.query().sequence_tokens > 0) x = trace::view(x, B * h);  // the cached forward: the last position only
   x = t.layer_norm(x, h);
-  return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
+  return t.linear(x, h, c.vocab_size, false, "linear (head)", c.tied_head);  // [B, S, V]
 }
 
 using GptWorkload = zoo::LanguageModelWorkload<GptImpl, GptConfig, trace_gpt>;

@@ -205,7 +205,7 @@ trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
   const int64_t B = t.batch(), S = zoo::sequence_positions(t.query(), c.context_length), h = c.d_model;
   trace::Sym idx = t.input(B * S, 8);
   idx.dims = 2;
-  trace::Sym x = t.embedding(idx, h, c.vocab_size, !c.tied_head);
+  trace::Sym x = t.embedding(idx, h, c.vocab_size, c.tied_head);
   for (int64_t i = 0; i < c.n_layer; ++i) {
     if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)
       x = t.checkpoint(x, [&](const trace::Sym& in) { return trace_layer(t, c, in); });
@@ -214,7 +214,7 @@ trace::Sym trace_llama(trace::ForwardTrace& t, const LlamaConfig& c) {
   }
   if (t.query().sequence_tokens > 0) x = trace::view(x, B * h);  // the cached forward: the last position only
   x = t.rms_norm(x, h);
-  return t.linear(x, h, c.vocab_size, false, "linear (head)");  // [B, S, V]
+  return t.linear(x, h, c.vocab_size, false, "linear (head)", c.tied_head);  // [B, S, V]
 }
 
 using LlamaWorkload = zoo::LanguageModelWorkload<LlamaImpl, LlamaConfig, trace_llama>;

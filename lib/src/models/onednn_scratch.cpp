@@ -112,10 +112,10 @@ int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, i
 //    then its plain copy: max(rtus + x_blocks + w_blocks + y_p, y_p + y) beside the output;
 //  - backward data: jit:avx512_core with the output's gradient (padded), the weights (padded both ways from 4 input
 //    channels) and the input's gradient in blocks (padded); or, strided, brgconv_strided in channels-last layouts
-//    (the gradients unpadded, the weights' input channels padded to 16) with its brgemm buffers: 12288 + 24600
-//    bytes per thread, a fit to cnn's and resnet tiny's shapes that misses wide ones (128 -> 256 channels at 28x28:
-//    1.0 MB booked, 111 KB predicted; the booking follows oneDNN's cache-size blocking heuristics); then the input
-//    gradient beside its plain copy (and beside another input-sized copy when strided);
+//    (the gradients unpadded, the weights' input channels padded to 16) with its scratchpad (per thread a brgemm
+//    batch, the output's gradient with the kernel's overflow, a mask, and a row of the input's gradient where the
+//    input's width is not a multiple of the stride: brgconv_strided_fp32_scratch); then the input gradient beside
+//    its plain copy (and beside another input-sized copy when strided);
 //  - backward weights, the input's gradient alive: the input and the output's gradient in blocks and the weight
 //    gradient in blocks, with the kernel's scratchpad (per extra thread that splits the batch, its own weight
 //    gradient to reduce), written out below from oneDNN's init_conf / balance / init_scratchpad:
@@ -244,6 +244,33 @@ const char* to_string(Fp32WeightKernel k) {
   return "?";
 }
 
+// oneDNN's brgemm backward-data convolution for strides above 1 (brgconv_strided: jit_brgemm_conv_bwd_strided.cpp,
+// its configuration and bookings in brgemm_convolution_bwd_utils::init_conf / init_scratchpad). Its scratchpad,
+// each booking with a page of alignment room (the registry books size + alignment):
+//  - per thread a brgemm batch of 40-byte elements (brgemm_batch_element_t) rounded up to a page's worth
+//    (div_up(rnd_up(kh x kw x 40, 4096), 40) elements: 4120 bytes for every kernel up to 10x10);
+//  - per thread the output's gradient with the kernel's overflow on each side (odp x ohp x owp x cout 4-byte
+//    elements, rounded up to 4096 of them), booked though the unstrided layout does not use it;
+//  - per thread a mask of one byte per block of the input and output channels (nb_ih x nb_iw x nb_oc, rounded up to
+//    4096: a page wherever the input has at most 4096 positions; above that its blocks are counted as single
+//    positions, an upper bound);
+//  - where the input's width is not a multiple of the stride (the transposing kernel): per thread a row of the input's
+//    gradient (iw_block x stride x cin 4-byte elements, rounded up to 4096 of them; iw_block at most the input's
+//    width rounded up to the stride, which bounds it above 4096).
+// The zoo's convolutions pad by kernel / 2.
+int64_t brgconv_strided_fp32_scratch(const ConvShape& c) {
+  const int64_t k = c.kernel, s = c.stride, in = c.in_hw, out = c.out_hw, T = c.threads, pad = k / 2;
+  const int64_t end_pad = (out - 1) * s + k - (in + pad);
+  const int64_t overflow = std::max<int64_t>(0, k - 1 - pad) / s + std::max<int64_t>(0, k - 1 - end_pad) / s;
+  const int64_t padded_out = out + overflow;
+  const int64_t batch = ceil_div(round_up(k * k * 40, 4096), 40) * 40;
+  const int64_t image = round_up(padded_out * padded_out * c.cout, 4096) * 4;
+  const int64_t mask = round_up(in * in, 4096);
+  const bool uneven = in % s != 0;
+  const int64_t row = uneven ? round_up(round_up(in, s) * s * c.cin, 4096) * 4 : 0;
+  return (uneven ? 4 : 3) * 4096 + T * (batch + image + mask + row);
+}
+
 ConvScratch avx512_fp32_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
   const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
@@ -291,9 +318,9 @@ ConvScratch avx512_fp32_conv(const ConvShape& c) {
   if (c.input_grad) {
     // Unstrided: jit:avx512_core's blocks, padded (the weights both ways from 4 input channels). Strided:
     // brgconv_strided in channels-last layouts, the output's gradient and the input's unpadded, the weights' input
-    // channels padded to 16, and its brgemm buffers (a fit).
+    // channels padded to 16, and its scratchpad.
     const int64_t data = s == 1 ? y_p + cout_p * (cin >= 4 ? cin_p : cin) * k * k * 4 + x_p
-                                : y + cout * cin_p * k * k * 4 + x + 12288 + 24600 * T;
+                                : y + cout * cin_p * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
     const int64_t convert = s == 1 ? x_p + x : 3 * x;  // the input's gradient beside its plain copy(ies)
     peak = std::max({data, convert, x + weights}) - x;
   }

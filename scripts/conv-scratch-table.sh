@@ -28,7 +28,7 @@ case "$dtype" in
       die "fp32: needs a CPU with AVX-512 and without AMX (oneDNN's avx512_core fp32 convolutions); this one is not"
     [ -z "${ONEDNN_MAX_CPU_ISA:-}" ] || die "fp32: ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA is set; the table is this CPU's own kernels'"
     kind="AVX-512, no AMX"
-    rule="onednn::avx512_fp32_conv (the layouts and oneDNN's weight-gradient bookings written out, a fit for the strided backward data"
+    rule="onednn::avx512_fp32_conv (the layouts and oneDNN's bookings written out: the weight gradient's and the strided backward data's"
     ;;
   *) die "unknown argument '$dtype': scripts/conv-scratch-table.sh [bf16|fp32]" ;;
 esac

@@ -125,7 +125,7 @@ TEST_CASE("predicted activations follow the micro-batch under accumulation and s
     s.checkpoint_every = 1;
     const auto checkpointed_halves = predict_training_memory(*w, s);
     const auto measured_checkpointed = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
-    // Checkpointed too (until 2026-12-04 64 KiB under for gpt: the tied weight's first gradient, a [V, h] fp32
+    // Checkpointed too (until 2026-12-03 64 KiB under for gpt: the tied weight's first gradient, a [V, h] fp32
     // tensor, was not counted beside the accumulated one).
     CHECK(measured_checkpointed.peak - checkpointed_halves.peak >= 0);
     CHECK(measured_checkpointed.peak - checkpointed_halves.peak <= 2 * 4);

@@ -149,6 +149,7 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
     const auto w = make_zoo_workload(model, "tiny");
     for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
       s.dtype = dtype;
+      s.batch_size = 4;
       INFO(model << " " << to_string(dtype));
       const auto p = predict_inference_memory(*w, s);
       const auto r = measure_inference(*w, s, cpu);
@@ -172,8 +173,15 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
         CHECK(relative(p.activations, r.memory.activations) <= 0.10);
       else
         CHECK(p.activations > 0);
+      // The whole peak, where the CPU kernels hold nothing the trace does not know (fp32 matmuls), at one sample:
+      // until 2026-12-03 the copy task's one-sequence input was a view of a buffer 8 bytes longer than itself.
+      if (dtype == InferenceDtype::fp32 && model != "cnn" && model != "resnet") {
+        s.batch_size = 1;
+        CHECK(measure_inference(*w, s, cpu).memory.peak == predict_inference_memory(*w, s).peak);
+      }
     }
   }
+  s.batch_size = 4;
   s.dtype = InferenceDtype::int8;
   const auto int8 = predict_inference_memory(*make_zoo_workload("gpt", "tiny"), s);
   CHECK(int8.parameters == -1);  // packs, scales and the quantised kernels' buffers: not predicted

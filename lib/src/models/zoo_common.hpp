@@ -75,9 +75,11 @@ inline Batch copy_task_batch(int64_t batch_size, int64_t S, int64_t V, const c10
                             random.narrow(1, 0, S - n)},
                            1);  // [B, S + 1]
   Batch b;
-  b.input = tokens.narrow(1, 0, S).contiguous().to(device);  // [B, S]
-  auto target = tokens.narrow(1, 1, S).clone();              // [B, S]; a copy: masking must not touch the input
-  target.narrow(1, 0, n - 1).fill_(-100);                    // the targets r_2 .. r_n are random: not learnable
+  // [B, S], a tensor of its own: contiguous() would keep a view of all of `tokens` for one sequence (a [1, S] view is
+  // contiguous), 8 bytes more than the input's.
+  b.input = tokens.narrow(1, 0, S).clone().to(device);
+  auto target = tokens.narrow(1, 1, S).clone();  // [B, S]; a copy: masking must not touch the input
+  target.narrow(1, 0, n - 1).fill_(-100);        // the targets r_2 .. r_n are random: not learnable
   b.target = target.to(device);
   b.samples = batch_size;
   b.tokens = batch_size * S;

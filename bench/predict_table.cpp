@@ -15,19 +15,16 @@ using namespace tvie;
 
 namespace {
 
+// "102.0 KiB =" where the prediction is the measured bytes, else "predicted / measured (difference)".
 std::string cell(int64_t predicted, int64_t measured) {
   if (predicted < 0) return "not predicted";
-  if (measured == 0) return predicted == 0 ? "0 = 0" : std::to_string(predicted) + " vs 0";
+  if (predicted == measured) return format_bytes(predicted) + " =";
+  if (measured == 0) return std::to_string(predicted) + " vs 0";
   const double d = 100.0 * static_cast<double>(predicted - measured) / static_cast<double>(measured);
   char buffer[96];
   std::snprintf(buffer, sizeof buffer, "%s / %s (%+.1f%%)", format_bytes(predicted).c_str(),
                 format_bytes(measured).c_str(), d);
   return buffer;
-}
-
-// "102.0 KiB =" where the prediction is the measured bytes, else the cell above.
-std::string exact(int64_t predicted, int64_t measured) {
-  return predicted == measured ? format_bytes(predicted) + " =" : cell(predicted, measured);
 }
 
 }  // namespace
@@ -57,8 +54,8 @@ int main() {
           const auto m = trainer.ledger_step(*probe);
           std::printf("| %s tiny | %s | %s | %s | %s | %s | %s | %s | %s |\n", model.c_str(),
                       to_string(precision).c_str(), checkpoint_to_string(checkpoint).c_str(),
-                      to_string(optimizer).c_str(), exact(p.parameters, m.parameters).c_str(),
-                      exact(p.gradients, m.gradients).c_str(), exact(p.optimizer_state, m.optimizer_state).c_str(),
+                      to_string(optimizer).c_str(), cell(p.parameters, m.parameters).c_str(),
+                      cell(p.gradients, m.gradients).c_str(), cell(p.optimizer_state, m.optimizer_state).c_str(),
                       cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
         }
       }
@@ -83,7 +80,7 @@ int main() {
         const auto r = measure_inference(*w, s, cpu);
         const auto& m = r.memory;
         std::printf("| %s tiny | %s | %lld | %s | %s | %s |\n", model.c_str(), to_string(dtype).c_str(),
-                    static_cast<long long>(batch), exact(p.parameters, m.parameters).c_str(),
+                    static_cast<long long>(batch), cell(p.parameters, m.parameters).c_str(),
                     cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
       }
     }

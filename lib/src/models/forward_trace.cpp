@@ -569,20 +569,22 @@ Sym ForwardTrace::index_tensor(int64_t elements) {
 Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes) {
   const Sym l32 = logits.element_bytes == 4 ? logits : make(logits.elements, 4, logits.requires_grad);
   const Sym log_probs = make(rows * classes, 4, true);
-  save(log_probs, "loss");          // log_softmax saves its output
-  save(make(1, 4, false), "loss");  // nll_loss: the total weight
-  Sym loss = make(1, 4, true);
-  if (training()) loss_bytes_ += loss.bytes();  // the caller holds the loss through backward
+  save(log_probs, "loss");  // log_softmax saves its output
   {
     // The cast to fp32 (when the logits are not), log_softmax (reads them twice: max and sum, writes), nll_loss.
     const double e = double(rows) * classes, cast = logits.element_bytes == 4 ? 0 : double(logits.bytes()) + 4 * e;
     work(OpClass::elementwise, {5 * e, cast + 4 * e * 3 + 4 * e, 0, 3 + (cast > 0 ? 1.0 : 0.0)},
          {5 * e, 4 * e * 4 + cast, 0, 3 + (cast > 0 ? 1.0 : 0.0)});
   }
-  // Backward starts here: the gradient of the log-probabilities and of the logits, fp32, both alive while
-  // log_softmax's backward runs. Its cast back to the logits' 2-byte dtype comes after that node has released the
-  // log-probabilities it saved and its incoming gradient: fp32 gradient + 2-byte copy < the two fp32 ones.
+  // log_softmax's backward: the gradient of the log-probabilities and of the logits, fp32, both alive. Its cast
+  // back to the logits' 2-byte dtype comes after that node has released the log-probabilities it saved and its
+  // incoming gradient: fp32 gradient + 2-byte copy < the two fp32 ones.
   end_op(2 * rows * classes * 4, 0);
+  save(make(1, 4, false), "loss");  // nll_loss: the total weight, released once its backward (the first) has run
+  Sym loss = make(1, 4, true);
+  // The caller holds the loss through backward, and backward() the loss's gradient (ones) it starts from.
+  if (training()) loss_bytes_ += 2 * loss.bytes();
+  end_op(rows * classes * 4, 0);  // nll_loss's backward writes the log-probabilities' gradient
   return loss;
 }
 

@@ -233,7 +233,7 @@ class ForwardTrace {
   int64_t cast_cache_bytes_ = 0;
   int64_t buffer_bytes_ = 0;
   int64_t held_ = 0;        // residual gradients held while the current ops' backward runs (Hold)
-  int64_t loss_bytes_ = 0;  // the loss, which its caller holds through backward
+  int64_t loss_bytes_ = 0;  // the loss, which its caller holds through backward, and its gradient (ones)
   int64_t largest_parameter_bytes_ = 0;
   PhaseWork forward_work_, backward_work_;
   int64_t parameter_tensors_ = 0;

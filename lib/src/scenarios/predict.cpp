@@ -86,15 +86,22 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   // amp: the cast cache's copies are all there at the end of the forward; the region ends before backward, which
   // then holds only the copies ops saved, until their backward runs (in the trace's backward peak).
   const int64_t amp_copies = p.weight_copies;
-  int64_t during_steps = step_batch + std::max(amp_copies + a.forward_peak_bytes, a.backward_peak_bytes);
+  // amp-fp16: backward starts from the loss times the scale, a copy of the loss (4 bytes) beside it.
+  const int64_t scaled_loss = settings.precision == TrainPrecision::amp_fp16 ? 4 : 0;
+  int64_t during_steps = step_batch + std::max(amp_copies + a.forward_peak_bytes, scaled_loss + a.backward_peak_bytes);
+  // Under accumulation the micro-batches after the first run beside every gradient and the running total of the
+  // micro-batches' losses (4 bytes, Trainer::forward_backward).
   if (settings.accumulate > 1)
-    during_steps = std::max({during_steps, step_batch + std::max(amp_copies + p.gradients + a.forward_peak_bytes,
-                                                                 a.backward_peak_accumulating_bytes)});
-  // The optimizer (LibTorch's, one parameter at a time): the gradients, plus for Adam/AdamW two temporaries
-  // of the largest parameter's size (the denominator: sqrt of the second moment, then its scaled copy); SGD
-  // updates in place.
+    during_steps = std::max({during_steps, step_batch + 4 +
+                                               std::max(amp_copies + p.gradients + a.forward_peak_bytes,
+                                                        scaled_loss + a.backward_peak_accumulating_bytes)});
+  // The optimizer (LibTorch's, one parameter at a time), beside the step's loss (4 bytes: Trainer::step returns
+  // it): the gradients, plus for Adam/AdamW two temporaries of the largest parameter's size (the denominator: sqrt
+  // of the second moment, then its scaled copy) and, on the CPU, the divisor between them (a double wrapped as a
+  // tensor, and its copy in the parameters' dtype); SGD updates in place.
   const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
-  const int64_t step = p.gradients + (adam ? 2 * a.largest_parameter_bytes : 0);
+  const int64_t divisor = query.cuda ? 0 : 8 + query.weight_bytes;
+  const int64_t step = p.gradients + 4 + (adam ? 2 * a.largest_parameter_bytes + divisor : 0);
   p.peak = always + std::max(during_steps, step);
   log::debug(cat("predicted peak = ", always, " always there + max(", step_batch, " batch + max(", amp_copies,
                  " amp copies + forward ", a.forward_peak_bytes, ", backward ", a.backward_peak_bytes,

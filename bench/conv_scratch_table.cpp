@@ -1,10 +1,13 @@
 // oneDNN's convolution scratch as the prediction writes it out (lib/src/models/onednn_scratch.cpp) against what the
 // kernels allocate, per convolution, as a Markdown table on stdout (scripts/conv-scratch-table.sh writes it to
-// docs/results/cpu-{bf16,fp32}-conv-scratch-avx512.md). `conv_scratch_table [bf16|fp32]`; the shapes: every
+// docs/results/cpu-{bf16,fp32}-conv-scratch-avx512.md and cpu-fp32-conv-scratch-avx2.md).
+// `conv_scratch_table [bf16|fp32|avx2]`; the shapes: every
 // convolution of cnn tiny/small and resnet tiny at batches 8 and 16, and ResNet-50's and other widths at batches
 // 1-5, at 1, 2 and 4 threads (fp32 adds more: 4-15 input channels, odd sizes, ResNet-50's strided ones).
 // bf16 is only meaningful where tvie::cpu_bf16_conv_scratch_modelled() (avx512_bf16 without AMX), fp32 where oneDNN
-// may use AVX-512: elsewhere it says so and exits 2. fp32 rows LibTorch keeps to its own kernels are left out.
+// may use AVX-512, avx2 (fp32 on oneDNN's AVX2 kernels) where it may use AVX2 and not AVX-512 (an AVX2 CPU, or one
+// under ONEDNN_MAX_CPU_ISA=AVX2): elsewhere it says so and exits 2. fp32 rows LibTorch keeps to its own kernels are
+// left out.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -34,13 +37,22 @@ std::string cell(int64_t rule, int64_t measured) {
 int main(int argc, char** argv) {
   log::set_level(log::Level::warn);
   const std::string dtype = argc > 1 ? argv[1] : "bf16";
-  if (dtype != "bf16" && dtype != "fp32") {
-    std::fprintf(stderr, "conv_scratch_table: dtype '%s' is not one of bf16, fp32\n", dtype.c_str());
+  if (dtype != "bf16" && dtype != "fp32" && dtype != "avx2") {
+    std::fprintf(stderr, "conv_scratch_table: dtype '%s' is not one of bf16, fp32, avx2\n", dtype.c_str());
     return 2;
   }
-  const bool fp32 = dtype == "fp32";
+  const bool avx2 = dtype == "avx2";
+  const bool fp32 = dtype == "fp32" || avx2;
   const auto usable = describe_host().cpu_features_usable;
-  if (fp32 && std::find(usable.begin(), usable.end(), "avx512f") == usable.end()) {
+  const bool has_avx512 = std::find(usable.begin(), usable.end(), "avx512f") != usable.end();
+  if (avx2 && (has_avx512 || std::find(usable.begin(), usable.end(), "avx2") == usable.end())) {
+    std::fprintf(stderr,
+                 "conv_scratch_table: avx2: oneDNN may use %s here; the rule is its AVX2 kernels' (run it on an AVX2 "
+                 "CPU or under ONEDNN_MAX_CPU_ISA=AVX2)\n",
+                 has_avx512 ? "AVX-512" : "no AVX2");
+    return 2;
+  }
+  if (dtype == "fp32" && !has_avx512) {
     std::fprintf(stderr,
                  "conv_scratch_table: oneDNN may not use AVX-512 here; the fp32 rule is its AVX-512 kernels'\n");
     return 2;
@@ -131,15 +143,18 @@ int main(int argc, char** argv) {
         const ConvShape c{batch, s.cin, s.cout, s.kernel, s.stride, s.hw, out_hw, s.input_grad, threads};
         const int64_t bytes = fp32 ? 4 : 2;
         if (fp32 && !trace::onednn::conv_on_onednn(c, bytes)) continue;  // LibTorch's own kernel: not this rule's
-        const auto rule = fp32 ? trace::onednn::avx512_fp32_conv(c) : trace::onednn::avx512_bf16_conv(c);
+        const auto rule = avx2   ? trace::onednn::avx2_fp32_conv(c)
+                          : fp32 ? trace::onednn::avx512_fp32_conv(c)
+                                 : trace::onednn::avx512_bf16_conv(c);
         const auto measured = trace::onednn::measure_conv(c, bytes);
         std::printf("| %lld -> %lld, %lldx%lld stride %lld, %lldx%lld%s | %lld | %lld | %s | %s | %s |\n",
                     static_cast<long long>(s.cin), static_cast<long long>(s.cout), static_cast<long long>(s.kernel),
                     static_cast<long long>(s.kernel), static_cast<long long>(s.stride), static_cast<long long>(s.hw),
                     static_cast<long long>(s.hw), s.input_grad ? "" : " (no input gradient)",
                     static_cast<long long>(batch), static_cast<long long>(threads),
-                    fp32 ? trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(c))
-                         : trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
+                    avx2   ? (s.kernel == 1 ? "jit_1x1:avx2" : "jit:avx2")
+                    : fp32 ? trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(c))
+                           : trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
                     cell(rule.forward_bytes, measured.forward_bytes).c_str(),
                     cell(rule.backward_bytes, measured.backward_bytes).c_str());
         ++rows;

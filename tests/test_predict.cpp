@@ -195,7 +195,7 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
   // Under ONEDNN_MAX_CPU_ISA oneDNN runs an older CPU's kernels, with their scratch, and LibTorch follows it (it
   // asks oneDNN whether bf16 runs there): AVX2 is an AVX2 machine (oneDNN's AVX2 fp32 kernels, ATen's own bf16
   // ones; the measured ledgers equal to the byte to those of an AVX2 EPYC), AVX512_CORE one with AVX-512 but no
-  // avx512_bf16 (bf16 emulated). The four [cpu-kinds] tests run again under each limit below this CPU, each in a
+  // avx512_bf16 (bf16 emulated). The five [cpu-kinds] tests run again under each limit below this CPU, each in a
   // process of its own (oneDNN reads the limit once).
   const auto host = describe_host();
   int emulated = 0;
@@ -209,7 +209,7 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
     const auto run = test::run_command("ONEDNN_MAX_CPU_ISA=" + limit + " " + TVIE_TEST_BINARY + " \"[cpu-kinds]\"");
     INFO(run.out);
     CHECK(run.exit_code == 0);
-    CHECK_THAT(run.out, Catch::Contains("All tests passed") && Catch::Contains("4 test cases"));
+    CHECK_THAT(run.out, Catch::Contains("All tests passed") && Catch::Contains("5 test cases"));
     ++emulated;
   }
   if (emulated == 0) WARN("no kind of CPU below this one to emulate");
@@ -598,6 +598,45 @@ TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and booking
     }
   }
   CHECK(compared >= 36);  // of 42: LibTorch keeps few of these shapes (1x1 of stride 1 at one thread) to itself
+}
+
+TEST_CASE("oneDNN's fp32 convolution scratch on AVX2: the layouts and bookings the trace writes out, per kernel",
+          "[predict][cpu-kinds]") {
+  const auto host = describe_host();
+  const auto usable = [&](const char* f) {
+    return std::find(host.cpu_features_usable.begin(), host.cpu_features_usable.end(), f) !=
+           host.cpu_features_usable.end();
+  };
+  if (usable("avx512f") || !usable("avx2")) {
+    WARN("SKIPPED: oneDNN may use " << (usable("avx512f") ? "AVX-512" : "no AVX2")
+                                    << " here; the rule is its AVX2 kernels' (checked under ONEDNN_MAX_CPU_ISA=AVX2 "
+                                       "by the test of the kinds of CPU this one can emulate)");
+    return;
+  }
+  // Each path of onednn::avx2_fp32_conv: the weight gradient of a first convolution (3 input channels, flat), of
+  // jit:avx2 (blocks of 8, cpu_reducer where the threads split the batch), of jit_1x1:avx2 (cpu_reducer_2d; rtus when
+  // strided); backward data blocked and strided (brgconv_strided, with the row buffer for an odd width).
+  const std::vector<ConvCase> cases{{8, 3, 8, 3, 1, 16, false}, {8, 8, 16, 3, 2, 16, true},
+                                    {8, 16, 16, 3, 1, 8, true}, {8, 8, 8, 1, 1, 8, true},
+                                    {8, 16, 64, 1, 1, 4, true}, {8, 64, 128, 1, 2, 4, true},
+                                    {2, 32, 64, 1, 2, 7, true}, {2, 64, 256, 1, 1, 56, true}};
+  int compared = 0;
+  for (const int64_t threads : {1, 2, 4}) {
+    for (const auto& c : cases) {
+      INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
+                    << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
+      const auto shape = c.shape(threads);
+      if (!trace::onednn::conv_on_onednn(shape, 4)) continue;  // LibTorch's own kernel (the trace asks it too)
+      const auto measured = trace::onednn::measure_conv(shape, 4);
+      const auto rule = trace::onednn::avx2_fp32_conv(shape);
+      INFO("forward: rule " << rule.forward_bytes << " B, measured " << measured.forward_bytes << " B; backward: rule "
+                            << rule.backward_bytes << " B, measured " << measured.backward_bytes << " B");
+      CHECK(rule.forward_bytes == measured.forward_bytes);
+      CHECK(rule.backward_bytes == measured.backward_bytes);
+      ++compared;
+    }
+  }
+  CHECK(compared >= 18);  // of 24: LibTorch keeps some of these shapes (1x1 of stride 1 at one thread) to itself
 }
 
 TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out against the kernels' allocations",

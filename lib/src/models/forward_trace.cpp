@@ -282,13 +282,10 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   //    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp; until 2026-12-03
   //    a fit, cnn tiny's step 6.2% under; checked on an Intel Xeon and an AMD EPYC);
   //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes
-  //    its output in blocks and reorders it (models/onednn_scratch.cpp, measured under ONEDNN_MAX_CPU_ISA=AVX2 on
-  //    the AMD EPYC: equal to the byte; until 2026-12-03 only the output's copy was counted, and resnet tiny's
-  //    inference working set at batches 2 to 4 was 12-16% under, its last stage's weights copied). Backward reorders
-  //    the output's gradient (all it holds when the input needs no gradient) and, computing the input's gradient too,
-  //    the input: max(input + max(input, output), weights) beside the gradients it writes (a fit within 20% over the
-  //    shapes measured); for outputs of at most 2x2 positions oneDNN takes another kernel for a k x k filter, which
-  //    keeps 4 weight-gradient copies per thread.
+  //    its output in blocks and reorders it (until 2026-12-03 only the output's copy was counted, and resnet tiny's
+  //    inference working set at batches 2 to 4 was 12-16% under, its last stage's weights copied); backward in
+  //    blocks of 8 channels with the weight-gradient kernels' reducers, strided backward data channels-last with its
+  //    scratchpad (models/onednn_scratch.cpp, from oneDNN's bookings; until 2026-12-03 a fit within 20%).
   int64_t scratch = 0;
   if (!query_.cuda) {
     const int64_t columns = k != 1 || stride != 1 ? batch() * cin * k * k * out_hw * out_hw : 0;
@@ -313,16 +310,9 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
         break;
       }
       case CpuConv::onednn_avx2: {
-        {
-          const Sym blocks = make(onednn::avx2_fp32_conv_forward(shape), 1, false);
-        }  // beside y, then freed
-        const int64_t weights = cin * cout * k * k * 4;
-        if (!x.requires_grad)
-          scratch = y.bytes();
-        else if (k > 1 && out_hw <= 2)
-          scratch = 4 * weights * at::get_num_threads();
-        else
-          scratch = std::max(xin.bytes() + std::max(xin.bytes(), y.bytes()), weights);
+        const auto s = onednn::avx2_fp32_conv(shape);
+        { const Sym blocks = make(s.forward_bytes, 1, false); }  // beside y, then freed
+        scratch = s.backward_bytes;
         break;
       }
       case CpuConv::other:

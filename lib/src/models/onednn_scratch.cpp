@@ -176,15 +176,19 @@ int64_t avx512_weight_grad_batch_split(const ConvShape& c, int64_t ic, int64_t i
   return best_mb;
 }
 
-// cpu_reducer's reduce_balancer_t::balance (jit:avx2's weight gradient): `njobs` blocks of `job` elements reduced
-// over the batch; the extra threads of a group keep their own copy of the group's blocks.
-int64_t avx2_reducer_bytes(int64_t T, int64_t job, int64_t njobs, int64_t reduction) {
-  const int64_t max_buffer = int64_t{1} << 21;
+// cpu_reducer's reduce_balancer_t::balance: `njobs` blocks of `job` elements reduced over `reduction`, by T threads
+// in groups; the threads of a group beyond the first (cpu_reducer_t) or all of them (cpu_reducer_2d_t) keep their own
+// copy of the group's blocks, at most `max_buffer` elements in all.
+struct ReduceBalance {
+  int64_t groups = 1, per_group = 1, jobs_ub = 1;
+};
+ReduceBalance reduce_balance(int64_t T, int64_t job, int64_t njobs, int64_t reduction, int64_t max_buffer) {
   const int64_t min_per_group = std::max<int64_t>(1, njobs / T);
   const int64_t max_per_group = std::max<int64_t>(1, max_buffer / (T * job));
-  int64_t groups = std::min(njobs / min_per_group, T);
-  int64_t per_group = std::min(T / groups, reduction);
-  int64_t jobs_ub = ceil_div(njobs, groups);
+  ReduceBalance b;
+  b.groups = std::min(njobs / min_per_group, T);
+  b.per_group = std::min(T / b.groups, reduction);
+  b.jobs_ub = ceil_div(njobs, b.groups);
   int64_t complexity = njobs * job * reduction;
   for (int64_t c_jobs = min_per_group; c_jobs < njobs; ++c_jobs) {
     const int64_t c_groups = std::min(njobs / c_jobs, T);
@@ -193,11 +197,39 @@ int64_t avx2_reducer_bytes(int64_t T, int64_t job, int64_t njobs, int64_t reduct
     if (c_per_group > 1 && c_jobs_ub > max_per_group) continue;
     const int64_t c_complexity = job * c_jobs_ub * (ceil_div(reduction, c_per_group) + (c_per_group != 1 ? 1 : 0));
     if (c_complexity < complexity) {
-      groups = c_groups, per_group = c_per_group, jobs_ub = c_jobs_ub, complexity = c_complexity;
+      b = {c_groups, c_per_group, c_jobs_ub};
+      complexity = c_complexity;
     }
   }
-  if (per_group == 1) return 0;
-  return groups * (per_group - 1) * jobs_ub * job * 4 + kPage + groups * kPage + kPage;
+  return b;
+}
+
+// jit:avx2's weight gradient (cpu_reducer_t): per extra thread of a group its copy of the group's blocks (a page of
+// alignment), and a barrier context per group.
+int64_t avx2_reducer_bytes(int64_t T, int64_t job, int64_t njobs, int64_t reduction) {
+  const auto b = reduce_balance(T, job, njobs, reduction, int64_t{1} << 21);
+  if (b.per_group == 1) return 0;
+  return b.groups * (b.per_group - 1) * b.jobs_ub * job * 4 + kPage + b.groups * kPage + kPage;
+}
+
+// jit_avx2_1x1_conv_kernel_f32's backward weights (jit_avx2_1x1_convolution_bwd_weights_t): blocks of 8 input and
+// 8 output channels, as many output blocks per job as divide down to at most 32 and input blocks to at most 9 (halving
+// or thirding), reduced over the batch x the output positions by cpu_reducer_2d_t (every thread of a group keeps its
+// copy; at most 8 jobs per thread of buffer), and for a strided kernel the input reduced to unit stride per thread.
+int64_t avx2_one_by_one_weight_grad(const ConvShape& c, bool rtus) {
+  const int64_t T = c.threads, os = c.out_hw * c.out_hw;
+  const int64_t nb_ic = ceil_div(c.cin, 8), nb_oc = ceil_div(c.cout, 8);
+  const auto divide_down = [](int64_t blocks, int64_t limit) {
+    while (blocks > limit && (blocks % 2 == 0 || blocks % 3 == 0)) blocks /= blocks % 2 == 0 ? 2 : 3;
+    return blocks;
+  };
+  const int64_t load = divide_down(nb_oc, 32), bcast = divide_down(nb_ic, 9);
+  const int64_t job = load * bcast * 64;
+  const auto b = reduce_balance(T, job, ceil_div(nb_oc, load) * ceil_div(nb_ic, bcast), c.batch * os, T * job * 8);
+  int64_t bytes =
+      b.per_group > 1 ? b.groups * b.per_group * b.jobs_ub * job * 4 + kEntry + b.groups * kPage + kPage : 0;
+  if (rtus) bytes += T * bcast * os * 8 * 4 + kEntry;
+  return bytes;
 }
 
 // jit_avx512_common_1x1_conv_kernel's backward weights: the batch split by balance(), its reduction buffer, and
@@ -346,8 +378,53 @@ int64_t avx2_fp32_conv_forward(const ConvShape& c) {
   const int64_t x_blocks = pad_in ? c.batch * cin_b * c.in_hw * c.in_hw * 4 : 0;
   const int64_t w_blocks = cout_b * cin_b * k * k * 4;
   const int64_t y = c.batch * cout * out_area * 4, y_blocks = c.batch * cout_b * out_area * 4;
-  const int64_t reduce = k == 1 && c.stride > 1 ? c.threads * cin * out_area * 4 + 128 : 0;
+  const bool rtus = k == 1 && c.stride > 1 && c.out_hw * c.stride == c.in_hw;  // the output tiles the input
+  const int64_t reduce = rtus ? c.threads * cin * out_area * 4 + 128 : 0;
   return std::max(reduce + x_blocks + w_blocks + y_blocks, y_blocks + y) - y;
+}
+
+// oneDNN's fp32 convolution backward on AVX2 (as LibTorch 2.14.1 calls it; ONEDNN_VERBOSE=1 under
+// ONEDNN_MAX_CPU_ISA=AVX2 on an Intel Xeon): the forward as avx2_fp32_conv_forward; the weight gradient by jit:avx2
+// (blocks of 8 channels, padded; a first convolution of 3 input channels reads its input as it is and keeps its
+// weight gradient's input channels unpadded, "flat") with cpu_reducer's per-thread copies where the threads split the
+// batch, or by jit_1x1:avx2 (cpu_reducer_2d over the batch x the output positions; rtus for a strided kernel whose
+// output tiles the input), the blocked weight gradient then beside its plain copy; the input's gradient by jit:avx2
+// in blocks (padded) or, strided, by brgconv_strided:avx2 channels-last with its scratchpad
+// (brgconv_strided_fp32_scratch, the same bookings as on AVX-512), then beside its plain copy. Equal to the byte for
+// 268 of 274 convolutions of cnn, resnet and ResNet-50's widths at 1, 2 and 4 threads
+// (docs/results/cpu-fp32-conv-scratch-avx2.md); the rest take oneDNN's gemm kernel (below).
+ConvScratch avx2_fp32_conv(const ConvShape& c) {
+  const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
+  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
+  const int64_t x = c.batch * cin * in_area * 4, y = c.batch * cout * out_area * 4, w = cin * cout * k * k * 4;
+  const int64_t cin_8 = round_up(cin, 8), cout_8 = round_up(cout, 8);
+  const int64_t x_8 = c.batch * cin_8 * in_area * 4, y_8 = c.batch * cout_8 * out_area * 4;
+  ConvScratch r;
+  r.forward_bytes = avx2_fp32_conv_forward(c);
+  const bool flat = cin == 3;  // the weight gradient of a first convolution reads its input as it is
+  const int64_t ic_block = flat ? cin : 8;
+  int64_t blocks = 0, wb = cout_8 * (flat ? cin : cin_8) * k * k * 4, pad = 0;
+  if (k == 1) {
+    blocks = x_8 + y_8 + wb;
+    pad = avx2_one_by_one_weight_grad(c, s > 1 && c.out_hw * s == c.in_hw);
+  } else {
+    blocks = (flat ? 0 : x_8) + y_8 + wb;
+    pad = avx2_reducer_bytes(T, k * k * ic_block * 8, ceil_div(cin, ic_block) * (cout_8 / 8), c.batch);
+  }
+  const int64_t weights = std::max(blocks + pad, wb + w);
+  int64_t peak = weights;
+  if (c.input_grad) {
+    const int64_t data = s == 1 ? y_8 + cout_8 * cin_8 * k * k * 4 + x_8
+                                : y + cout * cin_8 * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
+    const int64_t convert = s == 1 ? x_8 + x : 3 * x;
+    peak = std::max({data, convert, x + weights}) - x;
+  }
+  r.backward_bytes = std::max<int64_t>(0, peak - w);
+  // A filter larger than the input (jit:avx2 requires kh <= ih) has its weight gradient computed by oneDNN's gemm
+  // kernel (x64:gemm:jit), whose buffers are a fit: four weight-sized copies per thread (within 0.5% for 3x3 over
+  // 2x2 at 1, 2 and 4 threads).
+  if (k > c.in_hw && c.input_grad) r.backward_bytes = 4 * w * T;
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -52,6 +52,9 @@ bool conv_on_onednn(const ConvShape& c, int64_t element_bytes);
 // What oneDNN's fp32 convolution on AVX2 (its jit:avx2 and jit_1x1:avx2 kernels) holds in forward beside its
 // output: the input, the weights and the output in blocked layouts; derived from the allocations, see the .cpp.
 int64_t avx2_fp32_conv_forward(const ConvShape& c);
+// The same kernels' forward (as above) and backward (blocks of 8 channels, the weight gradient's reducers, the
+// strided backward data's scratchpad), written out from oneDNN's bookings, see the .cpp.
+ConvScratch avx2_fp32_conv(const ConvShape& c);
 
 // oneDNN's bf16 convolutions on a CPU with avx512_bf16 and no AMX (the avx512_core_bf16 JIT kernels, and the gemm
 // kernel where their layout does not apply); derived from oneDNN's scratchpad bookings, see the .cpp.

@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
                     static_cast<long long>(s.kernel), static_cast<long long>(s.stride), static_cast<long long>(s.hw),
                     static_cast<long long>(s.hw), s.input_grad ? "" : " (no input gradient)",
                     static_cast<long long>(batch), static_cast<long long>(threads),
-                    avx2   ? (s.kernel == 1 ? "jit_1x1:avx2" : "jit:avx2")
+                    avx2   ? (s.kernel == 1     ? "jit_1x1:avx2"
+                              : s.kernel > s.hw ? "gemm:jit"
+                                                : "jit:avx2")
                     : fp32 ? trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(c))
                            : trace::onednn::to_string(trace::onednn::bf16_conv_weight_kernel(c)),
                     cell(rule.forward_bytes, measured.forward_bytes).c_str(),

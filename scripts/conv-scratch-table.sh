@@ -39,7 +39,7 @@ case "$dtype" in
       export ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
       kind="AVX2 kernels under ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2"
     fi
-    rule="onednn::avx2_fp32_conv (the layouts and oneDNN's bookings written out; a fit for its gemm weight-gradient kernel"
+    rule="onednn::avx2_fp32_conv (the layouts and oneDNN's bookings written out"
     ;;
   *) die "unknown argument '$dtype': scripts/conv-scratch-table.sh [bf16|fp32|avx2]" ;;
 esac

@@ -391,8 +391,8 @@ int64_t avx2_fp32_conv_forward(const ConvShape& c) {
 // output tiles the input), the blocked weight gradient then beside its plain copy; the input's gradient by jit:avx2
 // in blocks (padded) or, strided, by brgconv_strided:avx2 channels-last with its scratchpad
 // (brgconv_strided_fp32_scratch, the same bookings as on AVX-512), then beside its plain copy. Equal to the byte for
-// 268 of 274 convolutions of cnn, resnet and ResNet-50's widths at 1, 2 and 4 threads
-// (docs/results/cpu-fp32-conv-scratch-avx2.md); the rest take oneDNN's gemm kernel (below).
+// all 274 convolutions of cnn, resnet and ResNet-50's widths at 1, 2 and 4 threads
+// (docs/results/cpu-fp32-conv-scratch-avx2.md; a filter larger than its input takes oneDNN's gemm kernel, below).
 ConvScratch avx2_fp32_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
   const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
@@ -404,7 +404,16 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
   const bool flat = cin == 3;  // the weight gradient of a first convolution reads its input as it is
   const int64_t ic_block = flat ? cin : 8;
   int64_t blocks = 0, wb = cout_8 * (flat ? cin : cin_8) * k * k * 4, pad = 0;
-  if (k == 1) {
+  if (k > c.in_hw) {
+    // A filter larger than the input (jit:avx2 requires kh <= ih): oneDNN's gemm kernel (x64:gemm:jit) on the plain
+    // layouts, which books per thread (all of them where the batch has more than one image and fewer than 256 output
+    // positions per thread, else one) a weight-reduction buffer of "weights' bytes" floats (four copies) and the
+    // unfolded input (gemm_convolution_utils.cpp), each entry with its alignment room.
+    const int64_t nthr = c.batch > 1 && out_area / T < 256 ? T : 1;
+    blocks = w;  // it writes the plain weight gradient itself
+    wb = 0;
+    pad = nthr * (4 * w + cin * k * k * out_area * 4) + 2 * kEntry;
+  } else if (k == 1) {
     blocks = x_8 + y_8 + wb;
     pad = avx2_one_by_one_weight_grad(c, s > 1 && c.out_hw * s == c.in_hw);
   } else {
@@ -420,10 +429,6 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
     peak = std::max({data, convert, x + weights}) - x;
   }
   r.backward_bytes = std::max<int64_t>(0, peak - w);
-  // A filter larger than the input (jit:avx2 requires kh <= ih) has its weight gradient computed by oneDNN's gemm
-  // kernel (x64:gemm:jit), whose buffers are a fit: four weight-sized copies per thread (within 0.5% for 3x3 over
-  // 2x2 at 1, 2 and 4 threads).
-  if (k > c.in_hw && c.input_grad) r.backward_bytes = 4 * w * T;
   return r;
 }
 

@@ -110,6 +110,14 @@ size_t ForwardTrace::open_hold(int64_t bytes, const Storage* residual) {
   return holds_.size() - 1;
 }
 
+size_t ForwardTrace::ops_traced() const { return (recording_recompute_ >= 0 ? recompute_ops_ : ops_).size(); }
+
+void ForwardTrace::hold_input_gradient(size_t first_op, size_t end_op, int64_t bytes) {
+  if (!training()) return;
+  auto& ops = recording_recompute_ >= 0 ? recompute_ops_ : ops_;
+  for (size_t i = first_op; i < end_op && i < ops.size(); ++i) ops[i].transient += bytes;
+}
+
 void ForwardTrace::close_hold(size_t index) {
   if (holds_[index].active) held_ -= holds_[index].bytes;
   holds_[index].active = false;

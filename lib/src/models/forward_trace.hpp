@@ -155,6 +155,13 @@ class ForwardTrace {
   // count the gradient twice when its incoming gradient is the held one (branch and sum of one dtype: autograd
   // passes the same tensor to both), and a checkpointed segment whose output is the sum knows that its incoming
   // gradient is the one held.
+  // Two branches from one input, the later one's backward run first (its nodes were created later): its input
+  // gradient waits in the input's buffer through the earlier branch's backward, until that branch's first op adds
+  // its own. With `ops_traced()` taken before each branch: hold_input_gradient(earlier's first op, later's first op,
+  // the input's gradient bytes) once both are traced.
+  size_t ops_traced() const;
+  void hold_input_gradient(size_t first_op, size_t end_op, int64_t bytes);
+
   class Hold {
    public:
     Hold(ForwardTrace& trace, int64_t bytes) : trace_(trace), index_(trace_.open_hold(bytes, nullptr)) {}

@@ -187,12 +187,12 @@ trace::Sym trace_block(trace::ForwardTrace& t, const ResnetConfig& c, const trac
   }
   if (!projection) return t.relu(t.add(y, x));
   const size_t skip_first = t.ops_traced();
-  trace::Sym projected;
+  trace::Sym skip;
   {
     const trace::ForwardTrace::Hold sum_gradient(t, sum_bytes);
-    projected = t.conv2d(x, cin, cout, 1, out);  // [B, cout, H', W']
+    skip = t.conv2d(x, cin, cout, 1, out);  // [B, cout, H', W']
   }
-  const trace::Sym skip = t.batch_norm(projected, cout);
+  skip = t.batch_norm(skip, cout);  // the convolution's output goes once the normalised one exists
   t.hold_input_gradient(branch_first, skip_first, x.bytes());
   return t.relu(t.add(y, skip));
 }

@@ -95,7 +95,11 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           if (transformer &&
               (precision == TrainPrecision::fp32 || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
             CHECK(relative(p.peak, m.peak) <= 0.01);
-          if (transformer && precision == TrainPrecision::fp32) CHECK(p.peak == m.peak);
+          // fp32 everywhere but on AMX (oneDNN's AVX-512 and AVX2 fp32 convolutions written out from its bookings,
+          // 2026-12-03): every model's peak equal to the byte.
+          if (precision == TrainPrecision::fp32 &&
+              (transformer || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
+            CHECK(p.peak == m.peak);
           // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
           // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
           if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))

@@ -556,6 +556,32 @@ struct ConvCase {
   }
 };
 
+// Each case at 1, 2 and 4 threads where LibTorch sends it to oneDNN: the fp32 rule against the kernels' allocations,
+// to the byte (what the failure prints names the case and, where given, the weight-gradient kernel). Returns how
+// many were compared.
+int check_fp32_conv_rule(const std::vector<ConvCase>& cases,
+                         trace::onednn::ConvScratch (*rule_of)(const trace::onednn::ConvShape&),
+                         std::string (*kernel_of)(const trace::onednn::ConvShape&) = nullptr) {
+  int compared = 0;
+  for (const int64_t threads : {1, 2, 4}) {
+    for (const auto& c : cases) {
+      INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
+                    << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
+      const auto shape = c.shape(threads);
+      if (!trace::onednn::conv_on_onednn(shape, 4)) continue;  // LibTorch's own kernel (the trace asks it too)
+      const auto measured = trace::onednn::measure_conv(shape, 4);
+      const auto rule = rule_of(shape);
+      INFO((kernel_of ? "weight-gradient kernel " + kernel_of(shape) + "; " : std::string())
+           << "forward: rule " << rule.forward_bytes << " B, measured " << measured.forward_bytes
+           << " B; backward: rule " << rule.backward_bytes << " B, measured " << measured.backward_bytes << " B");
+      CHECK(rule.forward_bytes == measured.forward_bytes);
+      CHECK(rule.backward_bytes == measured.backward_bytes);
+      ++compared;
+    }
+  }
+  return compared;
+}
+
 }  // namespace
 
 TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and bookings the trace writes out, per kernel",
@@ -586,24 +612,10 @@ TEST_CASE("oneDNN's fp32 convolution scratch on AVX-512: the layouts and booking
       {8, 8, 16, 1, 2, 16, true},    {8, 32, 16, 1, 1, 8, true},    {2, 64, 256, 1, 1, 56, true},
       {2, 128, 128, 3, 1, 28, true}, {1, 256, 256, 3, 2, 28, true}, {8, 3, 16, 3, 1, 32, false},
       {2, 32, 64, 1, 2, 7, true},    {2, 128, 256, 3, 2, 28, true}};
-  int compared = 0;
-  for (const int64_t threads : {1, 2, 4}) {
-    for (const auto& c : cases) {
-      INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
-                    << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
-      const auto shape = c.shape(threads);
-      if (!trace::onednn::conv_on_onednn(shape, 4)) continue;  // LibTorch's own kernel (the trace asks it too)
-      const auto measured = trace::onednn::measure_conv(shape, 4);
-      const auto rule = trace::onednn::avx512_fp32_conv(shape);
-      INFO("weight-gradient kernel " << trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(shape))
-                                     << "; forward: rule " << rule.forward_bytes << " B, measured "
-                                     << measured.forward_bytes << " B; backward: rule " << rule.backward_bytes
-                                     << " B, measured " << measured.backward_bytes << " B");
-      CHECK(rule.forward_bytes == measured.forward_bytes);
-      CHECK(rule.backward_bytes == measured.backward_bytes);
-      ++compared;
-    }
-  }
+  const int compared =
+      check_fp32_conv_rule(cases, trace::onednn::avx512_fp32_conv, [](const trace::onednn::ConvShape& shape) {
+        return std::string(trace::onednn::to_string(trace::onednn::fp32_conv_weight_kernel(shape)));
+      });
   CHECK(compared >= 36);  // of 42: LibTorch keeps few of these shapes (1x1 of stride 1 at one thread) to itself
 }
 
@@ -628,22 +640,7 @@ TEST_CASE("oneDNN's fp32 convolution scratch on AVX2: the layouts and bookings t
       {8, 3, 8, 3, 1, 16, false}, {8, 8, 16, 3, 2, 16, true},   {8, 16, 16, 3, 1, 8, true},
       {8, 8, 8, 1, 1, 8, true},   {8, 16, 64, 1, 1, 4, true},   {8, 64, 128, 1, 2, 4, true},
       {2, 32, 64, 1, 2, 7, true}, {2, 64, 256, 1, 1, 56, true}, {8, 64, 64, 3, 2, 2, true}};
-  int compared = 0;
-  for (const int64_t threads : {1, 2, 4}) {
-    for (const auto& c : cases) {
-      INFO("batch " << c.batch << " " << c.cin << " -> " << c.cout << " kernel " << c.kernel << " stride " << c.stride
-                    << " " << c.hw << "x" << c.hw << ", " << threads << " thread(s)");
-      const auto shape = c.shape(threads);
-      if (!trace::onednn::conv_on_onednn(shape, 4)) continue;  // LibTorch's own kernel (the trace asks it too)
-      const auto measured = trace::onednn::measure_conv(shape, 4);
-      const auto rule = trace::onednn::avx2_fp32_conv(shape);
-      INFO("forward: rule " << rule.forward_bytes << " B, measured " << measured.forward_bytes << " B; backward: rule "
-                            << rule.backward_bytes << " B, measured " << measured.backward_bytes << " B");
-      CHECK(rule.forward_bytes == measured.forward_bytes);
-      CHECK(rule.backward_bytes == measured.backward_bytes);
-      ++compared;
-    }
-  }
+  const int compared = check_fp32_conv_rule(cases, trace::onednn::avx2_fp32_conv);
   CHECK(compared >= 21);  // of 27: LibTorch keeps some of these shapes (1x1 of stride 1 at one thread) to itself
 }
 

@@ -276,6 +276,8 @@ const char* to_string(Fp32WeightKernel k) {
   return "?";
 }
 
+namespace {
+
 // oneDNN's brgemm backward-data convolution for strides above 1 (brgconv_strided: jit_brgemm_conv_bwd_strided.cpp,
 // its configuration and bookings in brgemm_convolution_bwd_utils::init_conf / init_scratchpad). Its scratchpad,
 // each booking with a page of alignment room (the registry books size + alignment):
@@ -303,10 +305,30 @@ int64_t brgconv_strided_fp32_scratch(const ConvShape& c) {
   return (uneven ? 4 : 3) * 4096 + T * (batch + image + mask + row);
 }
 
+// The plain fp32 tensors of a convolution (bytes): input x, output y, weights w, and the images' areas.
+struct PlainSizes {
+  int64_t in_area, out_area, x, y, w;
+};
+PlainSizes plain_sizes(const ConvShape& c) {
+  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
+  return {in_area, out_area, c.batch * c.cin * in_area * 4, c.batch * c.cout * out_area * 4,
+          c.cin * c.cout * c.kernel * c.kernel * 4};
+}
+
+// The backward's bytes above the gradients it leaves (the input's, the weights'): the data phase (`data`: the
+// input's gradient with the layouts and scratch it is computed in), its conversion to the plain layout (`convert`),
+// then the weight phase (`weights`) beside the input's gradient; without an input gradient the weight phase alone.
+int64_t fp32_backward_bytes(const ConvShape& c, const PlainSizes& p, int64_t data, int64_t convert, int64_t weights) {
+  const int64_t peak = c.input_grad ? std::max({data, convert, p.x + weights}) - p.x : weights;
+  return std::max<int64_t>(0, peak - p.w);
+}
+
+}  // namespace
+
 ConvScratch avx512_fp32_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
-  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
-  const int64_t x = c.batch * cin * in_area * 4, y = c.batch * cout * out_area * 4, w = cin * cout * k * k * 4;
+  const PlainSizes p = plain_sizes(c);
+  const int64_t in_area = p.in_area, out_area = p.out_area, x = p.x, y = p.y, w = p.w;
   const int64_t cin_p = round_up(cin, 16), cout_p = round_up(cout, 16);
   const int64_t x_p = c.batch * cin_p * in_area * 4, y_p = c.batch * cout_p * out_area * 4;
   // A strided 1x1 kernel reduces its input to unit stride where the output tiles it exactly (rtus_prepare).
@@ -345,18 +367,13 @@ ConvScratch avx512_fp32_conv(const ConvShape& c) {
       pad = one_by_one_fp32_weight_grad(c, rtus);
       break;
   }
-  const int64_t weights = std::max(blocks + pad, wb + w);
-  int64_t peak = weights;
-  if (c.input_grad) {
-    // Unstrided: jit:avx512_core's blocks, padded (the weights both ways from 4 input channels). Strided:
-    // brgconv_strided in channels-last layouts, the output's gradient and the input's unpadded, the weights' input
-    // channels padded to 16, and its scratchpad.
-    const int64_t data = s == 1 ? y_p + cout_p * (cin >= 4 ? cin_p : cin) * k * k * 4 + x_p
-                                : y + cout * cin_p * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
-    const int64_t convert = s == 1 ? x_p + x : 3 * x;  // the input's gradient beside its plain copy(ies)
-    peak = std::max({data, convert, x + weights}) - x;
-  }
-  r.backward_bytes = std::max<int64_t>(0, peak - w);
+  // The input's gradient. Unstrided: jit:avx512_core's blocks, padded (the weights both ways from 4 input channels).
+  // Strided: brgconv_strided in channels-last layouts, the output's gradient and the input's unpadded, the weights'
+  // input channels padded to 16, and its scratchpad. Then beside its plain copy(ies).
+  const int64_t data = s == 1 ? y_p + cout_p * (cin >= 4 ? cin_p : cin) * k * k * 4 + x_p
+                              : y + cout * cin_p * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
+  const int64_t convert = s == 1 ? x_p + x : 3 * x;
+  r.backward_bytes = fp32_backward_bytes(c, p, data, convert, std::max(blocks + pad, wb + w));
   return r;
 }
 
@@ -395,8 +412,8 @@ int64_t avx2_fp32_conv_forward(const ConvShape& c) {
 // (docs/results/cpu-fp32-conv-scratch-avx2.md; a filter larger than its input takes oneDNN's gemm kernel, below).
 ConvScratch avx2_fp32_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
-  const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
-  const int64_t x = c.batch * cin * in_area * 4, y = c.batch * cout * out_area * 4, w = cin * cout * k * k * 4;
+  const PlainSizes p = plain_sizes(c);
+  const int64_t in_area = p.in_area, out_area = p.out_area, x = p.x, y = p.y, w = p.w;
   const int64_t cin_8 = round_up(cin, 8), cout_8 = round_up(cout, 8);
   const int64_t x_8 = c.batch * cin_8 * in_area * 4, y_8 = c.batch * cout_8 * out_area * 4;
   ConvScratch r;
@@ -420,15 +437,12 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
     blocks = (flat ? 0 : x_8) + y_8 + wb;
     pad = avx2_reducer_bytes(T, k * k * ic_block * 8, ceil_div(cin, ic_block) * (cout_8 / 8), c.batch);
   }
-  const int64_t weights = std::max(blocks + pad, wb + w);
-  int64_t peak = weights;
-  if (c.input_grad) {
-    const int64_t data = s == 1 ? y_8 + cout_8 * cin_8 * k * k * 4 + x_8
-                                : y + cout * cin_8 * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
-    const int64_t convert = s == 1 ? x_8 + x : 3 * x;
-    peak = std::max({data, convert, x + weights}) - x;
-  }
-  r.backward_bytes = std::max<int64_t>(0, peak - w);
+  // The input's gradient: jit:avx2's blocks (padded), or strided brgconv_strided channels-last (the weights' input
+  // channels padded to 8) with its scratchpad; then beside its plain copy(ies).
+  const int64_t data = s == 1 ? y_8 + cout_8 * cin_8 * k * k * 4 + x_8
+                              : y + cout * cin_8 * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
+  const int64_t convert = s == 1 ? x_8 + x : 3 * x;
+  r.backward_bytes = fp32_backward_bytes(c, p, data, convert, std::max(blocks + pad, wb + w));
   return r;
 }
 

@@ -167,6 +167,13 @@ int64_t ForwardTrace::cast_gradients(int64_t scratch, int64_t weight_elements, c
   return std::max<int64_t>({0, running, casting});
 }
 
+namespace {
+// oneDNN's bf16 matmul where the CPU has AVX-512 but no avx512_bf16 (bf16 emulated): an fp32 accumulator of the
+// product's m x n output, in 512-byte steps, and 128 bytes (scripts/op-scratch.py on an Intel Xeon of that kind, 2
+// threads: equal to the byte for ten shapes of 5 to 16 rows and 1 to 128 columns, forward and both gradients).
+int64_t emulated_accumulator(int64_t m, int64_t n) { return (m * n * 4 + 511) / 512 * 512 + 128; }
+}  // namespace
+
 Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool tied) {
   const int64_t rows = x.elements / in;
   // autocast: the input in the 2-byte dtype (a copy unless it already is).
@@ -182,10 +189,10 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   // oneDNN (LibTorch sends it those with rows x in x out above 16^3; the three products of a Linear have the same
   // size) hold, forward beside y and backward the larger of the input gradient's and the weight gradient's:
   //  - on the AVX-512 brgemm kernels (avx512_bf16): their packed blocks and accumulators (models/onednn_scratch.cpp);
-  //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output and 128 bytes (measured with
-  //    scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4 threads, up to 2048 x
-  //    768 x 3072: equal to the byte but for 128-512 bytes of per-thread buffers in some shapes); the forward of
-  //    one row on such a CPU runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
+  //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output in 512-byte steps and 128
+  //    bytes (measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4
+  //    threads, up to 2048 x 768 x 3072, and on an Intel Xeon of that kind); the forward of one row on such a CPU
+  //    runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
   int64_t scratch = 0;
   if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && rows * in * out > 16 * 16 * 16) {
     const auto kernels = cpu_bf16_matmul_kernels();
@@ -201,9 +208,9 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
                                    onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
       if (rows > 1 || !bf16_one_row_forward_on_aten()) {
-        const Sym accumulator = make(rows * out * 4 + 128, 1, false);
+        const Sym accumulator = make(emulated_accumulator(rows, out), 1, false);
       }
-      scratch = std::max(x.requires_grad ? rows * in * 4 + 128 : 0, out * in * 4 + 128);
+      scratch = std::max(x.requires_grad ? emulated_accumulator(rows, in) : 0, emulated_accumulator(out, in));
     }
   }
   // The C++ frontend's linear on a 3-D input adds the bias in place after the product: under autocast the
@@ -225,6 +232,9 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   }
   parameter_gradients(in * out);  // a tied weight's too: backward reaches the head first
   if (bias) parameter_gradients(out);
+  // addmm's backward (a 2-D input with a bias) writes the bias's gradient last, once the products' scratch is gone:
+  // the sweep counts it beside the scratch (the pure-bf16 and amp-bf16 mlp +256 and +512 bytes until 2026-12-03).
+  if (bias && x.dims == 2 && scratch > 0) scratch = std::max<int64_t>(0, scratch - out * weight_bytes());
   if (training()) {
     // Under accumulation the op's new gradients lie beside the accumulated ones until autograd adds them in. On a
     // 3-D input the bias is added in place after the product, so its backward runs first: its gradient is added

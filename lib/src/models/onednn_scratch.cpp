@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <tvie/memory.hpp>
+#include <tvie/predict.hpp>
 
 namespace tvie::trace::onednn {
 
@@ -585,6 +586,35 @@ const char* to_string(WeightKernel k) {
   return "?";
 }
 
+namespace {
+
+// jit_avx512_core_bf16_1x1_conv_kernel's register blocking of the output positions in forward (init_conf): its store
+// buffer holds the positions rounded up to it. Where bf16 is emulated (no avx512_bf16) the emulation takes registers:
+// a third of the blocking, at least the minimum.
+int64_t bf16_one_by_one_ur(const ConvShape& c) {
+  const int64_t os = c.out_hw * c.out_hw, spatial = c.out_hw, load_dim = round_up(c.cout, 16);
+  const bool emulated = cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated;
+  int64_t max_regs = 30, min_regs = 9;
+  if (8 * c.batch / c.threads >= 1) {  // explicit broadcast (the input channels, padded to 16, have no odd tail)
+    max_regs = 9, min_regs = 6;
+    if (load_dim > 128 && load_dim < 256 && spatial > 10 && spatial < 28) max_regs = 6, min_regs = emulated ? 4 : 5;
+  }
+  if (emulated) max_regs = std::max(min_regs, max_regs / 3);
+  for (int64_t ur = max_regs; ur >= min_regs; --ur)
+    if ((spatial >= 14 && spatial % ur == 0) || (spatial < 14 && os % ur == 0)) return ur;
+  int64_t ur = std::min(max_regs, os), tail = os % max_regs;
+  for (int64_t i = max_regs; i >= min_regs; --i) {
+    const int64_t i_tail = os % i;
+    if (i_tail > tail || i_tail == 0) {
+      ur = i, tail = i_tail;
+      if (i_tail == 0) break;
+    }
+  }
+  return ur;
+}
+
+}  // namespace
+
 ConvScratch avx512_bf16_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
   const int64_t in_area = c.in_hw * c.in_hw, out_area = c.out_hw * c.out_hw;
@@ -599,7 +629,7 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
   if (k == 1) {
     // An upper bound where oneDNN gives threads groups of output channels (fewer images than threads): +24% on a
     // 1024 -> 256 forward at 3 threads, exact at 1 and 2.
-    store = T * out_area * round_up(cout, 16) * 4 + kEntry;
+    store = T * round_up(out_area, bf16_one_by_one_ur(c)) * round_up(cout, 16) * 4 + kEntry;
     if (s > 1) store += T * ceil_div(cin, 16) * out_area * 16 * 2 + kEntry;
   }
   r.forward_bytes = std::max(store + (blocked_input ? x_p : 0) + w_blocks + y_p, y_p + y) - y;

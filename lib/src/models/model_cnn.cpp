@@ -132,12 +132,10 @@ struct CnnImpl : torch::nn::Module {
 trace::Sym trace_basic_block(trace::ForwardTrace& t, const trace::Sym& x, int64_t cin, int64_t cout, int64_t stride,
                              int64_t hw) {
   const int64_t out = (hw - 1) / stride + 1;
-  const trace::ForwardTrace::Hold residual(t, t.batch() * cout * out * out * t.compute_bytes());
-  trace::Sym y = t.relu(t.batch_norm(t.conv2d(x, cin, cout, 3, out), cout));
-  y = t.batch_norm(t.conv2d(y, cout, cout, 3, out), cout);
-  const trace::Sym skip =
-      stride != 1 || cin != cout ? t.batch_norm(t.conv2d(x, cin, cout, 1, out), cout) : x;  // [B, cout, out, out]
-  return t.relu(t.add(y, skip));
+  return zoo::trace_residual_block(t, x, cin, cout, stride, out, [&](const trace::Sym& in) {
+    const trace::Sym y = t.relu(t.batch_norm(t.conv2d(in, cin, cout, 3, out), cout));
+    return t.batch_norm(t.conv2d(y, cout, cout, 3, out), cout);  // [B, cout, out, out]
+  });
 }
 
 trace::Sym trace_cnn(trace::ForwardTrace& t, const CnnConfig& c) {

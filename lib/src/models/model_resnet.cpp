@@ -2,8 +2,6 @@
 // images with a learnable teacher label.
 //
 // Notation in the shape comments: B batch, C channels, H = W image size.
-#include <optional>
-
 #include "core/compat.hpp"
 #include "models/zoo_common.hpp"
 #include <tvie/log.hpp>
@@ -165,36 +163,15 @@ struct ResnetImpl : torch::nn::Module {
 trace::Sym trace_block(trace::ForwardTrace& t, const ResnetConfig& c, const trace::Sym& x, int64_t cin, int64_t planes,
                        int64_t stride, int64_t hw) {
   const int64_t cout = planes * expansion(c), out = (hw - 1) / stride + 1;
-  const int64_t sum_bytes = t.batch() * cout * out * out * t.compute_bytes();
-  const bool projection = stride != 1 || cin != cout;
-  // In backward the gradient of the sum reaches both paths. With the identity as the skip it is x's gradient, held
-  // in x's buffer while the branch runs its backward. A projection is created after the branch, so autograd runs
-  // its backward first (its nodes come later): the sum's gradient is held only while the projection's convolution
-  // runs (the branch's last op still needs it), and then the projection's input gradient, an input-sized tensor,
-  // waits in x's buffer through the whole branch (until 2026-12-03 the trace held the sum's gradient there instead:
-  // 8 KiB under at resnet tiny's peak on AVX2, batch 8).
-  std::optional<trace::ForwardTrace::Hold> identity_gradient;
-  if (!projection) identity_gradient.emplace(t, sum_bytes);
-  const size_t branch_first = t.ops_traced();
-  trace::Sym y;
-  if (c.bottleneck) {
-    y = t.relu(t.batch_norm(t.conv2d(x, cin, planes, 1, hw), planes));  // [B, planes, H, W]
-    y = t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);      // [B, planes, H', W']
-    y = t.batch_norm(t.conv2d(t.relu(y), planes, cout, 1, out), cout);  // [B, 4 planes, H', W']
-  } else {
-    y = t.relu(t.batch_norm(t.conv2d(x, cin, planes, 3, out), planes));
-    y = t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);
-  }
-  if (!projection) return t.relu(t.add(y, x));
-  const size_t skip_first = t.ops_traced();
-  trace::Sym skip;
-  {
-    const trace::ForwardTrace::Hold sum_gradient(t, sum_bytes);
-    skip = t.conv2d(x, cin, cout, 1, out);  // [B, cout, H', W']
-  }
-  skip = t.batch_norm(skip, cout);  // the convolution's output goes once the normalised one exists
-  t.hold_input_gradient(branch_first, skip_first, x.bytes());
-  return t.relu(t.add(y, skip));
+  return zoo::trace_residual_block(t, x, cin, cout, stride, out, [&](const trace::Sym& in) {
+    if (c.bottleneck) {
+      trace::Sym y = t.relu(t.batch_norm(t.conv2d(in, cin, planes, 1, hw), planes));  // [B, planes, H, W]
+      y = t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);                  // [B, planes, H', W']
+      return t.batch_norm(t.conv2d(t.relu(y), planes, cout, 1, out), cout);           // [B, 4 planes, H', W']
+    }
+    const trace::Sym y = t.relu(t.batch_norm(t.conv2d(in, cin, planes, 3, out), planes));
+    return t.batch_norm(t.conv2d(y, planes, planes, 3, out), planes);
+  });
 }
 
 trace::Sym trace_resnet(trace::ForwardTrace& t, const ResnetConfig& c) {

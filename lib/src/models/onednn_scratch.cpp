@@ -648,11 +648,19 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
   }
   int64_t peak = weights;
   if (c.input_grad) {
-    const int64_t dx_blocks = s == 1 ? x_p : x;
-    const int64_t strided = s == 1 ? 0 : 16384 + T * 17432;
-    const int64_t rows = k == 1 && s == 1 ? T * in_area * round_up(cin, 16) * 4 + kEntry : 0;
+    // A strided input gradient: brgconv_strided channels-last where the CPU has avx512_bf16 (its brgemm kernels);
+    // where bf16 is emulated, the blocked jit kernels as for stride 1, the 1x1 one with rtus.
+    const bool emulated = cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated;
+    const bool brgemm_strided = s > 1 && !emulated;
+    const int64_t dx_blocks = brgemm_strided ? x : x_p;
+    const int64_t strided = brgemm_strided ? 16384 + T * 17432 : 0;
+    // The 1x1 kernel's fp32 rows per thread (its store buffer), strided at the output's resolution beside the
+    // reduced-stride copy of them it scatters back (rtus).
+    const int64_t rows = k == 1 && !brgemm_strided ? (s == 1 ? T * in_area * round_up(cin, 16) * 4 + kEntry
+                                                             : T * out_area * round_up(cin, 16) * 6 + 2 * kEntry)
+                                                   : 0;
     const int64_t data = y_p + w_pp + dx_blocks + strided + rows;
-    const int64_t convert = dx_blocks + x + (s == 1 ? 0 : x);
+    const int64_t convert = dx_blocks + x + (brgemm_strided ? x : 0);
     peak = std::max({data, convert, x + weights}) - x;
   }
   r.backward_bytes = std::max<int64_t>(0, peak - w);

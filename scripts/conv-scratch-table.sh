@@ -3,7 +3,9 @@
 # onednn_scratch.cpp) beside what the kernels allocate, per convolution (bench/conv_scratch_table.cpp):
 #
 #   scripts/conv-scratch-table.sh        bf16: docs/results/cpu-bf16-conv-scratch-avx512.md, only on a CPU with
-#                                        avx512_bf16 and without AMX (oneDNN's avx512_core_bf16 kernels)
+#                                        avx512_bf16 and without AMX (oneDNN's avx512_core_bf16 kernels); on one
+#                                        with AVX-512 and no avx512_bf16 (those kernels emulating bf16),
+#                                        docs/results/cpu-bf16-conv-scratch-avx512-emulated.md
 #   scripts/conv-scratch-table.sh fp32   fp32: docs/results/cpu-fp32-conv-scratch-avx512.md, on a CPU with AVX-512
 #                                        and without AMX (oneDNN's avx512_core fp32 kernels)
 #   scripts/conv-scratch-table.sh avx2   fp32 on AVX2: docs/results/cpu-fp32-conv-scratch-avx2.md, on a CPU with AVX2
@@ -18,12 +20,17 @@ die() {
   exit 2
 }
 dtype="${1:-bf16}"
+emulated=""
 case "$dtype" in
   bf16)
-    grep -qw avx512_bf16 /proc/cpuinfo && ! grep -qw amx_bf16 /proc/cpuinfo ||
-      die "bf16: needs a CPU with avx512_bf16 and without AMX (oneDNN's avx512_core_bf16 convolutions); this one is not"
+    ! grep -qw amx_bf16 /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo ||
+      die "bf16: needs a CPU with AVX-512 and without AMX (oneDNN's avx512_core bf16 convolutions); this one is not"
     kind="avx512_bf16, no AMX"
     rule="onednn::avx512_bf16_conv (oneDNN's scratchpad bookings written out"
+    if ! grep -qw avx512_bf16 /proc/cpuinfo || [ "${ONEDNN_MAX_CPU_ISA:-}" = AVX512_CORE ]; then
+      kind="AVX-512 without avx512_bf16: bf16 emulated by the same kernels"
+      emulated=1
+    fi
     ;;
   fp32)
     grep -qw avx512f /proc/cpuinfo && ! grep -qw amx_bf16 /proc/cpuinfo ||
@@ -47,6 +54,7 @@ require_committed_tree scripts/conv-scratch-table.sh docs/results
 "$TVIE_ROOT/scripts/build.sh"
 case "$dtype" in
   avx2) out="$TVIE_ROOT/docs/results/cpu-fp32-conv-scratch-avx2.md" ;;
+  bf16) out="$TVIE_ROOT/docs/results/cpu-bf16-conv-scratch-avx512${emulated:+-emulated}.md" ;;
   *) out="$TVIE_ROOT/docs/results/cpu-$dtype-conv-scratch-avx512.md" ;;
 esac
 tmp="$out.tmp"

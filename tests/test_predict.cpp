@@ -23,6 +23,16 @@ double relative(int64_t predicted, int64_t measured) {
 
 }  // namespace
 
+namespace {
+// The kinds of CPU whose every kernel's scratch is written out and was checked on that kind itself (an Intel Xeon of
+// each, 1, 2 and 4 threads, 2026-12-03): ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones, and oneDNN's AVX-512
+// kernels emulating bf16. Not yet checked again on avx512_bf16, nor on AMX.
+bool every_kernel_checked_here() {
+  const auto kernels = cpu_bf16_matmul_kernels();
+  return kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated;
+}
+}  // namespace
+
 TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact, activations within 10%, peak",
           "[predict][cpu-kinds]") {
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
@@ -100,13 +110,8 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           if (precision == TrainPrecision::fp32 &&
               (transformer || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
             CHECK(p.peak == m.peak);
-          // Where every kernel's scratch is written out and has been checked on its own kind of CPU (ATen's bf16
-          // kernels beside oneDNN's AVX2 fp32 ones; oneDNN's AVX-512 kernels emulating bf16), every case to the byte
-          // (an Intel Xeon of each kind, 1, 2 and 4 threads, 2026-12-03). Not yet checked again on avx512_bf16, nor on
-          // AMX.
-          const auto kernels = cpu_bf16_matmul_kernels();
-          if (kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated)
-            CHECK(p.peak == m.peak);
+          // Where every kernel's scratch is written out and checked on this kind of CPU: every case to the byte.
+          if (every_kernel_checked_here()) CHECK(p.peak == m.peak);
           // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
           // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
           if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))
@@ -165,7 +170,7 @@ TEST_CASE("the training peak to the byte beyond the tiny presets", "[predict]") 
   // gpt small; in fp32 everywhere but AMX, and in bf16 and amp-bf16 where those kernels are written out and were
   // checked on their own kind of CPU (ATen's bf16 kernels; oneDNN's emulating ones: cnn small's pure bf16 was 98.8 KiB
   // over until it followed their strided input gradient).
-  const bool bf16_checked = kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated;
+  const bool bf16_checked = every_kernel_checked_here();
   for (const auto& [model, preset] :
        {std::pair{"cnn", "small"}, std::pair{"cnn", "resnet18-cifar"}, std::pair{"gpt", "small"}}) {
     const auto w = make_zoo_workload(model, preset);
@@ -197,9 +202,7 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
       CHECK(p.peak == p.parameters + p.activations + p.batch);
       CHECK(r.predicted.peak == p.peak);  // what the report carries
       // Where every kernel's scratch is written out and checked on its own kind of CPU (see the training test).
-      const auto kernels = cpu_bf16_matmul_kernels();
-      if (kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated)
-        CHECK(r.memory.peak == p.peak);
+      if (every_kernel_checked_here()) CHECK(r.memory.peak == p.peak);
       // The working set where the trace knows what the CPU kernels hold: in fp32 (they allocate only their
       // outputs), and in bf16 where oneDNN's matmul scratchpad is modelled (AVX-512 without AMX) or ATen's own
       // kernels run (no AVX-512); the convolution nets where oneDNN's AVX-512 convolutions are (fp32 and bf16

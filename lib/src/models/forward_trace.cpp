@@ -727,8 +727,8 @@ bool cpu_bf16_matmul_scratch_modelled() {
 }
 
 // The same CPUs run bf16 convolutions on oneDNN's avx512_core_bf16 JIT kernels (which emulate the bf16 dot
-// products where avx512_bf16 is missing, with the same scratchpad), written out in models/onednn_scratch.cpp;
-// AMX's kernels book other buffers.
+// products where avx512_bf16 is missing, with the same bookings but a smaller 1x1 register blocking and blocked
+// strided input gradients), written out in models/onednn_scratch.cpp; AMX's kernels book other buffers.
 bool cpu_bf16_conv_scratch_modelled() { return cpu_bf16_matmul_scratch_modelled(); }
 
 }  // namespace tvie

@@ -419,31 +419,30 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
   const int64_t x_8 = c.batch * cin_8 * in_area * 4, y_8 = c.batch * cout_8 * out_area * 4;
   ConvScratch r;
   r.forward_bytes = avx2_fp32_conv_forward(c);
+  // The weight phase: the kernel's blocks and scratchpad, then the blocked weight gradient beside its plain copy.
   const bool flat = cin == 3;  // the weight gradient of a first convolution reads its input as it is
-  const int64_t ic_block = flat ? cin : 8;
-  int64_t blocks = 0, wb = cout_8 * (flat ? cin : cin_8) * k * k * 4, pad = 0;
+  const int64_t ic_block = flat ? cin : 8, wb = cout_8 * (flat ? cin : cin_8) * k * k * 4;
+  int64_t weights = 0;
   if (k > c.in_hw) {
-    // A filter larger than the input (jit:avx2 requires kh <= ih): oneDNN's gemm kernel (x64:gemm:jit) on the plain
-    // layouts, which books per thread (all of them where the batch has more than one image and fewer than 256 output
-    // positions per thread, else one) a weight-reduction buffer of "weights' bytes" floats (four copies) and the
-    // unfolded input (gemm_convolution_utils.cpp), each entry with its alignment room.
+    // A filter larger than the input (jit:avx2 requires kh <= ih): oneDNN's gemm kernel (x64:gemm:jit) writes the
+    // plain weight gradient itself and books per thread (all of them where the batch has more than one image and
+    // fewer than 256 output positions per thread, else one) a weight-reduction buffer of "weights' bytes" floats
+    // (four copies) and the unfolded input (gemm_convolution_utils.cpp), each entry with its alignment room.
     const int64_t nthr = c.batch > 1 && out_area / T < 256 ? T : 1;
-    blocks = w;  // it writes the plain weight gradient itself
-    wb = 0;
-    pad = nthr * (4 * w + cin * k * k * out_area * 4) + 2 * kEntry;
+    weights = w + nthr * (4 * w + cin * k * k * out_area * 4) + 2 * kEntry;
   } else if (k == 1) {
-    blocks = x_8 + y_8 + wb;
-    pad = avx2_one_by_one_weight_grad(c, s > 1 && c.out_hw * s == c.in_hw);
+    const int64_t pad = avx2_one_by_one_weight_grad(c, s > 1 && c.out_hw * s == c.in_hw);
+    weights = std::max(x_8 + y_8 + wb + pad, wb + w);
   } else {
-    blocks = (flat ? 0 : x_8) + y_8 + wb;
-    pad = avx2_reducer_bytes(T, k * k * ic_block * 8, ceil_div(cin, ic_block) * (cout_8 / 8), c.batch);
+    const int64_t pad = avx2_reducer_bytes(T, k * k * ic_block * 8, ceil_div(cin, ic_block) * (cout_8 / 8), c.batch);
+    weights = std::max((flat ? 0 : x_8) + y_8 + wb + pad, wb + w);
   }
   // The input's gradient: jit:avx2's blocks (padded), or strided brgconv_strided channels-last (the weights' input
   // channels padded to 8) with its scratchpad; then beside its plain copy(ies).
   const int64_t data = s == 1 ? y_8 + cout_8 * cin_8 * k * k * 4 + x_8
                               : y + cout * cin_8 * k * k * 4 + x + brgconv_strided_fp32_scratch(c);
   const int64_t convert = s == 1 ? x_8 + x : 3 * x;
-  r.backward_bytes = fp32_backward_bytes(c, p, data, convert, std::max(blocks + pad, wb + w));
+  r.backward_bytes = fp32_backward_bytes(c, p, data, convert, weights);
   return r;
 }
 

@@ -125,8 +125,14 @@ int main(int argc, char** argv) {
       {8, 24, 1, 2, 16, true, {4}},       {256, 128, 1, 1, 28, true, {2}},    {128, 256, 3, 2, 28, true, {2}},
       {256, 256, 3, 2, 28, true, {1, 2}}, {512, 512, 3, 2, 14, true, {1, 2}}, {512, 1024, 1, 2, 28, true, {1}},
       {1024, 2048, 1, 2, 14, true, {1}}};
+  // bf16 only: the 1x1 kernel's thread groups over channels (fewer images than threads), ResNet-50's last stage
+  // (few positions, wide channels: the groups the L2 size decides) and a one-image batch.
+  const std::vector<Shape> bf16_extra{{512, 2048, 1, 1, 7, true, {1, 2}}, {2048, 512, 1, 1, 7, true, {1, 2}},
+                                      {1024, 2048, 1, 2, 14, true, {1}},  {256, 1024, 1, 1, 14, true, {1, 3}},
+                                      {128, 512, 1, 1, 28, true, {1}},    {64, 64, 1, 1, 56, true, {1}}};
   std::vector<Shape> all = shapes;
-  if (fp32) all.insert(all.end(), fp32_extra.begin(), fp32_extra.end());
+  const auto& extra = fp32 ? fp32_extra : bf16_extra;
+  all.insert(all.end(), extra.begin(), extra.end());
   std::printf(
       "LibTorch %s. Bytes above what each phase leaves (forward: its output; backward: the gradients); "
       "'=' marks the rule equal to the byte, else rule / measured.\n\n",

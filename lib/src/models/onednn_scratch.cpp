@@ -11,6 +11,8 @@
 #include <limits>
 #include <numeric>
 
+#include <unistd.h>
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -74,6 +76,14 @@ Split cheapest_split(int64_t threads, int64_t mb_work, int64_t nb_oc, int64_t nb
   return best;
 }
 constexpr int64_t kPage = 4096;  // the cpu_reducer's alignment
+
+// oneDNN's per-core L2 size (platform::get_per_core_cache_size(2): the data cache's size over the cores that share
+// it, from cpuid; 512 KiB where it cannot tell). glibc reads the same cpuid leaves; an L2 is private to a core on
+// the x86 CPUs oneDNN tunes for.
+int64_t l2_cache_bytes_per_core() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? l2 : 512 * 1024;
+}
 
 }  // namespace
 
@@ -462,7 +472,10 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
 // ideep makes around them. Checked with scripts/op-scratch.py on an AMD EPYC with avx512_bf16 (LibTorch 2.14.1),
 // 1 to 4 threads: 219 convolutions (cnn and resnet tiny/small at batches 8 and 16; ResNet-50 and other widths at
 // batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
-// rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`).
+// rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`). That
+// was before 2026-12-04's 1x1 configuration (thread groups over channels, the rtus stride in balance()); with it,
+// on an Intel Xeon emulating bf16 (AVX-512 without avx512_bf16): 243 of 243 equal to the byte, both phases
+// (docs/results/cpu-bf16-conv-scratch-avx512-emulated.md); not measured since on avx512_bf16.
 
 namespace {
 
@@ -514,7 +527,10 @@ int64_t jit_weight_grad(const ConvShape& c) {
 // transposed in blocks of the spatial reduction (none where oneDNN permutes in registers instead: outputs wider
 // than 14), and for a strided convolution the input reduced to unit stride per thread.
 int64_t one_by_one_weight_grad(const ConvShape& c) {
-  const int64_t T = c.threads, s = c.stride, o = c.out_hw;
+  // A strided kernel whose output tiles its input runs on the input reduced to unit stride (rtus_prepare): the
+  // kernel's own configuration, balance() included, sees stride 1.
+  const bool rtus = c.stride > 1 && c.out_hw * c.stride == c.in_hw;
+  const int64_t T = c.threads, s = rtus ? 1 : c.stride, o = c.out_hw;
   const int64_t ic = round_up(c.cin, 16), oc = round_up(c.cout, 16);
   const int64_t reduce = o * o;  // the (reduced) input's spatial size
   const bool permw = o > 14;
@@ -539,7 +555,7 @@ int64_t one_by_one_weight_grad(const ConvShape& c) {
 
   int64_t bytes = best.mb * oc * ic * 4 + kEntry + (best.mb > 1 ? kBarrier : 0);
   if (!permw) bytes += nthr * round_up(reduce, 2) * 16 * (load_blocks + bcast_blocks) * 2 + 2 * kEntry;
-  if (s > 1) bytes += T * bcast_blocks * reduce * 16 * 2 + kEntry;  // rtus, per thread LibTorch allows
+  if (rtus) bytes += nthr * bcast_blocks * reduce * 16 * 2 + kEntry;  // the reduced input, per thread of the split
   return bytes;
 }
 
@@ -557,12 +573,14 @@ int64_t gemm_weight_grad(const ConvShape& c) {
 // The op's phases, with what each holds (2-byte elements; `_p`: channels padded to 16):
 //  - forward: the input in blocks (padded; a first convolution's k x k input read as it is), the weights in blocks,
 //    the output in blocks, then its plain copy; a 1x1 kernel adds its per-thread fp32 output rows (`store`, threads
-//    x out^2 x cout_p x 4) and, strided, the reduced input (threads x out^2 x cin_p x 2);
+//    x out^2 rounded up to the register blocking x its group's output channels x 4) and, strided, the reduced input
+//    (threads x out^2 x cin_p x 2);
 //  - backward data: the output's gradient in blocks, the weights (padded both ways) and the input's gradient in
-//    blocks (padded unless strided); a 1x1 kernel of stride 1 its fp32 rows (threads x in^2 x cin_p x 4); a strided
-//    one a buffer of 16384 + 17432 bytes per thread (measured: 16536 .. 33816 per thread over the shapes above, the
-//    larger for the larger images: the one part not derived); then the blocked gradient beside its plain copy (and
-//    beside another input-sized copy when strided);
+//    blocks (padded unless strided); a 1x1 kernel its fp32 rows as the forward's (input channels for output
+//    channels; strided, at the output's resolution beside the reduced-stride gradient); a strided k x k one with
+//    avx512_bf16 (brgconv_strided) a buffer of 16384 + 17432 bytes per thread (measured: 16536 .. 33816 per thread over
+//    the shapes above, the larger for the larger images: the one part not derived); then the blocked gradient beside
+//    its plain copy (and beside another input-sized copy when strided);
 //  - backward weights, the input's gradient alive: the input and the output's gradient in blocks (a first
 //    convolution's k x k input as it is), the weight gradient in bf16 blocks and the kernel's scratchpad above; the
 //    gemm kernel holds no blocks.
@@ -587,29 +605,101 @@ const char* to_string(WeightKernel k) {
 
 namespace {
 
-// jit_avx512_core_bf16_1x1_conv_kernel's register blocking of the output positions in forward (init_conf): its store
-// buffer holds the positions rounded up to it. Where bf16 is emulated (no avx512_bf16) the emulation takes registers:
-// a third of the blocking, at least the minimum.
-int64_t bf16_one_by_one_ur(const ConvShape& c) {
-  const int64_t os = c.out_hw * c.out_hw, spatial = c.out_hw, load_dim = round_up(c.cout, 16);
+// jit_avx512_core_bf16_1x1_conv_kernel's forward and backward-data configuration (init_conf) as far as its buffers
+// depend on it. The kernel multiplies a "bcast" matrix (the positions: the output's in forward, the input's in
+// backward data; a strided kernel's reduced to unit stride) by a "load" one (the output channels in forward, the
+// input channels in backward data), reducing over the other channels:
+//  - ur: the register blocking of the positions; the store buffer holds them rounded up to it. Where bf16 is
+//    emulated (no avx512_bf16) the emulation takes registers: a third of the blocking, at least the minimum;
+//  - the load groups: where there are fewer images than threads, the threads split the load channels into groups
+//    (a cost model in float, as oneDNN computes it); each thread's store rows then hold only its group's channels;
+//  - the threads: tiny problems use fewer.
+struct OneByOneConf {
+  int64_t ur = 1, threads = 1;
+  int64_t bcast_dim = 1;           // the positions (per image)
+  int64_t load_per_thread = 16;    // the store buffer's channels per thread
+  int64_t load_blocking_max = 16;  // the channels of one job (the backward data's rtus buffer holds them)
+};
+
+OneByOneConf bf16_one_by_one_conf(const ConvShape& c, bool backward_data) {
+  const bool rtus = c.stride > 1 && c.out_hw * c.stride == c.in_hw;
+  const int64_t spatial = rtus || !backward_data ? c.out_hw : c.in_hw, bcast_dim = spatial * spatial;
+  const int64_t cin_p = round_up(c.cin, 16), cout_p = round_up(c.cout, 16);
+  const int64_t load_dim = backward_data ? cin_p : cout_p, reduce_dim = backward_data ? cout_p : cin_p;
+  const int64_t mb = c.batch, T = c.threads;
   const bool emulated = cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated;
+
   int64_t max_regs = 30, min_regs = 9;
-  if (8 * c.batch / c.threads >= 1) {  // explicit broadcast (the input channels, padded to 16, have no odd tail)
+  const bool expl_bcast = 8 * mb / T >= 1;  // the channels, padded to 16, have no odd tail
+  if (expl_bcast) {
     max_regs = 9, min_regs = 6;
     if (load_dim > 128 && load_dim < 256 && spatial > 10 && spatial < 28) max_regs = 6, min_regs = emulated ? 4 : 5;
   }
   if (emulated) max_regs = std::max(min_regs, max_regs / 3);
-  for (int64_t ur = max_regs; ur >= min_regs; --ur)
-    if ((spatial >= 14 && spatial % ur == 0) || (spatial < 14 && os % ur == 0)) return ur;
-  int64_t ur = std::min(max_regs, os), tail = os % max_regs;
-  for (int64_t i = max_regs; i >= min_regs; --i) {
-    const int64_t i_tail = os % i;
-    if (i_tail > tail || i_tail == 0) {
-      ur = i, tail = i_tail;
-      if (i_tail == 0) break;
+  int64_t ur = 1;
+  for (int64_t u = max_regs; u >= min_regs && ur == 1; --u)
+    if ((spatial >= 14 && spatial % u == 0) || (spatial < 14 && bcast_dim % u == 0)) ur = u;
+  if (ur == 1) {
+    ur = std::min(max_regs, bcast_dim);
+    int64_t tail = bcast_dim % max_regs;
+    for (int64_t i = max_regs; i >= min_regs; --i) {
+      const int64_t i_tail = bcast_dim % i;
+      if (i_tail > tail || i_tail == 0) {
+        ur = i, tail = i_tail;
+        if (i_tail == 0) break;
+      }
     }
   }
-  return ur;
+
+  const int64_t nb_bcast = ceil_div(bcast_dim, ur), nb_load = load_dim / 16;
+  int64_t load_blocking = load_dim, groups = 1;
+  if (T <= 28 && mb < T && nb_load * nb_bcast > T) {
+    const float ratio = static_cast<float>(load_dim * reduce_dim) / static_cast<float>(mb * bcast_dim * reduce_dim);
+    const auto job_cost = [&](int64_t lb, int64_t tg, float mem_k) {
+      const int64_t bb = mb * ceil_div(nb_bcast, tg);
+      const float calc = static_cast<float>(bb * ur) * static_cast<float>(lb * 16) * static_cast<float>(reduce_dim);
+      const float mem = static_cast<float>(bb * ur + lb * 16) * static_cast<float>(reduce_dim);
+      return 0.01f * calc + mem_k * mem;
+    };
+    float best_cost = std::numeric_limits<float>::max();
+    groups = ratio > 1 ? T : 1;
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t lgc = ratio > 1 ? T - i : i + 1;
+      const int64_t min_lb = nb_load / lgc, max_lb = ceil_div(nb_load, lgc), min_tg = T / lgc,
+                    max_tg = ceil_div(T, lgc);
+      const float mem_k = max_tg == 1 ? 1.0f : 1.3f;
+      const float cost = T % lgc < nb_load % lgc
+                             ? job_cost(max_lb, min_tg, mem_k)
+                             : std::max(job_cost(max_lb, max_tg, mem_k), job_cost(min_lb, min_tg, mem_k));
+      if (cost < best_cost) best_cost = cost, groups = lgc;
+    }
+    load_blocking = ceil_div(nb_load, groups) * 16;
+  } else {
+    groups = ceil_div(T, mb * nb_bcast);
+    groups = best_divider(T, groups, 2 * groups, false);
+  }
+  if (expl_bcast && bcast_dim <= 64 && load_dim * reduce_dim >= l2_cache_bytes_per_core() / 2) {
+    groups = std::max<int64_t>(groups, 4);
+  } else if (bcast_dim <= 49 && mb <= T && load_dim > 512 && load_dim / reduce_dim >= 4) {
+    groups = std::max<int64_t>(groups, 2);
+    load_blocking = 16;
+  }
+
+  OneByOneConf conf;
+  conf.ur = ur;
+  conf.bcast_dim = bcast_dim;
+  conf.threads = T;
+  if (2 * mb * bcast_dim * reduce_dim < 8192 && 1 < T && nb_bcast * nb_load < T)
+    conf.threads = std::min(T, std::max(nb_bcast, nb_load));
+  const int64_t group_count = ceil_div(conf.threads, ceil_div(conf.threads, groups));
+  conf.load_per_thread = round_up(ceil_div(load_dim, group_count), 16);
+  conf.load_blocking_max = load_blocking;
+  return conf;
+}
+
+// The kernel's fp32 store buffer: per thread its positions (rounded up to the register blocking) x its channels.
+int64_t bf16_one_by_one_store(const OneByOneConf& conf) {
+  return conf.threads * round_up(conf.bcast_dim, conf.ur) * conf.load_per_thread * 4 + kEntry;
 }
 
 }  // namespace
@@ -624,12 +714,14 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
   const int64_t w_pp = round_up(cout, 16) * (cin >= 8 ? round_up(cin, 16) : cin) * k * k * 2;
 
   ConvScratch r;
+  // A strided 1x1 kernel whose output tiles its input reduces its input (forward) or runs its input's gradient
+  // (backward data) at unit stride in a per-thread buffer (rtus).
+  const bool rtus = k == 1 && s > 1 && c.out_hw * s == c.in_hw;
   int64_t store = 0;
   if (k == 1) {
-    // An upper bound where oneDNN gives threads groups of output channels (fewer images than threads): +24% on a
-    // 1024 -> 256 forward at 3 threads, exact at 1 and 2.
-    store = T * round_up(out_area, bf16_one_by_one_ur(c)) * round_up(cout, 16) * 4 + kEntry;
-    if (s > 1) store += T * ceil_div(cin, 16) * out_area * 16 * 2 + kEntry;
+    const OneByOneConf f = bf16_one_by_one_conf(c, false);
+    store = bf16_one_by_one_store(f);
+    if (rtus) store += f.threads * ceil_div(cin, 16) * out_area * 16 * 2 + kEntry;
   }
   r.forward_bytes = std::max(store + (blocked_input ? x_p : 0) + w_blocks + y_p, y_p + y) - y;
 
@@ -654,10 +746,12 @@ ConvScratch avx512_bf16_conv(const ConvShape& c) {
     const int64_t dx_blocks = brgemm_strided ? x : x_p;
     const int64_t strided = brgemm_strided ? 16384 + T * 17432 : 0;
     // The 1x1 kernel's fp32 rows per thread (its store buffer), strided at the output's resolution beside the
-    // reduced-stride copy of them it scatters back (rtus).
-    const int64_t rows = k == 1 && !brgemm_strided ? (s == 1 ? T * in_area * round_up(cin, 16) * 4 + kEntry
-                                                             : T * out_area * round_up(cin, 16) * 6 + 2 * kEntry)
-                                                   : 0;
+    // reduced-stride copy of them it scatters back (rtus: each thread's job's channels).
+    int64_t rows = 0;
+    if (k == 1 && !brgemm_strided) {
+      const OneByOneConf d = bf16_one_by_one_conf(c, true);
+      rows = bf16_one_by_one_store(d) + (rtus ? d.threads * d.load_blocking_max * out_area * 2 + kEntry : 0);
+    }
     const int64_t data = y_p + w_pp + dx_blocks + strided + rows;
     const int64_t convert = dx_blocks + x + (brgemm_strided ? x : 0);
     peak = std::max({data, convert, x + weights}) - x;

@@ -5,8 +5,14 @@
 // avx512-no-bf16, avx512 or avx512-amx).
 // Measured: the two instrumented ledger steps of tvie's Trainer on the CPU (counting allocator); for inference the
 // ledger of tvie's inference run (measure_inference: the weights, the batch, the forward's working set).
+// With --published: the published architectures instead (ResNet-18/50, GPT-2 small, BERT base, Llama 3.2 1B, and
+// cnn's resnet18-cifar) at small batches and short sequences, where their weights, a tied embedding's [V, h]
+// gradients and the optimizer step decide the peak (about ten minutes on two cores, some 13 GB of memory;
+// scripts/predict-table.sh --published writes docs/results/cpu-predicted-vs-measured-published-KIND.md).
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <torch/version.h>
 #include <tvie/tvie.hpp>
@@ -27,16 +33,116 @@ std::string cell(int64_t predicted, int64_t measured) {
   return buffer;
 }
 
-}  // namespace
-
-int main() {
-  log::set_level(log::Level::warn);
+// One training row: the ledger predicted before the run beside the two measured ledger steps.
+void training_row(const std::string& name, const Workload& w, const TrainSettings& s) {
   const c10::Device cpu(c10::kCPU);
+  const auto p = predict_training_memory(w, s);
+  auto probe = make_memory_probe(cpu);
+  Trainer trainer(w, s, cpu, probe.get());
+  const auto m = trainer.ledger_step(*probe);
+  std::printf("| %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", name.c_str(), to_string(s.precision).c_str(),
+              checkpoint_to_string(s.checkpoint_every).c_str(), to_string(s.optimizer).c_str(),
+              static_cast<long long>(s.batch_size), cell(p.parameters, m.parameters).c_str(),
+              cell(p.gradients, m.gradients).c_str(), cell(p.optimizer_state, m.optimizer_state).c_str(),
+              cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
+  std::fflush(stdout);
+}
+
+void inference_header() {
+  std::printf(
+      "\nInference (`tvie infer`'s ledger): the working set is what one forward holds above the weights and the "
+      "batch, its output included.\n\n");
+  std::printf(
+      "| model | dtype | batch | weights | working set (predicted / measured) | peak (predicted / measured) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+}
+
+// One inference row: the ledger predicted before the run beside tvie's inference run's.
+void inference_row(const std::string& name, const Workload& w, InferenceDtype dtype, int64_t batch) {
+  InferSettings s;
+  s.dtype = dtype;
+  s.batch_size = batch;
+  s.steps = 2;
+  s.warmup_steps = 1;
+  const auto p = predict_inference_memory(w, s);
+  const auto r = measure_inference(w, s, c10::Device(c10::kCPU));
+  const auto& m = r.memory;
+  std::printf("| %s | %s | %lld | %s | %s | %s |\n", name.c_str(), to_string(dtype).c_str(),
+              static_cast<long long>(batch), cell(p.parameters, m.parameters).c_str(),
+              cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
+  std::fflush(stdout);
+}
+
+int published() {
+  struct Case {
+    std::string model, preset;
+    int64_t seq = 0;
+    std::vector<TrainPrecision> precisions;
+    std::vector<int64_t> checkpoints, batches;
+    std::vector<OptimizerKind> optimizers;
+  };
+  const std::vector<TrainPrecision> all{TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::bf16};
+  const std::vector<Case> cases{
+      {"resnet", "resnet18", 0, all, {0}, {2, 8}, {OptimizerKind::sgd, OptimizerKind::adamw}},
+      {"resnet", "resnet50", 0, all, {0}, {1, 4}, {OptimizerKind::sgd}},
+      {"cnn", "resnet18-cifar", 0, all, {0}, {8}, {OptimizerKind::adamw}},
+      {"gpt", "gpt2-small", 64, all, {0, 1}, {1, 2}, {OptimizerKind::sgd}},
+      {"gpt", "gpt2-small", 64, all, {0, 1}, {2}, {OptimizerKind::adamw}},
+      {"bert", "bert-base", 32, all, {0, 1}, {2}, {OptimizerKind::sgd}},
+      {"llama", "llama-3.2-1b", 16, {TrainPrecision::bf16}, {0, 1}, {1}, {OptimizerKind::sgd}}};
   std::printf("LibTorch %s.\n\n", TORCH_VERSION);
   std::printf(
-      "| model | precision | checkpoint | optimizer | parameters | gradients | optimizer state | "
+      "| model | precision | checkpoint | optimizer | batch | parameters | gradients | optimizer state | "
       "activations (predicted / measured) | peak (predicted / measured) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& c : cases) {
+    ModelShape shape;
+    shape.seq_tokens = c.seq;
+    const auto w = make_zoo_workload(c.model, c.preset, shape);
+    const std::string name = c.model + " " + c.preset + (c.seq > 0 ? ", " + std::to_string(c.seq) + " tokens" : "");
+    for (const auto precision : c.precisions)
+      for (const int64_t checkpoint : c.checkpoints)
+        for (const auto optimizer : c.optimizers)
+          for (const int64_t batch : c.batches) {
+            TrainSettings s;
+            s.batch_size = batch;
+            s.precision = precision;
+            s.checkpoint_every = checkpoint;
+            s.optimizer = optimizer;
+            training_row(name, *w, s);
+          }
+  }
+  inference_header();
+  for (const auto& [model, preset, seq] :
+       {std::tuple{"resnet", "resnet50", 0}, std::tuple{"gpt", "gpt2-small", 64}, std::tuple{"bert", "bert-base", 32},
+        std::tuple{"llama", "llama-3.2-1b", 16}}) {
+    ModelShape shape;
+    shape.seq_tokens = seq;
+    const auto w = make_zoo_workload(model, preset, shape);
+    const std::string name =
+        std::string(model) + " " + preset + (seq > 0 ? ", " + std::to_string(seq) + " tokens" : "");
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16})
+      for (int64_t batch : {1, 3}) inference_row(name, *w, dtype, batch);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  log::set_level(log::Level::warn);
+  if (argc > 1) {
+    if (std::string(argv[1]) != "--published") {
+      std::fprintf(stderr, "predict_table: unknown argument '%s'; accepted: --published (or none)\n", argv[1]);
+      return 2;
+    }
+    return published();
+  }
+  std::printf("LibTorch %s.\n\n", TORCH_VERSION);
+  std::printf(
+      "| model | precision | checkpoint | optimizer | batch | parameters | gradients | optimizer state | "
+      "activations (predicted / measured) | peak (predicted / measured) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
     const auto w = make_zoo_workload(model, "tiny");
     for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::bf16}) {
@@ -48,42 +154,16 @@ int main() {
           s.precision = precision;
           s.checkpoint_every = checkpoint;
           s.optimizer = optimizer;
-          const auto p = predict_training_memory(*w, s);
-          auto probe = make_memory_probe(cpu);
-          Trainer trainer(*w, s, cpu, probe.get());
-          const auto m = trainer.ledger_step(*probe);
-          std::printf("| %s tiny | %s | %s | %s | %s | %s | %s | %s | %s |\n", model.c_str(),
-                      to_string(precision).c_str(), checkpoint_to_string(checkpoint).c_str(),
-                      to_string(optimizer).c_str(), cell(p.parameters, m.parameters).c_str(),
-                      cell(p.gradients, m.gradients).c_str(), cell(p.optimizer_state, m.optimizer_state).c_str(),
-                      cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
+          training_row(model + " tiny", *w, s);
         }
       }
     }
   }
-  std::printf(
-      "\nInference (`tvie infer`'s ledger): the working set is what one forward holds above the weights and the "
-      "batch, its output included.\n\n");
-  std::printf(
-      "| model | dtype | batch | weights | working set (predicted / measured) | peak (predicted / measured) |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  inference_header();
   for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
     const auto w = make_zoo_workload(model, "tiny");
-    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
-      for (int64_t batch : {1, 2, 4, 8}) {
-        InferSettings s;
-        s.dtype = dtype;
-        s.batch_size = batch;
-        s.steps = 2;
-        s.warmup_steps = 1;
-        const auto p = predict_inference_memory(*w, s);
-        const auto r = measure_inference(*w, s, cpu);
-        const auto& m = r.memory;
-        std::printf("| %s tiny | %s | %lld | %s | %s | %s |\n", model.c_str(), to_string(dtype).c_str(),
-                    static_cast<long long>(batch), cell(p.parameters, m.parameters).c_str(),
-                    cell(p.activations, m.activations).c_str(), cell(p.peak, m.peak).c_str());
-      }
-    }
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16})
+      for (int64_t batch : {1, 2, 4, 8}) inference_row(model + " tiny", *w, dtype, batch);
   }
   return 0;
 }

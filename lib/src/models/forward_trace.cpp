@@ -210,7 +210,12 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       if (rows > 1 || !bf16_one_row_forward_on_aten()) {
         const Sym accumulator = make(emulated_accumulator(rows, out), 1, false);
       }
-      scratch = std::max(x.requires_grad ? emulated_accumulator(rows, in) : 0, emulated_accumulator(out, in));
+      // On a 3-D input (matmul's backward) the weight gradient with its accumulator comes first, then the input
+      // gradient with its own (a tied head with a large vocabulary was 2 KiB over until 2026-12-04: its input
+      // gradient counted beside the weight gradient's accumulator); addmm's (2-D) computes the input gradient first.
+      const int64_t dx = x.requires_grad && x.dims != 2 ? rows * in * compute_bytes() : 0;
+      scratch = std::max<int64_t>(
+          {x.requires_grad ? emulated_accumulator(rows, in) : 0, emulated_accumulator(out, in) - dx, 0});
     }
   }
   // The C++ frontend's linear on a 3-D input adds the bias in place after the product: under autocast the
@@ -477,11 +482,15 @@ Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool t
   work(OpClass::elementwise, {0, double(indices.bytes() + 2 * y.bytes()), 0, 1},
        {double(y.elements), double(indices.bytes() + 2 * y.bytes()), tied ? 0 : double(vocab) * h, 2});
   // A dense [V, h] gradient. Tied to the head, whose backward wrote the weight's gradient first (counted there):
-  // this one is a tensor beside it until autograd adds the two.
+  // this one is a tensor beside it until autograd adds the two. Autograd's input buffer adds them out of place
+  // once the op has returned (its incoming gradient freed), so for a moment the head's part, this one and their
+  // sum are three [V, h] tensors; then the parts go and AccumulateGrad keeps the sum (or adds it into the
+  // accumulated gradient). The sum was missing until 2026-12-04: gpt2-small's SGD step 11.9% under (its [V, h] is
+  // 147 MiB in fp32); the tiny presets' peaks lie elsewhere.
   if (!tied) parameter_gradients(vocab * h);
   const int64_t tied_gradient = tied && training() ? vocab * h * weight_bytes() : 0;
   current_.tied_grad_closed = tied_gradient;
-  end_op(0, y.bytes(), tied_gradient);
+  end_op(0, y.bytes(), std::max(tied_gradient, 2 * tied_gradient - y.bytes()));
   return y;
 }
 

@@ -97,8 +97,10 @@ struct BertImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& ids) {
     const int64_t S = ids.size(1);
     // positions [S] and token types [B, S]: temporaries, gone once the embeddings are summed.
-    auto x = word->forward(ids) + position->forward(torch::arange(S, ids.options().dtype(torch::kInt64))) +
-             token_type->forward(torch::zeros_like(ids));
+    // In this order (the trace's): backward runs the later ones first.
+    torch::Tensor x = word->forward(ids);
+    x = x + position->forward(torch::arange(S, ids.options().dtype(torch::kInt64)));
+    x = x + token_type->forward(torch::zeros_like(ids));
     x = ln_emb->forward(x);  // [B, S, h]
     for (size_t i = 0; i < layers.size(); ++i) {
       auto layer = layers[i];
@@ -145,13 +147,15 @@ trace::Sym trace_bert(trace::ForwardTrace& t, const BertConfig& c) {
   ids.dims = 2;
   trace::Sym x;
   {
+    // Words, positions, token types, as the module runs them (backward reverses the order). The word embedding is
+    // tied to the decoder, whose backward writes its gradient first.
+    x = t.embedding(ids, h, c.vocab_size, true);
     trace::Sym positions = t.index_tensor(S);  // arange(S)
     positions.dims = 1;
+    x = t.add(x, t.embedding(positions, h, c.max_positions));
     trace::Sym types = t.index_tensor(B * S);  // zeros_like(ids)
     types.dims = 2;
-    // The word embedding is tied to the decoder, whose backward writes its gradient first.
-    x = t.add(t.add(t.embedding(ids, h, c.vocab_size, true), t.embedding(positions, h, c.max_positions)),
-              t.embedding(types, h, c.type_vocab_size));
+    x = t.add(x, t.embedding(types, h, c.type_vocab_size));
   }
   x = t.layer_norm(x, h);
   for (int64_t i = 0; i < c.n_layer; ++i) {

@@ -115,8 +115,13 @@ struct GptImpl : torch::nn::Module {
   // pos+S-1, each block reads and extends its layer's cache, and the logits are the last position's: [B, 1, V].
   torch::Tensor forward(const torch::Tensor& idx, std::vector<GptLayerCache>* caches = nullptr, int64_t pos = 0) {
     const int64_t S = idx.size(1);
-    // [B, S, h] + [S, h]; the positions [S] a temporary, gone once the embeddings are summed.
-    auto x = wte->forward(idx) + wpe->forward(torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64)));
+    // [B, S, h] + [S, h]; the positions [S] a temporary, gone once the embeddings are summed. In this order (the
+    // trace's): backward runs the later one first, so the positions' gradient is written before the tokens'.
+    torch::Tensor x;
+    {
+      const auto tokens = wte->forward(idx);  // [B, S, h]
+      x = tokens + wpe->forward(torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64)));
+    }
     for (size_t i = 0; i < blocks.size(); ++i) {  // [B, S, h]
       auto block = blocks[i];                     // a module holder: shares the block
       if (caches)
@@ -184,10 +189,12 @@ trace::Sym trace_gpt(trace::ForwardTrace& t, const GptConfig& c) {
   idx.dims = 2;
   trace::Sym x;
   {
+    // The tokens' embedding first, then the positions' (as the module runs them: backward reverses the order). A
+    // tied embedding's gradient is first written by the head (backward runs it first).
+    const trace::Sym tokens = t.embedding(idx, h, c.vocab_size, c.tied_head);
     trace::Sym positions = t.index_tensor(S);
     positions.dims = 1;
-    // A tied embedding's gradient is first written by the head (backward runs it first).
-    x = t.add(t.embedding(idx, h, c.vocab_size, c.tied_head), t.embedding(positions, h, c.context_length));
+    x = t.add(tokens, t.embedding(positions, h, c.context_length));
   }
   for (int64_t i = 0; i < c.n_layer; ++i) {
     if (t.query().checkpoint_every > 0 && i % t.query().checkpoint_every == 0)

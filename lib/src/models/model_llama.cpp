@@ -110,10 +110,11 @@ struct DecoderLayerImpl : torch::nn::Module {
         down(register_module("down_proj", tvie::nn::Linear(c.d_ff, c.d_model, /*with_bias=*/false))) {}
   // x: [B, S, h] -> [B, S, h] (pre-norm residual block).
   torch::Tensor forward(torch::Tensor x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
-    x = x + attn->forward(attn_norm->forward(x), cache, pos);       // [B, S, h]
-    const auto n = mlp_norm->forward(x);                            // [B, S, h]
-    const auto m = torch::silu(gate->forward(n)) * up->forward(n);  // SwiGLU: [B, S, f]
-    return x + down->forward(m);                                    // [B, S, h]
+    x = x + attn->forward(attn_norm->forward(x), cache, pos);  // [B, S, h]
+    const auto n = mlp_norm->forward(x);                       // [B, S, h]
+    auto m = torch::silu(gate->forward(n));                    // [B, S, f]: the gate before up (the trace's order)
+    m = m * up->forward(n);                                    // SwiGLU: [B, S, f]
+    return x + down->forward(m);                               // [B, S, h]
   }
   RmsNorm attn_norm;
   Attention attn;
@@ -197,7 +198,8 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace
   // the layer (and in Hugging Face's, whose MLP holds its argument): in inference that is one [B, S, h] tensor
   // more at down's scratch (llama tiny's bf16 working set was 4-8 KiB under at batches 1 and 2 until 2026-12-03).
   const trace::Sym n = t.rms_norm(x, h);
-  const trace::Sym m = t.mul(t.silu(t.linear(n, h, c.d_ff, false)), t.linear(n, h, c.d_ff, false));  // [B, S, f]
+  trace::Sym m = t.silu(t.linear(n, h, c.d_ff, false));  // [B, S, f]: the gate first, as the module runs it
+  m = t.mul(m, t.linear(n, h, c.d_ff, false));           // [B, S, f]
   return t.add(x, t.linear(m, c.d_ff, h, false));
 }
 

@@ -7,13 +7,15 @@
 // ledger of tvie's inference run (measure_inference: the weights, the batch, the forward's working set).
 // With --published: the published architectures instead (ResNet-18/50, GPT-2 small, BERT base, Llama 3.2 1B, and
 // cnn's resnet18-cifar) at small batches and short sequences, where their weights, a tied embedding's [V, h]
-// gradients and the optimizer step decide the peak (about ten minutes on two cores, some 13 GB of memory;
-// scripts/predict-table.sh --published writes docs/results/cpu-predicted-vs-measured-published-KIND.md).
+// gradients and the optimizer step decide the peak (six and a half minutes on two cores, 7.3 GB resident on an Intel
+// Xeon; scripts/predict-table.sh --published writes docs/results/cpu-predicted-vs-measured-published-KIND.md).
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 #include <tvie/tvie.hpp>
 
@@ -90,7 +92,6 @@ int published() {
       {"gpt", "gpt2-small", 64, all, {0, 1}, {2}, {OptimizerKind::adamw}},
       {"bert", "bert-base", 32, all, {0, 1}, {2}, {OptimizerKind::sgd}},
       {"llama", "llama-3.2-1b", 16, {TrainPrecision::bf16}, {0, 1}, {1}, {OptimizerKind::sgd}}};
-  std::printf("LibTorch %s.\n\n", TORCH_VERSION);
   std::printf(
       "| model | precision | checkpoint | optimizer | batch | parameters | gradients | optimizer state | "
       "activations (predicted / measured) | peak (predicted / measured) |\n");
@@ -131,14 +132,27 @@ int published() {
 
 int main(int argc, char** argv) {
   log::set_level(log::Level::warn);
-  if (argc > 1) {
-    if (std::string(argv[1]) != "--published") {
-      std::fprintf(stderr, "predict_table: unknown argument '%s'; accepted: --published (or none)\n", argv[1]);
+  bool published_architectures = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--published") {
+      published_architectures = true;
+    } else if (arg == "--threads" && i + 1 < argc) {
+      const int threads = std::atoi(argv[++i]);
+      if (threads < 1) {
+        std::fprintf(stderr, "predict_table: --threads: got '%s'; accepted: integers >= 1\n", argv[i]);
+        return 2;
+      }
+      // LibTorch caps OMP_NUM_THREADS at the cores it finds; set_num_threads is not capped (more threads than
+      // cores change the kernels' splits and scratch, not the arithmetic).
+      at::set_num_threads(threads);
+    } else {
+      std::fprintf(stderr, "predict_table: unknown argument '%s'; accepted: --published, --threads N\n", arg.c_str());
       return 2;
     }
-    return published();
   }
-  std::printf("LibTorch %s.\n\n", TORCH_VERSION);
+  std::printf("LibTorch %s, %d intra-op threads.\n\n", TORCH_VERSION, at::get_num_threads());
+  if (published_architectures) return published();
   std::printf(
       "| model | precision | checkpoint | optimizer | batch | parameters | gradients | optimizer state | "
       "activations (predicted / measured) | peak (predicted / measured) |\n");

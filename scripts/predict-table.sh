@@ -12,8 +12,8 @@
 #                                                     measured the same bytes as an AVX2 EPYC, every row)
 #   scripts/predict-table.sh --published [--isa-limit ...]
 #                                                     the published architectures instead (ResNet-18/50, GPT-2
-#                                                     small, BERT base, Llama 3.2 1B) at small batches: about ten
-#                                                     minutes on two cores and 13 GB of memory; writes
+#                                                     small, BERT base, Llama 3.2 1B) at small batches: some seven
+#                                                     minutes on two cores and 7.3 GB of memory; writes
 #                                                     cpu-predicted-vs-measured-published-KIND.md
 #
 # Like scripts/cpu-results.sh it refuses a tree with uncommitted changes (docs/results aside), so the table names

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -212,6 +213,52 @@ TEST_CASE("a tied embedding's gradient: three [V, h] tensors at its backward, to
         s.checkpoint_every = checkpoint;
         CHECK(test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak == predict_training_memory(*w, s).peak);
       }
+    }
+  }
+}
+
+TEST_CASE("the attention's per-thread buffers: long sequences, more threads than cores", "[predict]") {
+  const auto kernels = cpu_bf16_matmul_kernels();
+  if (kernels == CpuBf16Matmul::onednn_amx || kernels == CpuBf16Matmul::onednn_avx512_bf16) {
+    WARN("SKIPPED: the flash kernel's bf16 products on avx512_bf16 and AMX (oneDNN's brgemm) were not measured");
+    return;
+  }
+  // LibTorch's CPU flash attention keeps per-thread blocks of scores (and their gradients in backward): they decide
+  // gpt tiny's training peak at 800 positions, and at 4 threads a one-sequence batch's inference working set (the
+  // trace missed them until 2026-12-04; at the 2 threads of this project's machines the inference ones hid).
+  struct Threads {
+    int saved = at::get_num_threads();
+    explicit Threads(int n) { at::set_num_threads(n); }  // not capped at the cores, as OMP_NUM_THREADS is
+    ~Threads() { at::set_num_threads(saved); }
+  };
+  const bool bf16_checked = every_kernel_checked_here();
+  {
+    // Training: the buffers each thread allocates in its part of the loop are all alive at once only where every
+    // thread runs at once, so at as many threads as cores (at most 2 here: the prediction is their upper bound).
+    const unsigned cores = std::thread::hardware_concurrency();
+    const Threads threads(static_cast<int>(std::clamp(cores, 1u, 2u)));
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::bf16}) {
+      if (precision != TrainPrecision::fp32 && !bf16_checked) continue;
+      INFO("gpt tiny, 800 positions, " << to_string(precision) << ", " << at::get_num_threads() << " threads");
+      const auto w = make_zoo_workload("gpt", "tiny", 800);
+      TrainSettings s = test::small_train(OptimizerKind::sgd);
+      s.batch_size = 1;
+      s.precision = precision;
+      CHECK(test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak == predict_training_memory(*w, s).peak);
+    }
+  }
+  // Inference: the forward's buffers are allocated before the threads start, so exact at any count.
+  const Threads four(4);
+  for (const std::string model : {"gpt", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
+      if (dtype != InferenceDtype::fp32 && !bf16_checked) continue;
+      INFO(model << " tiny inference, batch 1, " << to_string(dtype) << ", 4 threads");
+      InferSettings s = test::small_infer();
+      s.dtype = dtype;
+      s.batch_size = 1;
+      const auto r = measure_inference(*w, s, c10::Device(c10::kCPU));
+      CHECK(r.memory.peak == predict_inference_memory(*w, s).peak);
     }
   }
 }

@@ -516,6 +516,32 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
                                 (v2.storage != v.storage ? v.bytes() + v2.bytes() : 0));
     if (casts > 0) work(OpClass::elementwise, {0, casts, 0, 3}, {0, casts, 0, 3});
   }
+  int64_t scratch = 0;
+  if (!query_.cuda) {
+    // LibTorch's CPU flash kernel (FlashAttentionKernel.cpp) works in blocks of qs query rows and kvs key positions
+    // (qs 32, 64 from 192 positions, 256 from 768; kvs 512; neither more than the positions), each thread in its
+    // own buffers, which the trace missed until 2026-12-04 (gpt, bert and llama tiny's bf16 inference at batch 1
+    // and 4 threads, 1.4 KiB under here, 13.5 KiB on ATen's AVX2 kernels; hidden at 2 threads):
+    //  - forward, beside its output and log-sum-exp: per thread the fp32 scores, row maxima and sums and output
+    //    rows, and for 2-byte inputs the scores in that dtype;
+    //  - backward, beside the three input gradients: per thread the fp32 scores and their gradient (both again in
+    //    the 2-byte dtype for such inputs) and qs floats, and where oneDNN emulates bf16 the accumulator of each
+    //    product into a 2-byte gradient (kvs x d or qs x d) with a 4-byte scalar: an upper bound, every thread in
+    //    its largest product at once (the threads' products overlap as they happen to; at 2 threads and 800
+    //    positions the two largest were alive together).
+    // Measured with tvie's counting allocator and LibTorch's profiler (which sees the calling thread's allocations
+    // only) on an Intel Xeon (AVX-512 without avx512_bf16), 1, 2 and 4 threads, 32 to 800 positions, head sizes 16
+    // and 64, fp32 and bf16.
+    const int64_t T = at::get_num_threads(), d = q.elements / (B * a * S);
+    const int64_t qs = std::min<int64_t>(S >= 768 ? 256 : S >= 192 ? 64 : 32, S), kvs = std::min<int64_t>(512, K);
+    {
+      const Sym rows = make(T * (qs * kvs + 2 * qs + qs * d), 4, false);
+      const Sym reduced = make(flash ? T * qs * kvs : 0, 2, false);
+    }  // beside y and the log-sum-exp, then freed
+    scratch = T * 2 * qs * kvs * 4 + (flash ? T * 2 * qs * kvs * 2 : 0) + T * qs * 4;
+    if (flash && cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated && qs * kvs * d > 16 * 16 * 16)
+      scratch += T * (std::max(emulated_accumulator(kvs, d), emulated_accumulator(qs, d)) + 4);
+  }
   save(q2, "attention");
   save(k2, "attention");
   save(v2, "attention");
@@ -525,7 +551,7 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
     save(make(1, 8, false), "attention");
     save(make(1, 8, false), "attention");
   }
-  end_op(q.bytes() + k.bytes() + v.bytes(), y.bytes());
+  end_op(q.bytes() + k.bytes() + v.bytes(), y.bytes(), scratch);
   return y;
 }
 

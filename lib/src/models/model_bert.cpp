@@ -150,9 +150,11 @@ trace::Sym trace_bert(trace::ForwardTrace& t, const BertConfig& c) {
     // Words, positions, token types, as the module runs them (backward reverses the order). The word embedding is
     // tied to the decoder, whose backward writes its gradient first.
     x = t.embedding(ids, h, c.vocab_size, true);
-    trace::Sym positions = t.index_tensor(S);  // arange(S)
-    positions.dims = 1;
-    x = t.add(x, t.embedding(positions, h, c.max_positions));
+    {
+      trace::Sym positions = t.index_tensor(S);  // arange(S): a temporary of its statement
+      positions.dims = 1;
+      x = t.add(x, t.embedding(positions, h, c.max_positions));
+    }
     trace::Sym types = t.index_tensor(B * S);  // zeros_like(ids)
     types.dims = 2;
     x = t.add(x, t.embedding(types, h, c.type_vocab_size));

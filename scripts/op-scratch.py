@@ -10,6 +10,12 @@ gradients), which is what the trace's `end_op(..., scratch)` and forward transie
 their scratch, depend on the CPU (oneDNN's brgemm, AMX or AVX2 kernels; ATen's im2col), the dtype and the
 threads, so every line names them.
 
+The profiler records the allocations of the thread that calls the op, not those its intra-op worker threads make
+inside a parallel loop (LibTorch's CPU flash attention: each thread's bf16 products allocate their own
+accumulators; at 4 threads the profiler showed a quarter of them). A oneDNN primitive's scratchpad is allocated by
+the caller, so the Linear and Conv2d figures here are whole; for kernels that allocate in their threads, read the
+memory timeline of `tvie train --json` (tvie's counting allocator sees every thread).
+
 Run it with the Python of the set-up's virtual environment (it needs torch):
 
   ~/.cache/tvie/venv-torch-2.14.1/bin/python scripts/op-scratch.py linear --rows 8 --in 64 --out 128 --dtype bf16

@@ -521,7 +521,7 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
     // LibTorch's CPU flash kernel (FlashAttentionKernel.cpp) works in blocks of qs query rows and kvs key positions
     // (qs 32, 64 from 192 positions, 256 from 768; kvs 512; neither more than the positions), each thread in its
     // own buffers, which the trace missed until 2026-12-04 (gpt, bert and llama tiny's bf16 inference at batch 1
-    // and 4 threads, 1.4 KiB under here, 13.5 KiB on ATen's AVX2 kernels; hidden at 2 threads):
+    // and 4 threads, 1.4 KiB under on an Intel Xeon's own kernels, 13.5 KiB on ATen's AVX2 ones; hidden at 2 threads):
     //  - forward, beside its output and log-sum-exp: per thread the fp32 scores, row maxima and sums and output
     //    rows, and for 2-byte inputs the scores in that dtype;
     //  - backward, beside the three input gradients: per thread the fp32 scores and their gradient (both again in

@@ -79,7 +79,8 @@ constexpr int64_t kPage = 4096;  // the cpu_reducer's alignment
 
 // oneDNN's per-core L2 size (platform::get_per_core_cache_size(2): the data cache's size over the cores that share
 // it, from cpuid; 512 KiB where it cannot tell). glibc reads the same cpuid leaves; an L2 is private to a core on
-// the x86 CPUs oneDNN tunes for.
+// the x86 CPUs oneDNN tunes for. It decides the 1x1 kernel's thread groups for few positions and wide channels
+// (2048 -> 1024 at 7x7, batch 2, 2 threads, on an Intel Xeon with 2 MiB of L2 per core: checked to the byte).
 int64_t l2_cache_bytes_per_core() {
   const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return l2 > 0 ? l2 : 512 * 1024;
@@ -474,7 +475,7 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
 // batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
 // rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`). That
 // was before 2026-12-04's 1x1 configuration (thread groups over channels, the rtus stride in balance()); with it,
-// on an Intel Xeon emulating bf16 (AVX-512 without avx512_bf16): 243 of 243 equal to the byte, both phases
+// on an Intel Xeon emulating bf16 (AVX-512 without avx512_bf16): 246 of 246 equal to the byte, both phases
 // (docs/results/cpu-bf16-conv-scratch-avx512-emulated.md); not measured since on avx512_bf16.
 
 namespace {

@@ -1,6 +1,7 @@
 // The JSON report and its atomic writing.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "helpers.hpp"
 #include "report_keys.hpp"
+#include "tvie_test_paths.hpp"
 
 using namespace tvie;
 namespace fs = std::filesystem;
@@ -284,6 +286,87 @@ TEST_CASE("energy: RAPL package domains from powercap, with the counter's wrap",
   CHECK(e.joules == Approx(210e-6));
   CHECK(e.source.find("RAPL package-0 + package-1") == 0);
   CHECK(e.mean_watts() > 0);
+}
+
+namespace {
+// The fake NVML library (tests/fake_nvml.cpp), loaded here and kept loaded: the meter's dlopen finds this copy.
+struct FakeNvml {
+  void* lib = ::dlopen(TVIE_FAKE_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
+  template <class F>
+  F fn(const char* name) const {
+    return reinterpret_cast<F>(::dlsym(lib, name));
+  }
+  void reset(int init_rc, int energy_rc, const char* bus_id, unsigned long long mj) const {
+    fn<void (*)(int, int, const char*, unsigned long long)>("fake_nvml_reset")(init_rc, energy_rc, bus_id, mj);
+  }
+  void set_energy(unsigned long long mj, int rc = 0) const {
+    fn<void (*)(unsigned long long, int)>("fake_nvml_set_energy")(mj, rc);
+  }
+  int initialised() const { return fn<int (*)()>("fake_nvml_initialised")(); }
+  int energy_reads() const { return fn<int (*)()>("fake_nvml_energy_reads")(); }
+  ~FakeNvml() {
+    if (lib) ::dlclose(lib);
+  }
+};
+}  // namespace
+
+TEST_CASE("energy: NVML's board energy in millijoules, its errors said, init balanced by shutdown", "[energy]") {
+  FakeNvml nvml;
+  REQUIRE(nvml.lib != nullptr);
+  const std::string bus = "00000000:1B:00.0";
+  SECTION("a reading: the counter's difference, millijoules to joules") {
+    nvml.reset(0, 0, bus.c_str(), 1'000'000);
+    {
+      auto meter = make_nvml_energy_meter(bus, "cuda:0", TVIE_FAKE_NVML_PATH);
+      CHECK(nvml.initialised() == 1);
+      meter->start();
+      nvml.set_energy(1'002'500);  // 2.5 J later
+      const auto e = meter->stop();
+      REQUIRE(e.available());
+      CHECK(e.joules == Approx(2.5));
+      CHECK(e.source == "NVML total energy, cuda:0 (the whole board; updates every 20-100 ms)");
+      CHECK(nvml.energy_reads() == 3);  // the probe when made, start, stop
+      // A second window starts from the counter where it is then.
+      meter->start();
+      nvml.set_energy(1'003'000);
+      CHECK(meter->stop().joules == Approx(0.5));
+      // A counter that went back (the driver reloaded) is no reading, never a negative or a huge one.
+      meter->start();
+      nvml.set_energy(10);
+      const auto back = meter->stop();
+      CHECK_FALSE(back.available());
+      CHECK(back.source == "not available: NVML's energy counter went back (driver reloaded?)");
+      // A read that fails at the end of the window.
+      meter->start();
+      nvml.set_energy(20, 999);  // NVML_ERROR_UNKNOWN
+      CHECK(meter->stop().source == "not available: NVML energy read failed");
+    }
+    CHECK(nvml.initialised() == 0);  // the meter's destructor shut NVML down
+  }
+  SECTION("each failure says which, and NVML is shut down again where it was initialised") {
+    nvml.reset(9, 0, bus.c_str(), 0);  // NVML_ERROR_DRIVER_NOT_LOADED
+    auto e = make_nvml_energy_meter(bus, "cuda:0", TVIE_FAKE_NVML_PATH)->stop();
+    CHECK(e.source == "not available: nvmlInit failed (NVML error 9)");
+    CHECK(nvml.initialised() == 0);
+
+    nvml.reset(0, 0, "00000000:65:00.0", 0);
+    e = make_nvml_energy_meter(bus, "cuda:0", TVIE_FAKE_NVML_PATH)->stop();
+    CHECK(e.source == "not available: NVML has no device at PCI bus id 00000000:1B:00.0");
+    CHECK(nvml.initialised() == 0);
+
+    nvml.reset(0, 3, bus.c_str(), 0);  // NVML_ERROR_NOT_SUPPORTED: boards before Volta
+    e = make_nvml_energy_meter(bus, "cuda:0", TVIE_FAKE_NVML_PATH)->stop();
+    CHECK(e.source == "not available: nvmlDeviceGetTotalEnergyConsumption unsupported (before Volta?)");
+    CHECK(e.joules == -1);
+    CHECK(nvml.initialised() == 0);
+  }
+  SECTION("no NVML library, or a library without its functions") {
+    auto e = make_nvml_energy_meter(bus, "cuda:0", "/nonexistent/libnvidia-ml.so.1")->stop();
+    CHECK(e.source == "not available: /nonexistent/libnvidia-ml.so.1 (NVML) not found");
+    e = make_nvml_energy_meter(bus, "cuda:0", "libm.so.6")->stop();
+    CHECK(e.source == "not available: libm.so.6 lacks NVML's energy functions");
+    CHECK(e.mean_watts() == -1);
+  }
 }
 
 TEST_CASE("energy: no counter is a reason, not zero joules", "[energy]") {

@@ -36,6 +36,13 @@ class EnergyMeter {
 std::unique_ptr<EnergyMeter> make_energy_meter(const c10::Device& device,
                                                const std::string& powercap_root = "/sys/class/powercap");
 
+// --- NVML (tested with a fake NVML library) ---
+// The meter of the board at `pci_bus_id` ("00000000:1B:00.0", as cudaDeviceGetPCIBusId writes it) through the NVML
+// library `library`, loaded at run time; `label` names the device in the reading's source ("cuda:0"). Where NVML
+// cannot be loaded, initialised, find the board or read its energy, a meter that says which.
+std::unique_ptr<EnergyMeter> make_nvml_energy_meter(const std::string& pci_bus_id, const std::string& label,
+                                                    const std::string& library = "libnvidia-ml.so.1");
+
 // --- RAPL pieces (tested on a fake powercap tree) ---
 struct RaplDomain {
   std::string path;                 // ".../intel-rapl:0"

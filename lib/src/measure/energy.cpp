@@ -77,38 +77,37 @@ class RaplMeter final : public EnergyMeter {
   Clock::time_point begin_ = Clock::now();
 };
 
-#if TVIE_WITH_CUDA
-// NVML loaded at run time (no link-time dependency on the driver), as for the driver version.
+// NVML loaded at run time (no link-time dependency on the driver, and nothing CUDA about it: the board is named by
+// its PCI bus id), as for the driver version. NVML's calls return 0 (NVML_SUCCESS) or an error code.
 class NvmlMeter final : public EnergyMeter {
  public:
   using Init = int (*)();
   using ByBusId = int (*)(const char*, void**);
   using Energy = int (*)(void*, unsigned long long*);
 
-  static std::unique_ptr<EnergyMeter> make(const c10::Device& device) {
-    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!lib) return std::make_unique<NoMeter>("libnvidia-ml.so.1 (NVML) not found");
+  static std::unique_ptr<EnergyMeter> make(const std::string& pci_bus_id, const std::string& label,
+                                           const std::string& library) {
+    void* lib = ::dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return std::make_unique<NoMeter>(library + " (NVML) not found");
     auto meter = std::unique_ptr<NvmlMeter>(new NvmlMeter(lib));
     auto init = reinterpret_cast<Init>(::dlsym(lib, "nvmlInit_v2"));
     auto by_bus = reinterpret_cast<ByBusId>(::dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     meter->energy_ = reinterpret_cast<Energy>(::dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
     meter->shutdown_ = reinterpret_cast<Init>(::dlsym(lib, "nvmlShutdown"));
-    if (!init || !by_bus || !meter->energy_) return std::make_unique<NoMeter>("NVML lacks the energy functions");
-    if (init() != 0) return std::make_unique<NoMeter>("nvmlInit failed");
+    if (!init || !by_bus || !meter->energy_ || !meter->shutdown_)
+      return std::make_unique<NoMeter>(library + " lacks NVML's energy functions");
+    if (const int rc = init(); rc != 0) return std::make_unique<NoMeter>(cat("nvmlInit failed (NVML error ", rc, ")"));
     meter->initialised_ = true;
-    char bus[32] = {};
-    const int index = device.has_index() ? device.index() : 0;
-    if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) != cudaSuccess)
-      return std::make_unique<NoMeter>(cat("no PCI bus id for cuda:", index));
-    if (by_bus(bus, &meter->handle_) != 0) return std::make_unique<NoMeter>(cat("NVML has no device at ", bus));
+    if (by_bus(pci_bus_id.c_str(), &meter->handle_) != 0)
+      return std::make_unique<NoMeter>(cat("NVML has no device at PCI bus id ", pci_bus_id));
     unsigned long long mj = 0;
     if (meter->energy_(meter->handle_, &mj) != 0)
       return std::make_unique<NoMeter>("nvmlDeviceGetTotalEnergyConsumption unsupported (before Volta?)");
-    meter->source_ = cat("NVML total energy, cuda:", index, " (the whole board; updates every 20-100 ms)");
+    meter->source_ = cat("NVML total energy, ", label, " (the whole board; updates every 20-100 ms)");
     return meter;
   }
   ~NvmlMeter() override {
-    if (initialised_ && shutdown_) shutdown_();
+    if (initialised_) shutdown_();
     ::dlclose(lib_);
   }
   void start() override {
@@ -119,6 +118,9 @@ class NvmlMeter final : public EnergyMeter {
     const double seconds = std::chrono::duration<double>(Clock::now() - begin_).count();
     unsigned long long after = 0;
     if (!ok_ || energy_(handle_, &after) != 0) return {-1, seconds, "not available: NVML energy read failed"};
+    // Millijoules since the driver was loaded: a counter that only grows (64 bits: it does not wrap); one that went
+    // back (the driver reloaded in between) is no reading.
+    if (after < before_) return {-1, seconds, "not available: NVML's energy counter went back (driver reloaded?)"};
     return {static_cast<double>(after - before_) * 1e-3, seconds, source_};
   }
 
@@ -133,7 +135,6 @@ class NvmlMeter final : public EnergyMeter {
   std::string source_;
   Clock::time_point begin_ = Clock::now();
 };
-#endif
 
 }  // namespace
 
@@ -161,10 +162,19 @@ int64_t rapl_delta_uj(int64_t before, int64_t after, int64_t max_range_uj) {
   return after >= before ? after - before : max_range_uj - before + after;  // wrapped once
 }
 
+std::unique_ptr<EnergyMeter> make_nvml_energy_meter(const std::string& pci_bus_id, const std::string& label,
+                                                    const std::string& library) {
+  return NvmlMeter::make(pci_bus_id, label, library);
+}
+
 std::unique_ptr<EnergyMeter> make_energy_meter(const c10::Device& device, const std::string& powercap_root) {
   if (device.is_cuda()) {
 #if TVIE_WITH_CUDA
-    return NvmlMeter::make(device);
+    char bus[32] = {};
+    const int index = device.has_index() ? device.index() : 0;
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) != cudaSuccess)
+      return std::make_unique<NoMeter>(cat("no PCI bus id for cuda:", index));
+    return make_nvml_energy_meter(bus, cat("cuda:", index));
 #else
     return std::make_unique<NoMeter>("tvie was built without CUDA");
 #endif

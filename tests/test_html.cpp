@@ -49,6 +49,12 @@ TEST_CASE("SVG helpers: escaping, round ticks, value labels", "[html]") {
   CHECK(svg::linear_ticks(0, 1) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
   CHECK(svg::log_ticks(1, 100) == std::vector<double>{1, 2, 5, 10, 20, 50, 100});
   CHECK(svg::log_ticks(1e-4, 10) == std::vector<double>{1e-4, 1e-3, 1e-2, 1e-1, 1, 10});
+  // Byte axes on a log scale: round binary sizes (an all-reduce sweep's 8 B .. 128 MiB: every 5 octaves).
+  CHECK(svg::log_byte_ticks(1, 1 << 30) == std::vector<double>{1, 32, 1024, 32768, 1 << 20, 32 << 20, 1 << 30});
+  CHECK(svg::log_byte_ticks(1024, 1 << 20) == std::vector<double>{1024, 4096, 16384, 65536, 262144, 1 << 20});
+  CHECK(svg::log_byte_ticks(8, 64) == std::vector<double>{8, 16, 32, 64});
+  for (double t : svg::log_byte_ticks(8, 128 << 20))
+    CHECK(svg::format_value(t, svg::Format::bytes).find('.') == std::string::npos);  // "32 KiB", never "9.766 KiB"
   CHECK(svg::format_value(3 * 1024 * 1024, svg::Format::bytes) == "3 MiB");
   CHECK(svg::format_value(1536, svg::Format::bytes) == "1.5 KiB");
   CHECK(svg::format_value(2500, svg::Format::milliseconds) == "2.5 s");
@@ -168,6 +174,49 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
   CHECK(chart(i, "sweep-peak").find("data-points=\"1\"") != std::string::npos);  // only batch 1 fits
 }
 
+TEST_CASE("serve --html: latency against offered load from the max-QPS search; allreduce --html: bus bandwidth",
+          "[html]") {
+  test::TempDir dir;
+  // A bound every probe meets: the search doubles 16 times from 1e5 QPS (as the command-line test of the search).
+  const auto serve = test::run_cli(
+      "serve --model mlp --find-max-qps --p99-ms 100000 --qps 100000 --min-queries 5 --min-duration-ms 0 "
+      "--device cpu -q --html " +
+      (dir.path / "serve.html").string());
+  INFO(serve.out);
+  REQUIRE(serve.exit_code == 0);
+  const std::string v = read_text(dir.path / "serve.html");
+  const std::string load = chart(v, "serve-load");
+  CHECK(series_of(load) == std::vector<std::string>{"p99 of a run at that load", "the bound"});
+  CHECK(load.find("data-series=\"p99 of a run at that load\" data-points=\"17\"") != std::string::npos);
+  CHECK(load.find("offered load (QPS)") != std::string::npos);
+  CHECK(load.find("p99 latency (ms)") != std::string::npos);
+  CHECK(series_of(chart(v, "serve-latency-cdf")) == std::vector<std::string>{"latency (arrival to answer)",
+                                                                             "queue (arrival to batch start)",
+                                                                             "compute (batch start to end)"});
+  // Without the search: the latency distribution only.
+  const auto fixed = test::run_cli(
+      "serve --model mlp --qps 400 --queries 50 --min-queries 5 --min-duration-ms 0 "
+      "--device cpu -q --html " +
+      (dir.path / "serve-fixed.html").string());
+  REQUIRE(fixed.exit_code == 0);
+  CHECK(chart(read_text(dir.path / "serve-fixed.html"), "serve-load").empty());
+
+  const auto ar =
+      test::run_cli("allreduce --min-bytes 8 --max-bytes 1048576 --factor 4 --iters 2 --warmup 1 -q --html " +
+                    (dir.path / "allreduce.html").string());
+  INFO(ar.out);
+  REQUIRE(ar.exit_code == 0);
+  const std::string a = chart(read_text(dir.path / "allreduce.html"), "allreduce-busbw");
+  CHECK(series_of(a) == std::vector<std::string>{"out-of-place", "in-place"});
+  CHECK(a.find("data-series=\"in-place\" data-points=\"9\"") != std::string::npos);  // 8 B .. 512 KiB by 4
+  // The message-size axis from 8 B to 512 KiB, ticked at every even power of two (1 KiB among them).
+  for (const char* tick : {">16 B<", ">64 B<", ">256 B<", ">1 KiB<", ">4 KiB<", ">16 KiB<", ">64 KiB<", ">256 KiB<"})
+    CHECK(a.find(tick) != std::string::npos);
+  CHECK(a.find("bus bandwidth (GB/s)") != std::string::npos);
+  CHECK(read_text(dir.path / "allreduce.html").find("One rank: nothing crosses a link, so busbw is 0") !=
+        std::string::npos);
+}
+
 TEST_CASE("html output: a bad path is refused before anything runs, exit 2, nothing written", "[html]") {
   test::TempDir dir;
   const auto r = test::run_cli("compare --model gpt --preset tiny --device cpu --html " +
@@ -198,6 +247,10 @@ TEST_CASE("HTML reports load in headless Chromium: no console message, every cha
       {"serve", "serve --model mlp --preset tiny --qps 400 --queries 200 --device cpu"},
       {"decode", "decode --preset tiny --device cpu"},
       {"plan", "plan --model gpt --preset small --new-tokens 8"},
+      {"serve-load",
+       "serve --model mlp --find-max-qps --p99-ms 100000 --qps 100000 --min-queries 5 --min-duration-ms 0 "
+       "--device cpu"},
+      {"allreduce", "allreduce --min-bytes 8 --max-bytes 65536 --factor 4 --iters 2 --warmup 1"},
   };
   for (const auto& [name, args] : reports) {
     INFO(name);

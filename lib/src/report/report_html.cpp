@@ -540,7 +540,11 @@ std::string to_html_string(const AllreduceReport& r) {
   std::vector<Section> s;
   add(s, {"Bus bandwidth",
           cat(r.result.backend, " on ", r.result.device, ", ", r.result.world_size, " ranks, ", r.result.dtype,
-              "; busbw = algbw x 2(n-1)/n as nccl-tests defines it; rank 0's times."),
+              "; busbw = algbw x 2(n-1)/n as nccl-tests defines it; rank 0's times.",
+              r.result.world_size == 1 ? " One rank: nothing crosses a link, so busbw is 0 by definition (an "
+                                         "in-place all-reduce moves no data; out-of-place is a device copy): run "
+                                         "it under tvie launch --nproc N for a bandwidth."
+                                       : ""),
           svg::render(chart)});
   add(s, table_section("The sweep", to_csv_string(r), "allreduce"));
   return page("tvie allreduce", cat("Average bus bandwidth ", fig(r.result.average_busbw_gbs), " GB/s."), s, r.context);

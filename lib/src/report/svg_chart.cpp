@@ -32,6 +32,14 @@ struct Scale {
   }
 };
 
+// A logarithmic byte axis ticks every `step` powers of two, aligned to multiples of it, so that the labels are round
+// binary sizes: 1 B, 32 B, 1 KiB, 32 KiB, 1 MiB at 5 octaves a step; the step keeps the ticks to about nine.
+double byte_octave_step(double octaves) {
+  for (double step : {1.0, 2.0, 5.0, 10.0})
+    if (octaves / step <= 8) return step;
+  return 10.0;
+}
+
 // Byte axes tick at round numbers of the largest binary unit the range reaches (KiB, MiB, GiB).
 double byte_unit(double hi) {
   double unit = 1;
@@ -40,7 +48,7 @@ double byte_unit(double hi) {
 }
 
 std::vector<double> ticks_of(const Axis& axis, double lo, double hi) {
-  if (axis.log) return log_ticks(lo, hi);
+  if (axis.log) return axis.format == Format::bytes ? log_byte_ticks(lo, hi) : log_ticks(lo, hi);
   if (axis.format != Format::bytes) return linear_ticks(lo, hi);
   const double unit = byte_unit(std::max(std::fabs(lo), std::fabs(hi)));
   auto ticks = linear_ticks(lo / unit, hi / unit);
@@ -53,7 +61,12 @@ std::vector<double> ticks_of(const Axis& axis, double lo, double hi) {
 std::pair<double, double> range(const Axis& axis, double data_lo, double data_hi) {
   if (!(data_lo <= data_hi)) data_lo = data_hi = axis.log ? 1 : 0;
   double lo = axis.min, hi = axis.max;
-  if (axis.log) {
+  if (axis.log && axis.format == Format::bytes) {
+    // The powers of two around the data; the ticks within are whole binary sizes (see log_byte_ticks).
+    if (std::isnan(lo)) lo = std::exp2(std::floor(std::log2(std::max(data_lo, 1.0))));
+    if (std::isnan(hi)) hi = std::exp2(std::ceil(std::log2(std::max(data_hi, 1.0))));
+    if (hi <= lo) hi = lo * 2;
+  } else if (axis.log) {
     if (std::isnan(lo)) lo = std::pow(10.0, std::floor(std::log10(std::max(data_lo, 1e-300))));
     if (std::isnan(hi)) hi = std::pow(10.0, std::ceil(std::log10(std::max(data_hi, 1e-300))));
     if (hi <= lo) hi = lo * 10;
@@ -209,6 +222,15 @@ std::vector<double> log_ticks(double lo, double hi) {
   for (double decade = std::pow(10.0, std::floor(std::log10(lo))); decade <= hi; decade *= 10)
     for (double m : many_decades ? std::vector<double>{1} : std::vector<double>{1, 2, 5})
       if (m * decade >= lo * 0.999 && m * decade <= hi * 1.001) ticks.push_back(m * decade);
+  return ticks;
+}
+
+std::vector<double> log_byte_ticks(double lo, double hi) {
+  if (!(lo > 0) || !(hi > lo)) return {lo};
+  const double e_lo = std::ceil(std::log2(lo) - 1e-9), e_hi = std::floor(std::log2(hi) + 1e-9);
+  const double step = byte_octave_step(e_hi - e_lo);
+  std::vector<double> ticks;
+  for (double e = std::ceil(e_lo / step) * step; e <= e_hi; e += step) ticks.push_back(std::exp2(e));
   return ticks;
 }
 

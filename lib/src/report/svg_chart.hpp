@@ -99,10 +99,11 @@ std::string render(const LineChart& chart);
 std::string render(const BarChart& chart);
 std::string render(const IntervalChart& chart);
 
-std::string escape(const std::string& text);             // XML/HTML text and attribute values
-std::string format_value(double value, Format format);   // tick labels: "1.5 GiB", "12 ms", "2.5k"
-std::vector<double> linear_ticks(double lo, double hi);  // about five round values covering [lo, hi]
-std::vector<double> log_ticks(double lo, double hi);     // 1, 2, 5 x powers of ten within [lo, hi]
-const char* colour(size_t index);                        // a fixed palette, cycled
+std::string escape(const std::string& text);               // XML/HTML text and attribute values
+std::string format_value(double value, Format format);     // tick labels: "1.5 GiB", "12 ms", "2.5k"
+std::vector<double> linear_ticks(double lo, double hi);    // about five round values covering [lo, hi]
+std::vector<double> log_ticks(double lo, double hi);       // 1, 2, 5 x powers of ten within [lo, hi]
+std::vector<double> log_byte_ticks(double lo, double hi);  // powers of two within [lo, hi], every 1, 2, 5 or 10
+const char* colour(size_t index);                          // a fixed palette, cycled
 
 }  // namespace tvie::svg

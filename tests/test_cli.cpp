@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -434,6 +436,7 @@ TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no 
        "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"cards", "cards --cards all --json "},
+      {"list", "list --json "},
       {"plan",
        "plan --model gpt --preset tiny --cards t4,h100-sxm --serve-qps 100 --p99-ms 50 --train-tokens 100000 "
        "--new-tokens 8 --quiet --json "},
@@ -516,21 +519,53 @@ TEST_CASE("cli: allreduce writes the same rows as CSV and JSON", "[cli]") {
   }
 }
 
-TEST_CASE("cli: list names every model and preset with its analytic sizes", "[cli]") {
-  const Run r = run_cli("list");
+TEST_CASE("cli: list names every model and preset with its analytic sizes, as a table, JSON and CSV", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "zoo.json", csv = dir.path / "zoo.csv";
+  const Run r = run_cli("list --json " + json.string() + " --csv " + csv.string());
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  size_t presets = 0;
+  const auto j = read_json(json);
+  const auto& presets = j["zoo"]["presets"];
+  std::ifstream in(csv);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(line);
+  REQUIRE(rows.size() >= 1);
+  CHECK(rows[0] == "model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source");
+  size_t i = 0;
   for (const auto& model : tvie::model_names())
     for (const auto& preset : tvie::preset_names(model)) {
-      ++presets;
-      const auto facts = tvie::make_zoo_workload(model, preset)->facts();
-      const std::string line =
-          model + " --preset " + preset + ": " + std::to_string(facts.parameter_count) + " parameters";
-      INFO(line);
-      CHECK(r.out.find(line) != std::string::npos);
+      INFO(model << " " << preset);
+      const auto w = tvie::make_zoo_workload(model, preset);
+      const auto facts = w->facts();
+      REQUIRE(i < presets.size());
+      const auto& p = presets[i];
+      CHECK(p["model"] == model);
+      CHECK(p["preset"] == preset);
+      CHECK(p["parameters"] == facts.parameter_count);
+      CHECK(p["buffer_bytes"] == facts.buffer_bytes);
+      CHECK(p["forward_flops_per_sample"].get<double>() == facts.forward_flops_per_sample);
+      CHECK(p["tokens_per_sample"] == facts.tokens_per_sample);
+      CHECK(p["blocks"] == w->block_count());
+      CHECK(p["source"] == tvie::preset_source(model, preset));
+      REQUIRE(i + 1 < rows.size());
+      CHECK(rows[i + 1].rfind(model + "," + preset + "," + std::to_string(facts.parameter_count) + "," +
+                                  std::to_string(facts.buffer_bytes) + "," +
+                                  std::to_string(std::llround(facts.forward_flops_per_sample)) + ",",
+                              0) == 0);
+      // The console's row: model, preset, then the parameters with thousands separators.
+      std::string grouped = std::to_string(facts.parameter_count);
+      for (int at = static_cast<int>(grouped.size()) - 3; at > 0; at -= 3) grouped.insert(at, ",");
+      CHECK(std::regex_search(r.out, std::regex("\\n" + model + " +" + preset + " +" + grouped + " ")));
+      ++i;
     }
-  CHECK(line_count(r.out) == presets);
+  CHECK(presets.size() == i);
+  CHECK(rows.size() == i + 1);
+  // A published size, as the catalog of presets states it.
+  bool llama8b = false;
+  for (const auto& p : presets)
+    if (p["preset"] == "llama-3-8b") llama8b = p["parameters"] == int64_t{8030261248} && p["blocks"] == 32;
+  CHECK(llama8b);
 }
 
 TEST_CASE("cli: infer --torchscript runs a script model as loaded, frozen and optimised", "[cli]") {

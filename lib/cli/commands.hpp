@@ -33,7 +33,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie info`: versions and devices.
 Runner add_info_command(CLI::App& app);
 // `tvie list`: the zoo's models and presets.
-Runner add_list_command(CLI::App& app);
+Runner add_list_command(CLI::App& app, const std::vector<std::string>& argv);
 // `tvie reference`: every command and option as Markdown (docs/cli.md).
 Runner add_reference_command(CLI::App& app);
 std::string cli_reference(const CLI::App& app);

@@ -4,6 +4,7 @@
 #include <tvie/tvie.hpp>
 
 #include "commands.hpp"
+#include "options.hpp"
 
 namespace tvie::cli {
 
@@ -26,17 +27,16 @@ Runner add_info_command(CLI::App& app) {
   };
 }
 
-Runner add_list_command(CLI::App& app) {
-  app.add_subcommand("list", "List the zoo's models and their presets with analytic sizes and their source");
-  return [] {
-    for (const auto& model : model_names()) {
-      for (const auto& preset : preset_names(model)) {
-        const auto facts = make_zoo_workload(model, preset)->facts();  // analytic: builds no module
-        std::cout << model << " --preset " << preset << ": " << facts.parameter_count << " parameters, "
-                  << facts.forward_flops_per_sample << " forward FLOPs per sample (analytic); "
-                  << preset_source(model, preset) << "\n";
-      }
-    }
+Runner add_list_command(CLI::App& app, const std::vector<std::string>& argv) {
+  auto o = std::make_shared<OutputOptions>();
+  auto* cmd = app.add_subcommand(
+      "list", "List the zoo's models and their presets: parameters, forward FLOPs, blocks (analytic) and the source");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_output_options(cmd, *o, /*with_csv=*/true, "Also write the list as JSON here");
+  return [o, argv]() {
+    apply_log_level(*o);
+    check_outputs(*o);
+    emit(run_list(run_options("cpu", argv)), *o);
     return 0;
   };
 }

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       {"launch", [&] { return add_launch_command(app); }},
       {"allreduce", [&] { return add_allreduce_command(app, args); }},
       {"decode", [&] { return add_decode_command(app, args); }},
-      {"list", [&] { return add_list_command(app); }},
+      {"list", [&] { return add_list_command(app, args); }},
       {"cards", [&] { return add_cards_command(app, args); }},
       {"plan", [&] { return add_plan_command(app, args); }},
       {"info", [&] { return add_info_command(app); }},

@@ -24,6 +24,7 @@ class Reporter {
   virtual void report(const SliceReport& report) = 0;
   virtual void report(const CardsReport& report) = 0;
   virtual void report(const PlanReport& report) = 0;
+  virtual void report(const ZooReport& report) = 0;
 };
 
 // The side-by-side table.
@@ -40,6 +41,7 @@ class ConsoleReporter : public Reporter {
   void report(const SliceReport& report) override;
   void report(const CardsReport& report) override;
   void report(const PlanReport& report) override;
+  void report(const ZooReport& report) override;
 
  private:
   std::ostream& out_;
@@ -65,12 +67,13 @@ std::string to_json_string(const MaxBatchReport& report, int indent = 2);
 std::string to_json_string(const SliceReport& report, int indent = 2);
 std::string to_json_string(const CardsReport& report, int indent = 2);
 std::string to_json_string(const PlanReport& report, int indent = 2);
+std::string to_json_string(const ZooReport& report, int indent = 2);
 
 // CSV of the reports' tables (one header row, units in the column names): compare and train the memory ledger (one
 // row per category, measured and predicted bytes), infer the sweep's rows, serve and decode their latency
 // statistics, max-batch its probes (mode,batch,fits,peak_bytes), allreduce its rows, cards the catalog (an empty
-// cell: not published), plan its cards ("projected" in each). Slice reports throw InvalidArgument("csv", ...): they
-// are several tables (use --json).
+// cell: not published), plan its cards ("projected" in each), list the zoo's presets. Slice reports throw
+// InvalidArgument("csv", ...): they are several tables (use --json).
 std::string to_csv_string(const CompareReport& report);
 std::string to_csv_string(const TrainReport& report);
 std::string to_csv_string(const InferReport& report);
@@ -81,6 +84,7 @@ std::string to_csv_string(const AllreduceReport& report);
 std::string to_csv_string(const SliceReport& report);
 std::string to_csv_string(const CardsReport& report);
 std::string to_csv_string(const PlanReport& report);
+std::string to_csv_string(const ZooReport& report);
 
 // The HTML report: one self-contained page (inline SVG charts, CSS and a check script; nothing fetched) with the
 // report's charts (the ledger measured and predicted, memory over time, phases, latency distributions, sweep
@@ -95,6 +99,7 @@ std::string to_html_string(const MaxBatchReport& report);
 std::string to_html_string(const SliceReport& report);
 std::string to_html_string(const CardsReport& report);
 std::string to_html_string(const PlanReport& report);
+std::string to_html_string(const ZooReport& report);
 
 // A Chrome trace-event file (JSON; opens in Perfetto and chrome://tracing): the timed training steps, each phase
 // a slice, and the timed inference batches, each run on its own track ("process") with its own time origin: the
@@ -112,6 +117,7 @@ std::string to_trace_string(const MaxBatchReport& report);
 std::string to_trace_string(const SliceReport& report);
 std::string to_trace_string(const CardsReport& report);
 std::string to_trace_string(const PlanReport& report);
+std::string to_trace_string(const ZooReport& report);
 
 // Writes every report to `path` as `Format::render(report)` renders it, atomically (write_file_atomically).
 template <typename Format>
@@ -128,6 +134,7 @@ class FileReporter final : public Reporter {
   void report(const SliceReport& report) override { write(report); }
   void report(const CardsReport& report) override { write(report); }
   void report(const PlanReport& report) override { write(report); }
+  void report(const ZooReport& report) override { write(report); }
 
  private:
   template <typename Report>

@@ -156,6 +156,17 @@ struct SliceReport {
   std::optional<TrainingSlices> training;    // train, compare
   std::optional<InferenceSlices> inference;  // infer, compare (fresh weights of the same seed, not trained ones)
 };
+// The zoo (`tvie list`): every model's presets with their analytic facts; nothing is built or run.
+struct ZooPreset {
+  std::string model, preset;
+  ModelFacts facts;    // parameters, buffer bytes, forward FLOPs per sample, tokens per sample (analytic)
+  int64_t blocks = 0;  // transformer blocks (checkpointing, --slice-layers); 0: none (mlp, cnn, resnet)
+  std::string source;  // where the preset's shape comes from (a published model, or tvie's own size)
+};
+struct ZooReport {
+  RunContext context;
+  std::vector<ZooPreset> presets;
+};
 // The accelerator catalog (tvie/catalog.hpp), or the cards asked for, with the host's CPU class.
 struct CardsReport {
   RunContext context;
@@ -230,6 +241,8 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& settings, cons
 
 // The built-in catalog's cards ("all" or ids: "t4,l4"; InvalidArgument("cards", ...) for an unknown id).
 CardsReport run_cards(const std::string& cards = "all", const RunOptions& options = {});
+// The zoo's models and presets (analytic; builds no module).
+ZooReport run_list(const RunOptions& options = {});
 
 // KV-cached decoding. The workload must be a zoo gpt (make_gpt_workload, make_zoo_workload("gpt", ...)):
 // decoding needs its cached forward; any other workload is refused with InvalidArgument("model", ...).

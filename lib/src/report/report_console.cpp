@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/text.hpp"
@@ -610,6 +611,27 @@ void ConsoleReporter::report(const SliceReport& r) {
         << ratio(static_cast<double>(r.training->extrapolated.peak),
                  static_cast<double>(r.inference->extrapolated.peak))
         << "\n";
+}
+
+void ConsoleReporter::report(const ZooReport& r) {
+  auto& out = out_;
+  std::set<std::string> models;
+  for (const auto& p : r.presets) models.insert(p.model);
+  out << "tvie list: " << r.presets.size() << " presets of " << models.size()
+      << " models (random weights, synthetic data; tvie " << r.context.tvie_version << ")\n"
+      << "Analytic figures, nothing built: parameters (trainable), their bytes in fp32, forward FLOPs per sample\n"
+      << "(2 per multiply-add of the matmuls and convolutions), tokens per sample (--seq changes it), and the\n"
+      << "transformer blocks that --checkpoint blocks checkpoints and --slice-layers slices (ResNet's slices take\n"
+      << "each stage's blocks). Use: --model MODEL --preset PRESET.\n\n";
+  const std::vector<size_t> w = {8, 16, 16, 13, 16, 8, 8};
+  row(out, {"model", "preset", "parameters", "fp32 weights", "forward/sample", "tokens", "blocks", "source"}, w);
+  for (const auto& p : r.presets)
+    row(out,
+        {p.model, p.preset, with_commas(p.facts.parameter_count), format_bytes(p.facts.parameter_count * 4),
+         flops(p.facts.forward_flops_per_sample),
+         p.facts.tokens_per_sample > 0 ? std::to_string(p.facts.tokens_per_sample) : "-",
+         p.blocks > 0 ? std::to_string(p.blocks) : "-", p.source},
+        w);
 }
 
 void ConsoleReporter::report(const CardsReport& r) {

@@ -611,6 +611,15 @@ std::string to_html_string(const SliceReport& r) {
               r.context);
 }
 
+std::string to_html_string(const ZooReport& r) {
+  std::vector<Section> s;
+  add(s, {"The zoo's presets",
+          "Analytic figures; nothing is built. Forward FLOPs: 2 per multiply-add of the matmuls and convolutions, "
+          "per sample. The same figures as --csv writes them.",
+          table_of_csv(to_csv_string(r), "zoo")});
+  return page("tvie list", cat(r.presets.size(), " presets of the zoo's models."), s, r.context);
+}
+
 std::string to_html_string(const CardsReport& r) {
   svg::BarChart bandwidth("cards-bandwidth", "Memory bandwidth per card (datasheet)", {"GB/s"});
   svg::BarChart bf16("cards-bf16", "Dense bf16 matrix peak per card (datasheet, no sparsity)", {"TFLOPS"});

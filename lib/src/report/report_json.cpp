@@ -4,6 +4,7 @@
 #include <tvie/dist.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -536,6 +537,34 @@ json cloud_cost_json(const CloudCost& c) {
 }
 
 }  // namespace
+
+std::string to_json_string(const ZooReport& r, int indent) {
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["context"] = context_json(r.context);
+  json presets = json::array();
+  for (const auto& p : r.presets)
+    presets.push_back({{"model", p.model},
+                       {"preset", p.preset},
+                       {"parameters", p.facts.parameter_count},
+                       {"buffer_bytes", p.facts.buffer_bytes},
+                       {"forward_flops_per_sample", p.facts.forward_flops_per_sample},
+                       {"flops_source", p.facts.flops_source},
+                       {"tokens_per_sample", p.facts.tokens_per_sample},
+                       {"blocks", p.blocks},
+                       {"source", p.source}});
+  j["zoo"] = {{"presets", presets}};
+  return j.dump(indent);
+}
+
+std::string to_csv_string(const ZooReport& r) {
+  std::string out = "model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source";
+  for (const auto& p : r.presets)
+    out += cat("\n", p.model, ",", p.preset, ",", p.facts.parameter_count, ",", p.facts.buffer_bytes, ",",
+               std::llround(p.facts.forward_flops_per_sample), ",", p.facts.tokens_per_sample, ",", p.blocks, ",",
+               detail::csv_quoted(p.source));
+  return out;
+}
 
 std::string to_json_string(const CardsReport& r, int indent) {
   json j;
@@ -1124,6 +1153,7 @@ std::string to_trace_string(const AllreduceReport&) { no_trace("allreduce"); }
 std::string to_trace_string(const MaxBatchReport&) { no_trace("--find-max-batch"); }
 std::string to_trace_string(const SliceReport&) { no_trace("--slice-layers"); }
 std::string to_trace_string(const CardsReport&) { no_trace("cards"); }
+std::string to_trace_string(const ZooReport&) { no_trace("list"); }
 std::string to_trace_string(const PlanReport&) { no_trace("plan"); }
 
 }  // namespace tvie

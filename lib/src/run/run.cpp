@@ -298,6 +298,18 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
   return report;
 }
 
+ZooReport run_list(const RunOptions& options) {
+  ZooReport report;
+  report.context = run_context(c10::Device(c10::kCPU), options);
+  for (const auto& model : model_names()) {
+    for (const auto& preset : preset_names(model)) {
+      const auto w = make_zoo_workload(model, preset);  // analytic facts: builds no module
+      report.presets.push_back({model, preset, w->facts(), w->block_count(), preset_source(model, preset)});
+    }
+  }
+  return report;
+}
+
 CardsReport run_cards(const std::string& cards, const RunOptions& options) {
   const auto& catalog = accelerator_catalog();
   CardsReport report;

@@ -1,7 +1,9 @@
 // The projection's pieces (tvie/projection.hpp): roofline, sharding accounting, ring all-reduce, M/D/1 queue.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -993,4 +995,85 @@ TEST_CASE(
   CHECK(by_class[0].decoding_class_calibration.any());
   CHECK_FALSE(by_class[1].decoding_class_calibration.any());
   CHECK(by_class[0].inference.generation.prefill.estimate_s == Approx(given_back));
+}
+
+namespace {
+
+// Every leaf of `expected` equal in `actual`: integers, strings and booleans exactly, other numbers within a relative
+// 1e-9 (the same code may round its last bits differently on another CPU's libm); the same keys and lengths.
+void check_same_json(const nlohmann::json& expected, const nlohmann::json& actual, const std::string& path,
+                     int& differences) {
+  if (differences > 20) return;  // enough to say what went stale
+  const auto differ = [&](const std::string& why) {
+    ++differences;
+    INFO(path << ": " << why << "; committed " << expected.dump().substr(0, 200) << ", now "
+              << actual.dump().substr(0, 200));
+    CHECK(false);
+  };
+  if (expected.is_object() && actual.is_object()) {
+    for (const auto& [key, value] : expected.items()) {
+      if (!actual.contains(key)) {
+        differ("no longer written");
+        continue;
+      }
+      check_same_json(value, actual[key], path + "." + key, differences);
+    }
+    for (const auto& [key, value] : actual.items())
+      if (!expected.contains(key)) differ("new key " + key + " (regenerate: scripts/plan-example.py)");
+  } else if (expected.is_array() && actual.is_array()) {
+    if (expected.size() != actual.size()) return differ("a different length");
+    for (size_t i = 0; i < expected.size(); ++i)
+      check_same_json(expected[i], actual[i], path + "[" + std::to_string(i) + "]", differences);
+  } else if (expected.is_number_float() || actual.is_number_float()) {
+    if (!expected.is_number() || !actual.is_number()) return differ("not a number");
+    const double a = expected.get<double>(), b = actual.get<double>();
+    if (std::fabs(a - b) > 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-300) differ("another value");
+  } else if (expected != actual) {
+    differ("another value");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the worked example's committed plans are what tvie plan computes now (no stale figure)", "[projection]") {
+  // docs/results/plan-*.json, written by scripts/plan-example.py, feed docs/results/plan-worked-example.md. Each is
+  // made again from the command line its context records (every case --no-host: nothing of this machine in it) and
+  // compared but for the context and the host's description. A change to the predictions, the catalog or the projection
+  // that moves a figure fails here until the example is regenerated.
+  namespace fs = std::filesystem;
+  tvie::test::TempDir dir;
+  int plans = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(TVIE_SOURCE_DIR) / "docs" / "results")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("plan-", 0) != 0 || entry.path().extension() != ".json") continue;
+    ++plans;
+    INFO(name);
+    std::ifstream in(entry.path());
+    const auto committed = nlohmann::json::parse(in);
+    const auto argv = committed["context"]["argv"].get<std::vector<std::string>>();
+    REQUIRE(argv.size() > 2);
+    REQUIRE(argv[1] == "plan");
+    CHECK(std::find(argv.begin(), argv.end(), "--no-host") != argv.end());
+    std::string args;
+    for (size_t i = 1; i < argv.size(); ++i) {
+      std::string a = argv[i];
+      if (i > 1 && argv[i - 1] == "--json") a = (dir.path / name).string();
+      args += " " + a;
+    }
+    // From the source tree, as the script runs it (--from names a report by its path there).
+    const auto run = tvie::test::run_command("cd " + std::string(TVIE_SOURCE_DIR) + " && " + TVIE_CLI_PATH + args);
+    INFO(run.out);
+    REQUIRE(run.exit_code == 0);
+    std::ifstream again_in(dir.path / name);
+    auto now = nlohmann::json::parse(again_in);
+    auto then = committed;
+    for (const char* machine : {"context", "host"}) {  // this machine's: not part of a --no-host plan's figures
+      then.erase(machine);
+      now.erase(machine);
+    }
+    int differences = 0;
+    check_same_json(then, now, "", differences);
+    CHECK(differences == 0);
+  }
+  CHECK(plans == 8);
 }

@@ -174,7 +174,7 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
   CHECK(chart(i, "sweep-peak").find("data-points=\"1\"") != std::string::npos);  // only batch 1 fits
 }
 
-TEST_CASE("serve --html: latency against offered load from the max-QPS search; allreduce --html: bus bandwidth",
+TEST_CASE("serve --html: latency against offered load from the max-QPS search, and allreduce --html: bus bandwidth",
           "[html]") {
   test::TempDir dir;
   // A bound every probe meets: the search doubles 16 times from 1e5 QPS (as the command-line test of the search).

@@ -44,7 +44,7 @@ std::string pad(const std::string& s, size_t width) {
 
 void row(std::ostream& out, const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
   std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) line += pad(cells[i], widths[i]);
+  for (size_t i = 0; i < cells.size(); ++i) line += pad(cells[i], i < widths.size() ? widths[i] : 0);
   while (!line.empty() && line.back() == ' ') line.pop_back();
   out << line << '\n';
 }
@@ -623,7 +623,7 @@ void ConsoleReporter::report(const ZooReport& r) {
       << "(2 per multiply-add of the matmuls and convolutions), tokens per sample (--seq changes it), and the\n"
       << "transformer blocks that --checkpoint blocks checkpoints and --slice-layers slices (ResNet's slices take\n"
       << "each stage's blocks). Use: --model MODEL --preset PRESET.\n\n";
-  const std::vector<size_t> w = {8, 16, 16, 13, 16, 8, 8};
+  const std::vector<size_t> w = {8, 16, 16, 13, 16, 8, 8, 0};  // a width per cell: the source is last, unpadded
   row(out, {"model", "preset", "parameters", "fp32 weights", "forward/sample", "tokens", "blocks", "source"}, w);
   for (const auto& p : r.presets)
     row(out,

@@ -263,6 +263,40 @@ TEST_CASE("the attention's per-thread buffers: long sequences, more threads than
   }
 }
 
+TEST_CASE("oneDNN's emulated bf16 matmul: its fp32 accumulator as oneDNN books it, odd shapes, 1 and 4 threads",
+          "[predict]") {
+  if (cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_avx512_emulated) {
+    WARN("SKIPPED: this CPU does not run bf16 matmuls on oneDNN's emulating gemm (AVX-512 without avx512_bf16)");
+    return;
+  }
+  // An mlp whose products are not multiples of 128 floats (36 x 24, 24 x 24, 24 x 100, 36 x 13 ...): oneDNN books
+  // the accumulator in steps of 64 floats and, at more threads, a block of whole rows per thread. The rule before
+  // 2026-12-04 (512-byte steps, no threads) was 256 bytes over at 1 thread here and under at 4.
+  struct Threads {
+    int saved = at::get_num_threads();
+    explicit Threads(int n) { at::set_num_threads(n); }
+    ~Threads() { at::set_num_threads(saved); }
+  };
+  MlpConfig config;
+  config.input_features = 100;
+  config.hidden_features = 24;
+  config.hidden_layers = 2;
+  config.classes = 13;
+  const auto w = make_mlp_workload(config);
+  for (const int threads : {1, 4}) {
+    const Threads t(threads);
+    INFO(threads << " thread(s)");
+    TrainSettings s = test::small_train(OptimizerKind::sgd);
+    s.batch_size = 36;
+    s.precision = TrainPrecision::bf16;
+    CHECK(test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak == predict_training_memory(*w, s).peak);
+    InferSettings i = test::small_infer();
+    i.dtype = InferenceDtype::bf16;
+    i.batch_size = 36;
+    CHECK(measure_inference(*w, i, c10::Device(c10::kCPU)).memory.peak == predict_inference_memory(*w, i).peak);
+  }
+}
+
 TEST_CASE("predicted inference ledger: the converted weights exactly, the working set from the trace",
           "[predict][cpu-kinds]") {
   const c10::Device cpu(c10::kCPU);

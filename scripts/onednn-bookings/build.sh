@@ -10,8 +10,8 @@
 # patched (force-amx.patch): with TVIE_FORCE_AMX set, oneDNN believes the CPU has AVX512_VNNI, AVX512_BF16,
 # AVX512_FP16 and AMX (tiles, int8, bf16; palette 1: 8 tiles of 16 rows x 64 bytes, as on Intel's Xeons from the
 # 4th generation on) and picks the kernels it would pick there. Nothing runs on those kernels: the probe creates
-# primitive descriptors and reads what they book, nothing more. The cache sizes stay the host's (oneDNN's blocking
-# reads them): results for AMX are those of a CPU with this host's L1 and L2 per core.
+# primitive descriptors and reads what they book, nothing more. oneDNN's blocking reads the cache sizes per core:
+# the host's, unless TVIE_CACHE_KIB="L1,L2,L3" (KiB per core) stands for another CPU's (the patch's third part).
 #
 # Only the convolution, reorder, matmul and inner-product primitives are built (about 40 minutes on 2 cores). Then
 # `scripts/onednn-bookings/conv.py` compares the structure LibTorch gives those bookings with the measured tables and

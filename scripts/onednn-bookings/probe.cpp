@@ -6,7 +6,7 @@
 // Nothing is executed: the primitive descriptors say which kernel would run, the layouts it wants and the bytes of
 // its scratchpad. Built by scripts/onednn-bookings/build.sh against a oneDNN at LibTorch's commit.
 //
-// Usage: `probe version` prints oneDNN's version and commit; probe [bf16|f32] < shapes, one convolution per line: "batch cin cout kernel stride hw" (square images and
+// Usage (a matmul mode below): `probe version` prints oneDNN's version and commit; probe [bf16|f32] < shapes, one convolution per line: "batch cin cout kernel stride hw" (square images and
 // kernels, padding kernel / 2, no bias). Prints per line the shape, then for each primitive (F, D, W) its kernel and
 // every tensor's bytes in the layout oneDNN wants, suffixed 'p' when that layout is the plain one LibTorch holds
 // (NCHW / OIHW: no reorder), 'c' when it is channels-last (a public layout that LibTorch's mkldnn_to_dense keeps and
@@ -31,12 +31,41 @@ const char* layout(const memory::desc& d, const memory::desc& plain) {
 
 }  // namespace
 
+// `probe matmul < shapes`: a bf16 matmul c[M, N] = a[M, K] b[K, N] per line, "M K N a_tag b_tag sum", the tags
+// "ab" (row-major) or "ba" (the transpose of a row-major tensor) as ONEDNN_VERBOSE shows LibTorch's calls, sum 1
+// where LibTorch adds into c (a Linear's bias: a sum post-op). Prints the kernel and the scratchpad's bytes.
+int probe_matmul(const engine& eng) {
+  long M, K, N, sum;
+  char at[8], bt[8];
+  while (std::scanf("%ld %ld %ld %7s %7s %ld", &M, &K, &N, at, bt, &sum) == 6) {
+    const auto tag_of = [](const char* t) { return std::strcmp(t, "ba") == 0 ? tag::ba : tag::ab; };
+    const memory::desc a({M, K}, memory::data_type::bf16, tag_of(at)), b({K, N}, memory::data_type::bf16, tag_of(bt));
+    const memory::desc c({M, N}, memory::data_type::bf16, tag::ab);
+    primitive_attr attr;
+    attr.set_scratchpad_mode(scratchpad_mode::user);
+    if (sum != 0) {
+      post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    std::printf("%ld %ld %ld %s %s %ld", M, K, N, at, bt, sum);
+    try {
+      const dnnl::matmul::primitive_desc pd(eng, a, b, c, attr);
+      std::printf(" | M %s s=%ld\n", pd.impl_info_str(), bytes(pd.scratchpad_desc()));
+    } catch (const dnnl::error& e) {
+      std::printf(" | error %s\n", e.what());
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "version") == 0) {
     const dnnl_version_t* v = dnnl::version();
     std::printf("v%d.%d.%d (commit %s)\n", v->major, v->minor, v->patch, v->hash);
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "matmul") == 0) return probe_matmul(engine(engine::kind::cpu, 0));
   const bool f32 = argc > 1 && std::strcmp(argv[1], "f32") == 0;
   const memory::data_type dt = f32 ? memory::data_type::f32 : memory::data_type::bf16;
   const engine eng(engine::kind::cpu, 0);

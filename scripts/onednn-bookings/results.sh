@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Writes the two results of the oneDNN bookings probe (build it first: scripts/onednn-bookings/build.sh):
+# Writes the results of the oneDNN bookings probe (build it first: scripts/onednn-bookings/build.sh):
 #   docs/results/cpu-conv-structure-from-onednn-bookings.md  LibTorch's structure (conv.py's doc) on oneDNN's own
 #       bookings against the four measured convolution tables: bf16 on this host (emulated where it lacks
 #       avx512_bf16), bf16 as on the AMD EPYC (avx512_bf16, under ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 with the
-#       probe's forced features), fp32 on AVX-512 and fp32 on AVX2 (under ONEDNN_MAX_CPU_ISA=AVX2);
+#       probe's forced features and a Zen 4 core's caches), fp32 on AVX-512 and fp32 on AVX2 (under
+#       ONEDNN_MAX_CPU_ISA=AVX2);
+#   docs/results/cpu-bf16-matmul-rules-vs-onednn-bookings.md  the bf16 Linear's scratch rules against oneDNN's
+#       bookings (matmul.py);
 #   docs/results/cpu-bf16-conv-amx-from-onednn-bookings.md  the bf16 table's convolutions on oneDNN's AMX kernels
-#       (never run: oneDNN's bookings for a CPU with AMX), beside what tvie's prediction counts on AMX today.
+#       (never run: oneDNN's bookings for a CPU with AMX, with this host's caches), beside what tvie's prediction
+#       counts on AMX today.
+# The experiment of amx-prediction.py needs a tvie built with its patch: run it apart (its doc).
 #
 #   scripts/onednn-bookings/results.sh PROBE
 # Needs a host with AVX-512 (the measured tables were made on such CPUs; the fp32 AVX-512 table's kernels).
@@ -53,7 +58,8 @@ out="$R/cpu-conv-structure-from-onednn-bookings.md"
   section "bf16 on this host (oneDNN's avx512_core kernels$(grep -qw avx512_bf16 /proc/cpuinfo || echo ', emulating bf16'))" \
     "$R/cpu-bf16-conv-scratch-avx512-emulated.md" bf16
   section "bf16 with avx512_bf16 (the AMD EPYC's table; the probe stands for that CPU)" \
-    "$R/cpu-bf16-conv-scratch-avx512.md" bf16 TVIE_FORCE_AMX=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
+    "$R/cpu-bf16-conv-scratch-avx512.md" bf16 TVIE_FORCE_AMX=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 \
+    TVIE_CACHE_KIB=32,1024,4096
   section "fp32 on AVX-512" "$R/cpu-fp32-conv-scratch-avx512.md" f32
   section "fp32 on AVX2" "$R/cpu-fp32-conv-scratch-avx2.md" f32 ONEDNN_MAX_CPU_ISA=AVX2
 } >"$out.tmp"
@@ -75,5 +81,10 @@ out="$R/cpu-bf16-conv-amx-from-onednn-bookings.md"
   echo
   python3 "$conv" amx "$R/cpu-bf16-conv-scratch-avx512-emulated.md" "$probe"
 } >"$out.tmp"
+mv "$out.tmp" "$out"
+echo "wrote $out" >&2
+
+out="$R/cpu-bf16-matmul-rules-vs-onednn-bookings.md"
+python3 scripts/onednn-bookings/matmul.py "$probe" >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out" >&2

@@ -168,10 +168,24 @@ int64_t ForwardTrace::cast_gradients(int64_t scratch, int64_t weight_elements, c
 }
 
 namespace {
-// oneDNN's bf16 matmul where the CPU has AVX-512 but no avx512_bf16 (bf16 emulated): an fp32 accumulator of the
-// product's m x n output, in 512-byte steps, and 128 bytes (scripts/op-scratch.py on an Intel Xeon of that kind, 2
-// threads: equal to the byte for ten shapes of 5 to 16 rows and 1 to 128 columns, forward and both gradients).
-int64_t emulated_accumulator(int64_t m, int64_t n) { return (m * n * 4 + 511) / 512 * 512 + 128; }
+// oneDNN's bf16 matmul where the CPU has AVX-512 but no avx512_bf16 (gemm:jit:bf16, bf16 emulated): an fp32
+// accumulator for the product's m x n output, as oneDNN books it (cpu/matmul/gemm_based_common.hpp,
+// get_scratchpad_num_elements): a block per thread of the threads that will run it, each the whole rows of its
+// share of the output (its share itself where that is less than a row), at least one thread's whole product, in
+// steps of 64 floats; and 128 bytes of the scratchpad's alignment. Equal to oneDNN's bookings for 720 products (a
+// Linear's three on 60 random shapes, 8-300 rows, 32-600 x 32-320 features, 1-4 threads:
+// scripts/onednn-bookings/matmul.py) and to LibTorch's allocations where measured (scripts/op-scratch.py, 1, 2 and
+// 4 threads, odd shapes). Until 2026-12-04 the rule was m x n x 4 in 512-byte steps: equal where m x n is a
+// multiple of 128 at 1 or 2 threads (the zoo's shapes), 256 bytes over or up to 8% under elsewhere. Inside a
+// parallel region (the flash attention's products) oneDNN sees one thread.
+int64_t emulated_accumulator(int64_t m, int64_t n, int64_t threads) {
+  const auto block = [&](int64_t t) {
+    const int64_t share = (m * n + t - 1) / t;
+    const int64_t elements = share >= n ? std::min(m * n, share / n * n) : share;
+    return (elements + 63) / 64 * 64;
+  };
+  return std::max(block(1), threads * block(threads)) * 4 + 128;
+}
 }  // namespace
 
 Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const char* layer, bool tied) {
@@ -207,15 +221,16 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       scratch = std::max<int64_t>({x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
                                    onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
+      const int64_t threads = at::get_num_threads();
       if (rows > 1 || !bf16_one_row_forward_on_aten()) {
-        const Sym accumulator = make(emulated_accumulator(rows, out), 1, false);
+        const Sym accumulator = make(emulated_accumulator(rows, out, threads), 1, false);
       }
       // On a 3-D input (matmul's backward) the weight gradient with its accumulator comes first, then the input
       // gradient with its own (a tied head with a large vocabulary was 2 KiB over until 2026-12-04: its input
       // gradient counted beside the weight gradient's accumulator); addmm's (2-D) computes the input gradient first.
       const int64_t dx = x.requires_grad && x.dims != 2 ? rows * in * compute_bytes() : 0;
-      scratch = std::max<int64_t>(
-          {x.requires_grad ? emulated_accumulator(rows, in) : 0, emulated_accumulator(out, in) - dx, 0});
+      scratch = std::max<int64_t>({x.requires_grad ? emulated_accumulator(rows, in, threads) : 0,
+                                   emulated_accumulator(out, in, threads) - dx, 0});
     }
   }
   // The C++ frontend's linear on a 3-D input adds the bias in place after the product: under autocast the
@@ -540,7 +555,7 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
     }  // beside y and the log-sum-exp, then freed
     scratch = T * 2 * qs * kvs * 4 + (flash ? T * 2 * qs * kvs * 2 : 0) + T * qs * 4;
     if (flash && cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated && qs * kvs * d > 16 * 16 * 16)
-      scratch += T * (std::max(emulated_accumulator(kvs, d), emulated_accumulator(qs, d)) + 4);
+      scratch += T * (std::max(emulated_accumulator(kvs, d, 1), emulated_accumulator(qs, d, 1)) + 4);
   }
   save(q2, "attention");
   save(k2, "attention");

@@ -28,6 +28,16 @@ namespace {
 // The kinds of CPU whose every kernel's scratch is written out and was checked on that kind itself (an Intel Xeon of
 // each, 1, 2 and 4 threads, 2026-12-03): ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones, and oneDNN's AVX-512
 // kernels emulating bf16. Not yet checked again on avx512_bf16, nor on AMX.
+// LibTorch's intra-op threads for a scope, restored after: at::set_num_threads is not capped at the cores, as
+// OMP_NUM_THREADS is.
+struct Threads {
+  int saved = at::get_num_threads();
+  explicit Threads(int n) { at::set_num_threads(n); }
+  ~Threads() { at::set_num_threads(saved); }
+  Threads(const Threads&) = delete;
+  Threads& operator=(const Threads&) = delete;
+};
+
 bool every_kernel_checked_here() {
   const auto kernels = cpu_bf16_matmul_kernels();
   return kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated;
@@ -226,11 +236,6 @@ TEST_CASE("the attention's per-thread buffers: long sequences, more threads than
   // LibTorch's CPU flash attention keeps per-thread blocks of scores (and their gradients in backward): they decide
   // gpt tiny's training peak at 800 positions, and at 4 threads a one-sequence batch's inference working set (the
   // trace missed them until 2026-12-04; at the 2 threads of this project's machines the inference ones hid).
-  struct Threads {
-    int saved = at::get_num_threads();
-    explicit Threads(int n) { at::set_num_threads(n); }  // not capped at the cores, as OMP_NUM_THREADS is
-    ~Threads() { at::set_num_threads(saved); }
-  };
   const bool bf16_checked = every_kernel_checked_here();
   {
     // Training: the buffers each thread allocates in its part of the loop are all alive at once only where every
@@ -271,12 +276,7 @@ TEST_CASE("oneDNN's emulated bf16 matmul: its fp32 accumulator as oneDNN books i
   }
   // An mlp whose products are not multiples of 128 floats (36 x 24, 24 x 24, 24 x 100, 36 x 13 ...): oneDNN books
   // the accumulator in steps of 64 floats and, at more threads, a block of whole rows per thread. The rule before
-  // 2026-12-04 (512-byte steps, no threads) was 256 bytes over at 1 thread here and under at 4.
-  struct Threads {
-    int saved = at::get_num_threads();
-    explicit Threads(int n) { at::set_num_threads(n); }
-    ~Threads() { at::set_num_threads(saved); }
-  };
+  // 2026-12-04 (512-byte steps, no threads) failed here at 4 threads, 512 bytes under in training and inference.
   MlpConfig config;
   config.input_features = 100;
   config.hidden_features = 24;

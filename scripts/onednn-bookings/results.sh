@@ -28,7 +28,10 @@ conv=scripts/onednn-bookings/conv.py
 R=docs/results
 host="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores"
 commit="$(git rev-parse --short=12 HEAD)"
-onednn="$("$probe" version), source commit $(cat "$(dirname "$probe")/onednn-commit" 2>/dev/null || echo unknown)"
+onednn="$("$probe" version)"
+case "$onednn" in  # oneDNN knows its commit only when built from a git checkout: build.sh wrote it down
+  *"commit N/A"*) onednn="$onednn, source commit $(cat "$(dirname "$probe")/onednn-commit" 2>/dev/null || echo unknown)" ;;
+esac
 
 section() {  # section TITLE TABLE DTYPE [VAR=VALUE...]
   local title="$1" table="$2" dtype="$3"

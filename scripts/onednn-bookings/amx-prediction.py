@@ -52,6 +52,9 @@ def predicted_peak(tvie, model, precision, optimizer, conv, matmul=None):
                               "--optimizer", optimizer, "--batch", "8", "--steps", "1", "--warmup", "0", "--json", out], env=env, capture_output=True, text=True)
         if run.returncode != 0:
             raise SystemExit(f"amx-prediction.py: tvie failed: {run.stderr.strip()}")
+        if "EXPERIMENT: the trace takes a CPU with AMX" not in run.stderr:
+            raise SystemExit(f"amx-prediction.py: {tvie} was not built with amx-prediction-experiment.patch (it "
+                             "predicts for this host's kernels, not AMX's)")
         if "EXPERIMENT: no bookings" in run.stderr:
             raise SystemExit(f"amx-prediction.py: {run.stderr.strip()}")
         missing = re.findall(r"EXPERIMENT: no matmul bookings for (T\d+ .*)", run.stderr)

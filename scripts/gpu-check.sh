@@ -29,11 +29,14 @@ t_all=$SECONDS
 rm -rf "$res"
 mkdir -p "$res"
 log="$res/gpu-check.log"
-# The commit of the tree that is built: git's where the clone is here (a dry run), else the one gpu-prepare.sh
-# recorded (the device machine gets the tree without its .git).
+# The commit of the tree that is built: on the device machine the one gpu-prepare.sh recorded (its copy of the tree
+# may carry a .git of an older commit: the H200 run of 2026-12-04 named the session's first commit), git's in a dry
+# run here.
 source_commit() {
   local c
-  if c="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null)"; then
+  if [ "$dry_run" -eq 0 ] && [ -f "$prep/commit" ]; then
+    cat "$prep/commit"
+  elif c="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null)"; then
     [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || c="$c with uncommitted changes"
     echo "$c"
   else

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <c10/core/Device.h>
+#include <tvie/config.hpp>  // TVIE_WITH_CUDA: without it the #if below reads 0 even in a CUDA build
 
 namespace tvie::detail {
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 
+#include <tvie/config.hpp>  // TVIE_WITH_CUDA (the timeline on CUDA said "this build has no CUDA" without it: the H200)
 #include <tvie/errors.hpp>
 #include <tvie/memory.hpp>
 

@@ -25,9 +25,6 @@ double relative(int64_t predicted, int64_t measured) {
 }  // namespace
 
 namespace {
-// The kinds of CPU whose every kernel's scratch is written out and was checked on that kind itself (an Intel Xeon of
-// each, 1, 2 and 4 threads, 2026-12-03): ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones, and oneDNN's AVX-512
-// kernels emulating bf16. Not yet checked again on avx512_bf16, nor on AMX.
 // LibTorch's intra-op threads for a scope, restored after: at::set_num_threads is not capped at the cores, as
 // OMP_NUM_THREADS is.
 struct Threads {
@@ -38,6 +35,9 @@ struct Threads {
   Threads& operator=(const Threads&) = delete;
 };
 
+// The kinds of CPU whose every kernel's scratch is written out and was checked on that kind itself (an Intel Xeon of
+// each, 1, 2 and 4 threads, 2026-12-03): ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones, and oneDNN's AVX-512
+// kernels emulating bf16. Not yet checked again on avx512_bf16, nor on AMX.
 bool every_kernel_checked_here() {
   const auto kernels = cpu_bf16_matmul_kernels();
   return kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated;

@@ -25,8 +25,9 @@ what bench/conv_scratch_table.cpp measures. Usage:
 """
 import os
 import re
-import subprocess
 import sys
+
+from probe_run import run_probe
 
 ROW = re.compile(r"\| (\d+) -> (\d+), (\d+)x\d+ stride (\d+), (\d+)x\d+( \(no input gradient\))? \| (\d+) \| (\d+) \|"
                  r"[^|]*\| ([^|]*) \| ([^|]*) \|")
@@ -51,13 +52,10 @@ def measured_rows(table):
 
 
 def probe(path, dtype, threads, shapes, force_amx):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    if force_amx:
-        env["TVIE_FORCE_AMX"] = "1"
-    text = "\n".join(" ".join(map(str, s)) for s in shapes) + "\n"
-    out = subprocess.run([path, dtype], input=text, env=env, capture_output=True, text=True, check=True).stdout
+    out = run_probe(path, dtype, [" ".join(map(str, s)) for s in shapes], threads,
+                    {"TVIE_FORCE_AMX": "1"} if force_amx else None)
     result = {}
-    for line in out.splitlines():
+    for line in out:
         head, *parts = line.split(" | ")
         key = tuple(map(int, head.split()))
         if parts[0].startswith("error"):

@@ -1,6 +1,7 @@
 // The symbolic forward: see forward_trace.hpp for the rules and their source.
 #include "models/forward_trace.hpp"
 
+#include "models/onednn_bookings.hpp"
 #include "models/onednn_scratch.hpp"
 
 #include <algorithm>
@@ -12,6 +13,10 @@
 #include <ATen/native/ConvUtils.h>
 
 #include <tvie/device.hpp>
+
+namespace tvie {
+bool cpu_bf16_conv_scratch_written_out();  // below
+}  // namespace tvie
 
 namespace tvie::trace {
 
@@ -203,6 +208,7 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   // oneDNN (LibTorch sends it those with rows x in x out above 16^3; the three products of a Linear have the same
   // size) hold, forward beside y and backward the larger of the input gradient's and the weight gradient's:
   //  - on the AVX-512 brgemm kernels (avx512_bf16): their packed blocks and accumulators (models/onednn_scratch.cpp);
+  //  - on AMX's: oneDNN's own bookings (models/onednn_bookings.hpp), where LibTorch's oneDNN can be asked;
   //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output in 512-byte steps and 128
   //    bytes (measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4
   //    threads, up to 2048 x 768 x 3072, and on an Intel Xeon of that kind); the forward of one row on such a CPU
@@ -220,6 +226,20 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       const int64_t dx = x.requires_grad ? rows * in * compute_bytes() : 0;
       scratch = std::max<int64_t>({x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
                                    onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
+    } else if (kernels == CpuBf16Matmul::onednn_amx && onednn::bookings_available()) {
+      // AMX's kernels: oneDNN's own bookings for the three products as LibTorch hands them over (forward x W^T with
+      // the bias as a sum, backward dy W and dy^T x), taken in the emulated kernels' order below. Checked against
+      // the only AMX measurements this project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
+      // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
+      const int64_t threads = at::get_num_threads();
+      const auto booked = [&](int64_t m, int64_t kk, int64_t n, bool a_transposed, bool b_transposed, bool sum) {
+        const auto b = onednn::bf16_matmul_booking(m, kk, n, a_transposed, b_transposed, sum, threads);
+        return b ? b->scratchpad : int64_t{0};
+      };
+      { const Sym packs = make(booked(rows, in, out, false, true, bias), 1, false); }  // alive beside y, then freed
+      const int64_t dx = x.requires_grad && x.dims != 2 ? rows * in * compute_bytes() : 0;
+      scratch = std::max<int64_t>({x.requires_grad ? booked(rows, out, in, false, false, false) : 0,
+                                   booked(out, rows, in, true, false, false) - dx, 0});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
       const int64_t threads = at::get_num_threads();
       if (rows > 1 || !bf16_one_row_forward_on_aten()) {
@@ -307,15 +327,17 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
       work(OpClass::elementwise, {0, double(x.bytes() + xin.bytes()), 0, 1}, {});
   }
   parameter_gradients(cin * cout * k * k);
-  // The CPU kernels' scratch, freed within the op (measured with LibTorch 2.14's profiler over channels, kernels,
-  // strides and batches, on an Intel Xeon with AMX and AMD EPYCs with AVX2 and with AVX-512; CUDA's kernels hold
-  // none the ledger sees):
+  // The CPU kernels' scratch, freed within the op (CUDA's kernels hold none the ledger sees). For oneDNN's kernels,
+  // first oneDNN's own bookings, asked of the oneDNN inside LibTorch (models/onednn_bookings.hpp: the same bytes as
+  // the rules below wherever those were checked, and AMX's kernels too); where it cannot be asked, the rules
+  // (measured with LibTorch 2.14's profiler over channels, kernels, strides and batches, on an Intel Xeon with AMX
+  // and AMD EPYCs with AVX2 and with AVX-512):
   //  - im2col ("slow", bf16/fp16 without AVX-512): forward and backward each unfold the input into columns
   //    [B, cin k k, out_hw^2] in its dtype (none for a 1x1 kernel of stride 1: the input is its own columns);
   //  - oneDNN with AVX-512 in bf16 without AMX (emulated without avx512_bf16): blocked layouts, transposes and
   //    per-thread weight gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on
   //    the AMD EPYC);
-  //    with AMX: backward copies the saved input (a contiguous clone; measured on the Xeon);
+  //    with AMX and no bookings: backward copies the saved input (a contiguous clone; measured on the Xeon);
   //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward, the weight
   //    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp; until 2026-12-03
   //    a fit, cnn tiny's step 6.2% under; checked on an Intel Xeon and an AMD EPYC);
@@ -337,20 +359,22 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
         scratch = columns * xin.element_bytes;
         break;
       }
-      case CpuConv::onednn_avx512: {
-        if (xin.element_bytes == 4 || (!query_.fp16 && cpu_bf16_conv_scratch_modelled())) {
-          const auto s = xin.element_bytes == 4 ? onednn::avx512_fp32_conv(shape) : onednn::avx512_bf16_conv(shape);
-          { const Sym blocks = make(s.forward_bytes, 1, false); }  // beside y, then freed
-          scratch = s.backward_bytes;
-        } else {
-          scratch = xin.bytes();
-        }
-        break;
-      }
+      case CpuConv::onednn_avx512:
       case CpuConv::onednn_avx2: {
-        const auto s = onednn::avx2_fp32_conv(shape);
-        { const Sym blocks = make(s.forward_bytes, 1, false); }  // beside y, then freed
-        scratch = s.backward_bytes;
+        // oneDNN's own bookings where LibTorch's oneDNN can be asked (any CPU, AMX's kernels included; fp16 not
+        // checked), else the configurations written out for AVX-512 without AMX and for AVX2.
+        std::optional<onednn::ConvScratch> s;
+        if (!query_.fp16) s = onednn::conv_scratch_from_bookings(shape, xin.element_bytes);
+        const bool avx2 = cpu_conv(cin, cout, k, stride, in_hw, xin.element_bytes) == CpuConv::onednn_avx2;
+        if (!s && avx2) s = onednn::avx2_fp32_conv(shape);
+        if (!s && !avx2 && xin.element_bytes == 4) s = onednn::avx512_fp32_conv(shape);
+        if (!s && !avx2 && !query_.fp16 && cpu_bf16_conv_scratch_written_out()) s = onednn::avx512_bf16_conv(shape);
+        if (s) {
+          { const Sym blocks = make(s->forward_bytes, 1, false); }  // beside y, then freed
+          scratch = s->backward_bytes;
+        } else {
+          scratch = xin.bytes();  // AMX or fp16 without bookings: backward copies the saved input (measured)
+        }
         break;
       }
       case CpuConv::other:
@@ -773,12 +797,23 @@ CpuBf16Matmul cpu_bf16_matmul_kernels() {
 
 bool cpu_bf16_matmul_scratch_modelled() {
   const auto k = cpu_bf16_matmul_kernels();
+  return k == CpuBf16Matmul::onednn_avx512_bf16 || k == CpuBf16Matmul::onednn_avx512_emulated ||
+         (k == CpuBf16Matmul::onednn_amx && trace::onednn::bookings_available());
+}
+
+// The CPUs whose bf16 matmuls run on oneDNN's AVX-512 kernels without AMX run bf16 convolutions on its
+// avx512_core_bf16 JIT kernels (which emulate the bf16 dot products where avx512_bf16 is missing, with the same
+// bookings but a smaller 1x1 register blocking and blocked strided input gradients), written out in
+// models/onednn_scratch.cpp; AMX's kernels book other buffers, which only oneDNN's own bookings give.
+// Whether models/onednn_scratch.cpp has this CPU's bf16 convolution kernels written out (the trace's fallback where
+// oneDNN's own bookings cannot be asked).
+bool cpu_bf16_conv_scratch_written_out() {
+  const auto k = cpu_bf16_matmul_kernels();
   return k == CpuBf16Matmul::onednn_avx512_bf16 || k == CpuBf16Matmul::onednn_avx512_emulated;
 }
 
-// The same CPUs run bf16 convolutions on oneDNN's avx512_core_bf16 JIT kernels (which emulate the bf16 dot
-// products where avx512_bf16 is missing, with the same bookings but a smaller 1x1 register blocking and blocked
-// strided input gradients), written out in models/onednn_scratch.cpp; AMX's kernels book other buffers.
-bool cpu_bf16_conv_scratch_modelled() { return cpu_bf16_matmul_scratch_modelled(); }
+bool cpu_bf16_conv_scratch_modelled() {
+  return cpu_bf16_conv_scratch_written_out() || (cpu_bf16_on_onednn() && trace::onednn::bookings_available());
+}
 
 }  // namespace tvie

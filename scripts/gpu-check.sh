@@ -154,7 +154,20 @@ figure() {  # figure NAME COMMAND...: into gpu-<card>-NAME.txt the header, the c
   local args=("${@//\{json\}/$json}")
   { header; echo "# command: tvie ${args[*]//$res\//}"; bounded "$bin/tvie" "${args[@]}"; } >"$file" 2>&1
 }
-gpu_tests() {  # each [gpu] test case in its own process, within its own limit; failures in full
+backtrace() {  # backtrace NAME SPEC: a test case that died of a signal, once more under cuda-gdb (the GPU machine has
+  # no gdb; cuda-gdb debugs host code too), for the stack where it died: Catch's own report names only the test
+  local lim
+  lim="$(limit 90)"
+  if ! command -v cuda-gdb >/dev/null || [ "$lim" -lt 20 ]; then
+    echo "no backtrace of '$1': $(command -v cuda-gdb >/dev/null && echo "the budget is spent" || echo "no cuda-gdb")"
+    return 0
+  fi
+  echo "# '$1' again under cuda-gdb (within $lim s), for the stack where the signal came:"
+  TVIE_REQUIRE_GPU=1 timeout -k 5 "$lim" cuda-gdb -batch -ex "set pagination off" -ex run -ex "bt 40" \
+    -ex "info threads" --args "$bin/tvie_tests" "$2" </dev/null || echo "cuda-gdb: exit code $?"
+}
+gpu_tests() {  # each [gpu] test case in its own process, within its own limit; failures in full; a test that dies of a
+  # signal once more under cuda-gdb for its backtrace
   local file="$res/gpu-$card-tests.txt" name rc n=0 bad=0
   header >"$file"
   local names=()
@@ -170,6 +183,7 @@ gpu_tests() {  # each [gpu] test case in its own process, within its own limit; 
     if [ "$rc" -ne 0 ]; then
       bad=$((bad + 1))
       echo "FAILED (exit code $rc, $((SECONDS - t)) s): $name" | tee -a "$file" | sed 's/^/[gpu-check]   /'
+      [ "$rc" -gt 128 ] && [ "$rc" -ne 137 ] && backtrace "$name" "$spec" >>"$file" 2>&1
     fi
   done
   echo "[gpu] test cases: ${#names[@]} listed, $n run, $((n - bad)) passed, $bad failed or not run" |
@@ -200,9 +214,10 @@ gpu_step llama "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train
 # tvie plan --measure: gpt2-small measured here, the Hopper (or this card's architecture) estimates calibrated.
 gpu_step plan "plan --measure gpt2-small" 60 figure plan-gpt2-small plan --model gpt --preset gpt2-small --batch 8 \
   --precision amp-bf16 --infer-dtype bf16 --measure --steps 10 --warmup 3 --device cuda --no-host --quiet --json {json}
+# Not --quiet: every probe's log line (its batch, whether it fit, its seconds) goes into the file as it ends, so that a
+# search its limit cuts short says where its time went (twice it did not end within 120 s on an H200).
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
-  --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --quiet \
-  --json {json}
+  --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --json {json}
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"
 pack
 exit "$failed"

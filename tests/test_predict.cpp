@@ -376,6 +376,13 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
     ++emulated;
   }
   if (emulated == 0) WARN("no kind of CPU below this one to emulate");
+  // And on this CPU with oneDNN's own bookings turned off: the configurations written out in
+  // models/onednn_scratch.cpp, which the trace uses where LibTorch's oneDNN cannot be asked (a stripped LibTorch).
+  const auto rules = test::run_command("TVIE_ONEDNN_BOOKINGS=0 " + std::string(TVIE_TEST_BINARY) + " \"[cpu-kinds]\"");
+  INFO(rules.out);
+  CHECK(rules.exit_code == 0);
+  CHECK_THAT(rules.out, Catch::Contains("All tests passed") && Catch::Contains("7 test cases") &&
+                            Catch::Contains("TVIE_ONEDNN_BOOKINGS=0"));  // the bookings tests say why they skip
 }
 
 TEST_CASE("max-batch search: doubling then bisection over any probe", "[predict][max_batch][pure]") {
@@ -425,7 +432,10 @@ TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays us
   REQUIRE(train.training.has_value());
   CHECK(train.training->peak <= train.limit_bytes);
   bool failed = false;
-  for (const auto& p : train.probes) failed = failed || !p.fits;
+  for (const auto& p : train.probes) {
+    failed = failed || !p.fits;
+    CHECK(p.seconds > 0);  // each probe's wall time, reported
+  }
   CHECK(failed);
   // The predicted largest batch is within 15% of the measured one (the peak prediction's tolerance).
   CHECK(std::abs(static_cast<double>(train.predicted_largest - train.largest_fitting)) <=

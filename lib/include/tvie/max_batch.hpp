@@ -29,6 +29,7 @@ struct MaxBatchProbe {
   int64_t batch = 0;
   bool fits = false;
   int64_t peak_bytes = 0;  // the probe's measured peak (allocated, above the baseline) when it fits
+  double seconds = 0;      // its wall time: the model built, its steps (or its out-of-memory), the cache handed back
 };
 
 enum class SearchMode { training, inference };

@@ -142,6 +142,7 @@ struct PredictedTrainingMemory {
                                 // where the step allocates it: CUDA's copy, pure bf16's converted input on the CPU)
                                 // + max(forward peak, backward peak, optimizer step) of the trace
   std::vector<std::pair<std::string, int64_t>> activations_by_layer;
+  std::string kernel_scratch_source;  // how the CPU kernels' scratch was obtained (kernel_scratch_source())
 };
 
 // The inference ledger, predicted (fields as in InferenceMemory).
@@ -149,8 +150,15 @@ struct PredictedInferenceMemory {
   int64_t parameters = -1;   // fp32/fp16/bf16: parameter_count * bytes + buffers; int8/fp8: -1 (not predicted)
   int64_t activations = -1;  // the trace's forward working set (output included)
   int64_t batch = 0;
-  int64_t peak = -1;  // parameters + activations + batch
+  int64_t peak = -1;                  // parameters + activations + batch
+  std::string kernel_scratch_source;  // as in PredictedTrainingMemory
 };
+
+// How the prediction obtains what the kernels hold inside an op on `device`: on the CPU, oneDNN's own bookings asked
+// of the oneDNN inside LibTorch (naming its version and where its functions were found), or, where it cannot be
+// asked, the configurations written out for AVX2 and AVX-512 without AMX (and why); on CUDA, that its kernels hold
+// none the ledger sees.
+std::string kernel_scratch_source(const c10::Device& device);
 
 // Pure functions of the workload's analytic facts and trace (nothing runs on a device; the batch's bytes
 // come from one CPU batch of the asked size). `data_parallel`: the ranks keep flat gradient buckets; `device`:

@@ -71,8 +71,8 @@ std::string to_json_string(const ZooReport& report, int indent = 2);
 
 // CSV of the reports' tables (one header row, units in the column names): compare and train the memory ledger (one
 // row per category, measured and predicted bytes), infer the sweep's rows, serve and decode their latency
-// statistics, max-batch its probes (mode,batch,fits,peak_bytes), allreduce its rows, cards the catalog (an empty
-// cell: not published), plan its cards ("projected" in each), list the zoo's presets. Slice reports throw
+// statistics, max-batch its probes (mode,batch,fits,peak_bytes,seconds), allreduce its rows, cards the catalog (an
+// empty cell: not published), plan its cards ("projected" in each), list the zoo's presets. Slice reports throw
 // InvalidArgument("csv", ...): they are several tables (use --json).
 std::string to_csv_string(const CompareReport& report);
 std::string to_csv_string(const TrainReport& report);

@@ -60,6 +60,7 @@ std::string nvidia_driver_version() {
     char buf[96] = {};
     if (get(buf, sizeof buf) == 0) version = buf;
     if (shutdown) shutdown();
+    return version;  // NVML stays loaded once initialised (see NvmlMeter in measure/energy.cpp)
   }
   ::dlclose(nvml);
   return version;

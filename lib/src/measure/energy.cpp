@@ -106,9 +106,14 @@ class NvmlMeter final : public EnergyMeter {
     meter->source_ = cat("NVML total energy, ", label, " (the whole board; updates every 20-100 ms)");
     return meter;
   }
+  // NVML stays loaded once initialised: a library that may have started threads of its own is not safe to unload
+  // (the [gpu] test of tvie plan --measure died of a segmentation fault seconds after the process had unloaded NVML,
+  // 2026-12-04, cause not established; PyTorch never unloads it either).
   ~NvmlMeter() override {
-    if (initialised_) shutdown_();
-    ::dlclose(lib_);
+    if (initialised_)
+      shutdown_();
+    else
+      ::dlclose(lib_);
   }
   void start() override {
     ok_ = energy_(handle_, &before_) == 0;

@@ -15,7 +15,9 @@
 
 namespace tvie::trace::onednn {
 
-// Whether LibTorch's oneDNN can be asked; `why` (when given) says how it was found, or why not.
+// Whether LibTorch's oneDNN can be asked; `why` (when given) says how it was found, or why not. TVIE_ONEDNN_BOOKINGS=0
+// in the environment turns the bookings off (the trace then uses the written-out rules, as where oneDNN cannot be
+// asked; the tests check those rules that way).
 bool bookings_available(std::string* why = nullptr);
 
 // One tensor as a primitive wants it: its bytes in that layout, and whether the layout is the plain one LibTorch

@@ -168,6 +168,8 @@ void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inferenc
         << " is a view of the data pool, made before the baseline (pure bf16 converts a floating input in the step).\n";
   out << "  predicted: before the run, from the parameter count and the model's traced forward (docs/metrics.md,\n"
       << "  \"Predicted memory\"); - where the workload has no trace.\n";
+  if (!cuda && !t.predicted.kernel_scratch_source.empty())
+    out << "  The CPU kernels' scratch within an op, predicted from " << t.predicted.kernel_scratch_source << ".\n";
   if (is_amp(t.precision))
     out << "  weight_copies: low-precision copies of the weights in autocast's cast cache; parameters stay fp32.\n";
   if (t.checkpointed_blocks > 0)

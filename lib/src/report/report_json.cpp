@@ -66,7 +66,8 @@ nlohmann::json timeline_json(const MemoryTimeline& t) {
 
 nlohmann::json max_batch_json(const MaxBatchResult& r) {
   nlohmann::json probes = nlohmann::json::array();
-  for (const auto& p : r.probes) probes.push_back({{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak_bytes}});
+  for (const auto& p : r.probes)
+    probes.push_back({{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak_bytes}, {"seconds", p.seconds}});
   nlohmann::json j = {{"largest_fitting", r.largest_fitting},     {"first_failing", r.first_failing},
                       {"predicted_largest", r.predicted_largest}, {"limit_bytes", r.limit_bytes},
                       {"limit_source", r.limit_source},           {"probes", probes}};
@@ -88,11 +89,16 @@ nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
           {"comm_buffers", p.comm_buffers},
           {"batch", p.batch},
           {"peak", p.peak},
-          {"activations_by_layer", by_layer}};
+          {"activations_by_layer", by_layer},
+          {"kernel_scratch_source", p.kernel_scratch_source}};
 }
 
 nlohmann::json predicted_json(const PredictedInferenceMemory& p) {
-  return {{"parameters", p.parameters}, {"activations", p.activations}, {"batch", p.batch}, {"peak", p.peak}};
+  return {{"parameters", p.parameters},
+          {"activations", p.activations},
+          {"batch", p.batch},
+          {"peak", p.peak},
+          {"kernel_scratch_source", p.kernel_scratch_source}};
 }
 
 using nlohmann::json;
@@ -644,11 +650,11 @@ std::string to_csv_string(const CardsReport& r) {
 }
 
 std::string to_csv_string(const MaxBatchReport& r) {
-  std::string out = "mode,batch,fits,peak_bytes";
+  std::string out = "mode,batch,fits,peak_bytes,seconds";
   for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
     if (!result) continue;
     for (const auto& p : result->probes)
-      out += cat("\n", to_string(result->mode), ",", p.batch, ",", p.fits ? 1 : 0, ",", p.peak_bytes);
+      out += cat("\n", to_string(result->mode), ",", p.batch, ",", p.fits ? 1 : 0, ",", p.peak_bytes, ",", p.seconds);
   }
   return out;
 }

@@ -2,9 +2,12 @@
 #include <tvie/max_batch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 
 #include "core/compat.hpp"
 #include "core/enum_names.hpp"
+#include "core/text.hpp"
 #include "scenarios/harness.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/infer.hpp>
@@ -99,6 +102,7 @@ template <typename Work>
 MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::Device& device, Work work,
                          log::Progress& progress) {
   progress.next(cat("batch ", batch));
+  const auto start = std::chrono::steady_clock::now();
   MaxBatchProbe p;
   p.batch = batch;
   {
@@ -114,7 +118,13 @@ MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::De
     }
   }
   detail::release_cached_memory(device);
-  log::info(cat("max-batch probe: batch ", batch, p.fits ? " fits" : " does not fit"));
+  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Each probe on its own line with its time, so that a search cut short by a time limit shows where it was.
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", p.seconds);
+  log::info(cat("max-batch probe: batch ", batch,
+                p.fits ? cat(" fits (peak ", detail::bytes_text(p.peak_bytes), ")") : std::string(" does not fit"),
+                ", ", seconds));
   return p;
 }
 

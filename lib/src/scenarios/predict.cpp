@@ -6,6 +6,7 @@
 #include <tvie/workload.hpp>
 
 #include "core/text.hpp"
+#include "models/onednn_bookings.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -57,6 +58,18 @@ BatchBytes batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t
 
 }  // namespace
 
+std::string kernel_scratch_source(const c10::Device& device) {
+  if (!device.is_cpu()) return "none: CUDA's kernels hold no scratch the caching allocator's statistics see";
+  std::string how;
+  if (trace::onednn::bookings_available(&how))
+    return cat("oneDNN's kernels: their own bookings, asked of the oneDNN inside LibTorch (", how,
+               "); ATen's: the trace's rules");
+  return cat(
+      "oneDNN's kernels: the configurations written out for AVX2 and AVX-512 without AMX (oneDNN's own bookings "
+      "cannot be asked: ",
+      how, "); ATen's: the trace's rules");
+}
+
 PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
                                                 bool data_parallel, const c10::Device& device) {
   const ModelFacts facts = workload.facts();
@@ -64,6 +77,7 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   const ActivationEstimate a = workload.estimate_activations(query);
   const int64_t weights = facts.parameter_count * query.weight_bytes;  // fp32, or bf16 for pure bf16
   PredictedTrainingMemory p;
+  p.kernel_scratch_source = kernel_scratch_source(device);
   // Why training holds each (the ledger's categories, tvie/memory.hpp):
   p.parameters = weights + (a.known ? a.buffer_bytes : facts.buffer_bytes);  // both modes need the weights
   p.gradients = weights;  // backward writes one per weight; the optimizer reads them
@@ -133,6 +147,7 @@ PredictedInferenceMemory predict_inference_memory(const Workload& workload, cons
   const ActivationQuery query = activation_query(settings, device);
   const ActivationEstimate a = workload.estimate_activations(query);
   PredictedInferenceMemory p;
+  p.kernel_scratch_source = kernel_scratch_source(device);
   p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes).total();
   const bool dense = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::fp16 ||
                      settings.dtype == InferenceDtype::bf16;

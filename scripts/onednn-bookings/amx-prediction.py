@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The training peaks measured on an Intel Xeon with AMX against tvie's prediction, with and without oneDNN's AMX
-bookings for the convolutions and the bf16 matmuls. An experiment, not a rule of the prediction: LibTorch's oneDNN cannot be asked for
-its bookings at run time (its symbols are hidden), and AMX's configuration is not yet written out in
-lib/src/models/onednn_scratch.cpp.
+bookings for the convolutions and the bf16 matmuls. An experiment (2026-12-04, at f90f8fc: the patch applies to
+that commit's trace), made when tvie did not yet ask LibTorch's oneDNN for its bookings. Since 35398ee the
+prediction does (lib/src/models/onednn_bookings.cpp: its C API found in libtorch_cpu.so's symbol table, though
+LibTorch hides it), with the same structure, so on a CPU with AMX it takes these bookings itself; this script remains
+the record of how they were checked against the AMX Xeon's measurements without such a CPU.
 
   amx-prediction.py TVIE PROBE
 

@@ -21,7 +21,8 @@ what bench/conv_scratch_table.cpp measures. Usage:
                                     Prints every row that differs and "N of M equal"; exit 1 if any differs.
   conv.py amx TABLE PROBE           the same shapes as TABLE with oneDNN's AMX kernels (TVIE_FORCE_AMX=1): a
                                     Markdown table of what each convolution would hold, beside what tvie's
-                                    prediction counts on AMX today (the input's copy in backward).
+                                    prediction counted on AMX until 2026-12-04 (the input's copy in backward; since,
+                                    it asks LibTorch's own oneDNN: lib/src/models/onednn_bookings.cpp).
 """
 import os
 import re
@@ -114,7 +115,7 @@ def amx(table, path):
     rows = measured_rows(table)
     shapes = sorted({r[:7] + (r[7],) for r in rows}, key=lambda r: (r[1], r[2], r[3], r[4], r[5], r[0], r[7]))
     print("| convolution | batch | threads | kernels (forward, backward data, backward weights) | forward | backward |"
-          " tvie counts today (forward, backward) |")
+          " tvie counted until 2026-12-04 (forward, backward) |")
     print("|---|---|---|---|---|---|---|")
     by_threads = {}
     for threads in sorted({r[7] for r in shapes}):

@@ -10,7 +10,8 @@ shapes (8-300 rows, 32-600 input and 32-320 output features, 1-4 threads), the p
     AMD EPYC's profiler, the forward on 360 Linears), rewritten below; keep them in step;
   - with AVX-512 alone (the probe without forcing, on such a host): the trace's emulated accumulator
     (lib/src/models/forward_trace.cpp, emulated_accumulator), rewritten below.
-And lists what AMX's kernels book for the same products, which the prediction does not count yet.
+And lists what AMX's kernels book for the same products (the prediction asks LibTorch's own oneDNN for them since
+2026-12-04, lib/src/models/onednn_bookings.cpp).
 
   matmul.py PROBE          prints a Markdown report on stdout; run on a host with AVX-512
 """
@@ -105,7 +106,7 @@ def main(argv):
                 print(f"| {kind} | {name} | {threads} | {equal} of {len(shapes)} | "
                       f"{100 * min(ratios):+.1f}% .. {100 * max(ratios):+.1f}% |")
     print()
-    print("AMX's kernels (TVIE_FORCE_AMX=1), which the prediction does not count yet: the scratchpad per product over")
+    print("AMX's kernels (TVIE_FORCE_AMX=1), which the prediction takes from LibTorch's oneDNN since 2026-12-04: the scratchpad per product over")
     print("the same shapes, in KiB (min .. max), and its kernel.")
     print()
     print("| product | threads | kernel | scratchpad |")

@@ -14,11 +14,19 @@
 
 #include <tvie/device.hpp>
 
-namespace tvie {
-bool cpu_bf16_conv_scratch_written_out();  // below
-}  // namespace tvie
-
 namespace tvie::trace {
+
+namespace {
+// Whether models/onednn_scratch.cpp has this CPU's bf16 convolution kernels written out (the trace's fallback where
+// oneDNN's own bookings cannot be asked): the CPUs whose bf16 matmuls run on oneDNN's AVX-512 kernels without AMX
+// run bf16 convolutions on its avx512_core_bf16 JIT kernels (which emulate the bf16 dot products where avx512_bf16
+// is missing, with the same bookings but a smaller 1x1 register blocking and blocked strided input gradients); AMX's
+// kernels book other buffers, which only oneDNN's own bookings give.
+bool cpu_bf16_conv_scratch_written_out() {
+  const auto k = cpu_bf16_matmul_kernels();
+  return k == CpuBf16Matmul::onednn_avx512_bf16 || k == CpuBf16Matmul::onednn_avx512_emulated;
+}
+}  // namespace
 
 struct Counters {
   int64_t live = 0;
@@ -351,7 +359,8 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
     const int64_t columns = k != 1 || stride != 1 ? batch() * cin * k * k * out_hw * out_hw : 0;
     const onednn::ConvShape shape{
         batch(), cin, cout, k, stride, in_hw, out_hw, x.requires_grad, static_cast<int64_t>(at::get_num_threads())};
-    switch (cpu_conv(cin, cout, k, stride, in_hw, xin.element_bytes)) {
+    const CpuConv kernel = cpu_conv(cin, cout, k, stride, in_hw, xin.element_bytes);
+    switch (kernel) {
       case CpuConv::im2col: {
         {
           const Sym forward_columns = make(columns, xin.element_bytes, false);
@@ -365,7 +374,7 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
         // checked), else the configurations written out for AVX-512 without AMX and for AVX2.
         std::optional<onednn::ConvScratch> s;
         if (!query_.fp16) s = onednn::conv_scratch_from_bookings(shape, xin.element_bytes);
-        const bool avx2 = cpu_conv(cin, cout, k, stride, in_hw, xin.element_bytes) == CpuConv::onednn_avx2;
+        const bool avx2 = kernel == CpuConv::onednn_avx2;
         if (!s && avx2) s = onednn::avx2_fp32_conv(shape);
         if (!s && !avx2 && xin.element_bytes == 4) s = onednn::avx512_fp32_conv(shape);
         if (!s && !avx2 && !query_.fp16 && cpu_bf16_conv_scratch_written_out()) s = onednn::avx512_bf16_conv(shape);
@@ -801,19 +810,8 @@ bool cpu_bf16_matmul_scratch_modelled() {
          (k == CpuBf16Matmul::onednn_amx && trace::onednn::bookings_available());
 }
 
-// The CPUs whose bf16 matmuls run on oneDNN's AVX-512 kernels without AMX run bf16 convolutions on its
-// avx512_core_bf16 JIT kernels (which emulate the bf16 dot products where avx512_bf16 is missing, with the same
-// bookings but a smaller 1x1 register blocking and blocked strided input gradients), written out in
-// models/onednn_scratch.cpp; AMX's kernels book other buffers, which only oneDNN's own bookings give.
-// Whether models/onednn_scratch.cpp has this CPU's bf16 convolution kernels written out (the trace's fallback where
-// oneDNN's own bookings cannot be asked).
-bool cpu_bf16_conv_scratch_written_out() {
-  const auto k = cpu_bf16_matmul_kernels();
-  return k == CpuBf16Matmul::onednn_avx512_bf16 || k == CpuBf16Matmul::onednn_avx512_emulated;
-}
-
 bool cpu_bf16_conv_scratch_modelled() {
-  return cpu_bf16_conv_scratch_written_out() || (cpu_bf16_on_onednn() && trace::onednn::bookings_available());
+  return trace::cpu_bf16_conv_scratch_written_out() || (cpu_bf16_on_onednn() && trace::onednn::bookings_available());
 }
 
 }  // namespace tvie

@@ -21,8 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <ATen/Parallel.h>
-
 #include "core/text.hpp"
 #include <tvie/log.hpp>
 
@@ -217,23 +215,6 @@ const Api& api() {
   }();
   return loaded;
 }
-
-// oneDNN sizes per-thread buffers by the threads it will run with: omp_get_max_threads, which at::set_num_threads
-// sets. The intra-op threads set to `threads` for the scope, restored after.
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int64_t threads) : saved_(at::get_num_threads()) {
-    if (threads != saved_) at::set_num_threads(static_cast<int>(threads));
-  }
-  ~ScopedThreads() {
-    if (at::get_num_threads() != saved_) at::set_num_threads(saved_);
-  }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int saved_;
-};
 
 // Owners of oneDNN's handles.
 struct MdDeleter {

@@ -771,20 +771,24 @@ at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, i
                                          c10::fromIntArrayRefSlow(output_padding), c10::SymInt(1), std::nullopt);
 }
 
+ScopedThreads::ScopedThreads(int64_t threads) : saved_(at::get_num_threads()) {
+  if (threads != saved_) at::set_num_threads(static_cast<int>(threads));
+}
+
+ScopedThreads::~ScopedThreads() {
+  if (at::get_num_threads() != saved_) at::set_num_threads(saved_);
+}
+
 bool conv_on_onednn(const ConvShape& c, int64_t element_bytes) {
-  const int saved_threads = at::get_num_threads();
-  at::set_num_threads(static_cast<int>(c.threads));
-  const bool yes = conv_backend(c.batch, c.cin, c.cout, c.kernel, c.stride, c.in_hw,
-                                element_bytes == 2 ? at::kBFloat16 : at::kFloat) == at::native::ConvBackend::Mkldnn;
-  at::set_num_threads(saved_threads);
-  return yes;
+  const ScopedThreads threads(c.threads);
+  return conv_backend(c.batch, c.cin, c.cout, c.kernel, c.stride, c.in_hw,
+                      element_bytes == 2 ? at::kBFloat16 : at::kFloat) == at::native::ConvBackend::Mkldnn;
 }
 
 ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes) {
   install_cpu_memory_counter();
   const auto probe = make_memory_probe(c10::Device(c10::kCPU));
-  const int saved_threads = at::get_num_threads();
-  at::set_num_threads(static_cast<int>(c.threads));
+  const ScopedThreads threads(c.threads);
   const auto dtype = element_bytes == 2 ? torch::kBFloat16 : torch::kFloat;
   torch::nn::Conv2d conv(
       torch::nn::Conv2dOptions(c.cin, c.cout, c.kernel).stride(c.stride).padding(c.kernel / 2).bias(false));
@@ -801,7 +805,6 @@ ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes) {
   probe->reset_peak();
   y.backward(dy);
   measured.backward_bytes = probe->peak_allocated_bytes() - probe->allocated_bytes();
-  at::set_num_threads(saved_threads);
   return measured;
 }
 

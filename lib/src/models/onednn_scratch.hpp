@@ -39,6 +39,19 @@ enum class Fp32WeightKernel { first, avx512, avx2, one_by_one };
 Fp32WeightKernel fp32_conv_weight_kernel(const ConvShape& c);
 const char* to_string(Fp32WeightKernel k);
 
+// LibTorch's intra-op threads set to `threads` for the scope, restored after (also on an exception). oneDNN sizes its
+// per-thread buffers by the threads it will run with (omp_get_max_threads, which at::set_num_threads sets).
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int64_t threads);
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the current intra-op threads
 // (at::native::select_conv_backend), asked with tensors of the real shapes made by at::empty: their pages are never
 // written, so they cost no memory.

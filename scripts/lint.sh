@@ -37,6 +37,13 @@ layer_rule "the command line builds no report and no JSON by hand (parse -> run 
 layer_rule "the lower layers do not include the runners or reporters" '#include <tvie/(run|report)\.hpp>' \
   lib/src/core/* lib/src/measure/* lib/src/models/* lib/src/scenarios/* lib/src/dist/*
 
+# No std::filesystem::remove_all: the LibTorch 2.11 build of the GPU machine exports one from libtorch.so that jumps to
+# address 0 (tests/helpers.hpp, remove_tree, says more).
+if git grep -nE 'remove_all\(' -- 'lib/*' 'tests/*' 'examples/*' 'bench/*' | grep -v '^tests/helpers.hpp:'; then
+  echo "lint: std::filesystem::remove_all: use tvie::test::remove_tree (tests/helpers.hpp) or POSIX nftw" >&2
+  rc=1
+fi
+
 # 2. Formatting.
 mapfile -t all < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'examples/*.cpp' 'bench/*.cpp' 'tests/*.cpp' 'tests/*.hpp')
 if ! clang-format --dry-run -Werror "${all[@]}" 2>/tmp/tvie-format.log; then

@@ -18,6 +18,7 @@
 using namespace tvie;
 namespace fs = std::filesystem;
 using tvie::test::read_text;
+using tvie::test::remove_tree;
 
 namespace {
 
@@ -145,7 +146,7 @@ TEST_CASE("files are written atomically and bad output paths are refused", "[rep
   CHECK_THROWS_AS(check_output_path(dir.string(), "json"), InvalidArgument);
   CHECK_THROWS_AS(check_output_path("", "json"), InvalidArgument);
   CHECK_THROWS_AS(write_file_atomically((dir / "missing" / "x.json").string(), "x"), Error);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 namespace {
@@ -249,14 +250,14 @@ namespace {
 struct FakePowercap {
   std::filesystem::path root = std::filesystem::temp_directory_path() / ("tvie-powercap-" + std::to_string(::getpid()));
   FakePowercap() {
-    std::filesystem::remove_all(root);
+    remove_tree(root);
     zone("intel-rapl:0", "package-0", 1000, 900);
     zone("intel-rapl:0:0", "core", 1000, 5);
     zone("intel-rapl:1", "package-1", 5000, 50);
     zone("intel-rapl:2", "psys", 5000, 7);
     zone("intel-rapl-mmio:0", "package-0", 5000, 9);
   }
-  ~FakePowercap() { std::filesystem::remove_all(root); }
+  ~FakePowercap() { remove_tree(root); }
   void zone(const std::string& dir, const std::string& name, int64_t max, int64_t energy) {
     std::filesystem::create_directories(root / dir);
     std::ofstream(root / dir / "name") << name << "\n";

@@ -132,6 +132,46 @@ TEST_CASE("int8 packs that could not be measured are said to be, not shown as 0 
   CHECK(nlohmann::json::parse(to_json_string(report))["inference"]["memory"]["packed_weights_measured"] == false);
 }
 
+TEST_CASE("the max-batch table says which peak it shows: allocated, and reserved where there is an allocator cache",
+          "[report][max_batch]") {
+  MaxBatchReport r;
+  r.workload = "gpt/gpt2-small";
+  MaxBatchResult training;
+  training.mode = SearchMode::training;
+  training.largest_fitting = 138;
+  training.first_failing = 139;
+  training.predicted_largest = 153;
+  training.limit_bytes = int64_t{1} << 40;
+  training.limit_source = "test";
+  training.training = TrainingMemory{};
+  training.training->peak = 3 * 1024;
+  MaxBatchResult inference = training;
+  inference.mode = SearchMode::inference;
+  inference.training.reset();
+  inference.inference = InferenceMemory{};
+  inference.inference->peak = 5 * 1024;
+  r.training = training;
+  r.inference = inference;
+  const auto console = [&] {
+    std::ostringstream out;
+    ConsoleReporter(out).report(r);
+    return out.str();
+  };
+  std::string text = console();  // the CPU: no allocator cache, no reserved column
+  INFO(text);
+  CHECK(text.find("peak allocated there") != std::string::npos);
+  CHECK(text.find(format_bytes(3 * 1024)) != std::string::npos);
+  CHECK(text.find("reserved") == std::string::npos);
+  r.training->training->peak_reserved = 7 * 1024;  // CUDA: the caching allocator's segments
+  r.inference->inference->peak_reserved = 9 * 1024;
+  text = console();
+  INFO(text);
+  CHECK(text.find("peak reserved there") != std::string::npos);
+  CHECK(text.find(format_bytes(7 * 1024)) != std::string::npos);
+  CHECK(text.find(format_bytes(9 * 1024)) != std::string::npos);
+  CHECK(text.find("its largest batch is an upper") != std::string::npos);
+}
+
 TEST_CASE("files are written atomically and bad output paths are refused", "[report]") {
   const fs::path dir = make_temp_dir();
   const std::string path = (dir / "report.json").string();

@@ -467,15 +467,28 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
   if (s.inference) out << "inference: " << to_string(s.infer.dtype) << " copy; one ledger batch per probe\n";
   const MaxBatchResult* any = r.training ? &*r.training : &*r.inference;
   out << "memory: " << any->limit_source << ", " << format_bytes(any->limit_bytes) << "\n\n";
-  const std::vector<size_t> w = {12, 18, 16, 20, 22};
-  row(out, {"mode", "largest fitting", "first failing", "predicted largest", "peak at the largest"}, w);
+  // Reserved (the caching allocator's segments) only where there is one: CUDA.
+  auto reserved_of = [](const MaxBatchResult& x) {
+    return x.training ? x.training->peak_reserved : x.inference ? x.inference->peak_reserved : -1;
+  };
+  const bool reserved =
+      (r.training && reserved_of(*r.training) >= 0) || (r.inference && reserved_of(*r.inference) >= 0);
+  std::vector<size_t> w = {12, 18, 16, 20, 22};
+  std::vector<std::string> head = {"mode", "largest fitting", "first failing", "predicted largest",
+                                   "peak allocated there"};
+  if (reserved) {
+    w.push_back(20);
+    head.emplace_back("peak reserved there");
+  }
+  row(out, head, w);
   auto line = [&](const MaxBatchResult& x) {
     const int64_t peak = x.training ? x.training->peak : x.inference ? x.inference->peak : -1;
-    row(out,
-        {"  " + to_string(x.mode), x.largest_fitting > 0 ? cat(x.largest_fitting) : "none",
-         x.first_failing > 0 ? cat(x.first_failing) : cat("none up to ", s.search.max_batch),
-         x.predicted_largest >= 0 ? cat(x.predicted_largest) : "-", peak >= 0 ? format_bytes(peak) : "-"},
-        w);
+    std::vector<std::string> cells = {
+        "  " + to_string(x.mode), x.largest_fitting > 0 ? cat(x.largest_fitting) : "none",
+        x.first_failing > 0 ? cat(x.first_failing) : cat("none up to ", s.search.max_batch),
+        x.predicted_largest >= 0 ? cat(x.predicted_largest) : "-", peak >= 0 ? format_bytes(peak) : "-"};
+    if (reserved) cells.push_back(reserved_of(x) >= 0 ? format_bytes(reserved_of(x)) : "-");
+    row(out, cells, w);
   };
   if (r.training) line(*r.training);
   if (r.inference) line(*r.inference);
@@ -493,7 +506,14 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
   out << "\n  Each probe runs in a clean allocator state: on the CPU under the emulated limit (every live tensor\n"
       << "  counts, the batch included), on CUDA against the caching allocator's own out-of-memory with its cache\n"
       << "  emptied between probes. Doubling from " << s.search.start_batch << ", then bisection. predicted largest:\n"
-      << "  the largest batch whose predicted peak (docs/metrics.md, \"Predicted memory\") is within the limit.\n";
+      << "  the largest batch whose predicted peak (docs/metrics.md, \"Predicted memory\") is within the limit.\n"
+      << "  peak allocated: the tensors' bytes at the largest fitting batch (the ledger's peak).\n";
+  if (reserved)
+    out << "  peak reserved: the caching allocator's segments at that peak, free space in them included. A probe\n"
+        << "  fails when a request finds no free block and cudaMalloc finds no room, after the allocator has\n"
+        << "  released every wholly free segment: space left free inside segments that hold live tensors\n"
+        << "  (fragmentation) is lost. The prediction counts tensors only, so on CUDA its largest batch is an upper\n"
+        << "  bound; the gap between reserved and allocated above shows how much room the allocator kept.\n";
 }
 
 void ConsoleReporter::report(const SliceReport& r) {

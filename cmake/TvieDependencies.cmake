@@ -49,7 +49,10 @@ target_compile_features(tvie_torch_deps INTERFACE cxx_std_20)
 # libstdc++ first among the shared libraries a binary needs: LibTorch 2.11's libtorch.so exports its own copies
 # of the std::filesystem operations (remove_all, temp_directory_path ...), and the dynamic linker takes the
 # first definition in load order; tvie's calls crashed in libtorch's remove_all. Linked ahead of the torch
-# libraries (link options come before them on the command line), libstdc++ is searched first.
+# libraries (link options come before them on the command line), libstdc++ is searched first. That kept the
+# binding on a CPU machine with the PyPI 2.11 wheel but not on the GPU machine (its test binary still called
+# libtorch.so's remove_all, which jumped to address 0: docs/status.md), so the tests no longer call remove_all
+# (tests/helpers.hpp, remove_tree; scripts/lint.sh keeps it out).
 target_link_options(tvie_torch_deps INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 set(TVIE_WITH_CUDA OFF)
 if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES OR CUDA_FOUND)

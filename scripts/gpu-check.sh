@@ -14,8 +14,8 @@
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare infer
 # decode train-graph allreduce slices llama plan; 474 s in all on an H200 with the build, before plan was added);
-# for a rerun of what failed, or for max-batch, which is not in the default (its two searches did not end within
-# 120 s there).
+# for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
+# docs/results/gpu-h200-max-batch-gpt2-small-4.txt).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dry_run=0
@@ -215,7 +215,7 @@ gpu_step llama "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train
 gpu_step plan "plan --measure gpt2-small" 60 figure plan-gpt2-small plan --model gpt --preset gpt2-small --batch 8 \
   --precision amp-bf16 --infer-dtype bf16 --measure --steps 10 --warmup 3 --device cuda --no-host --quiet --json {json}
 # Not --quiet: every probe's log line (its batch, whether it fit, its seconds) goes into the file as it ends, so that a
-# search its limit cuts short says where its time went (twice it did not end within 120 s on an H200).
+# search its limit cuts short says where its time went (141 s in all on an H200, fourth check).
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --json {json}
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"

@@ -358,7 +358,7 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
   // Under ONEDNN_MAX_CPU_ISA oneDNN runs an older CPU's kernels, with their scratch, and LibTorch follows it (it
   // asks oneDNN whether bf16 runs there): AVX2 is an AVX2 machine (oneDNN's AVX2 fp32 kernels, ATen's own bf16
   // ones; the measured ledgers equal to the byte to those of an AVX2 EPYC), AVX512_CORE one with AVX-512 but no
-  // avx512_bf16 (bf16 emulated). The seven [cpu-kinds] tests run again under each limit below this CPU, each in a
+  // avx512_bf16 (bf16 emulated). The eight [cpu-kinds] tests run again under each limit below this CPU, each in a
   // process of its own (oneDNN reads the limit once).
   const auto host = describe_host();
   int emulated = 0;
@@ -372,7 +372,7 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
     const auto run = test::run_command("ONEDNN_MAX_CPU_ISA=" + limit + " " + TVIE_TEST_BINARY + " \"[cpu-kinds]\"");
     INFO(run.out);
     CHECK(run.exit_code == 0);
-    CHECK_THAT(run.out, Catch::Contains("All tests passed") && Catch::Contains("7 test cases"));
+    CHECK_THAT(run.out, Catch::Contains("All tests passed") && Catch::Contains("8 test cases"));
     ++emulated;
   }
   if (emulated == 0) WARN("no kind of CPU below this one to emulate");
@@ -381,7 +381,7 @@ TEST_CASE("the prediction holds on the kinds of CPU this one can emulate (oneDNN
   const auto rules = test::run_command("TVIE_ONEDNN_BOOKINGS=0 " + std::string(TVIE_TEST_BINARY) + " \"[cpu-kinds]\"");
   INFO(rules.out);
   CHECK(rules.exit_code == 0);
-  CHECK_THAT(rules.out, Catch::Contains("All tests passed") && Catch::Contains("7 test cases") &&
+  CHECK_THAT(rules.out, Catch::Contains("All tests passed") && Catch::Contains("8 test cases") &&
                             Catch::Contains("TVIE_ONEDNN_BOOKINGS=0"));  // the bookings tests say why they skip
 }
 
@@ -855,6 +855,34 @@ TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out 
         CHECK(rule.backward_bytes == measured.backward_bytes);
     }
   }
+}
+
+TEST_CASE("every prediction names how the CPU kernels' scratch was obtained: bookings, or the rules and why",
+          "[predict][cpu-kinds]") {
+  std::string how;
+  const bool asked = trace::onednn::bookings_available(&how);
+  INFO("oneDNN: " << how);
+  const auto w = make_zoo_workload("cnn", "tiny");
+  const auto train = predict_training_memory(*w, test::small_train());
+  const auto infer = predict_inference_memory(*w, test::small_infer());
+  const std::string source = kernel_scratch_source(c10::kCPU);
+  CHECK(train.kernel_scratch_source == source);
+  CHECK(infer.kernel_scratch_source == source);
+  if (asked) {
+    CHECK_THAT(source,
+               Catch::StartsWith("oneDNN's kernels: their own bookings, asked of the oneDNN inside LibTorch (") &&
+                   Catch::Contains(how) && Catch::Contains("oneDNN v"));
+  } else {
+    CHECK_THAT(source, Catch::StartsWith("oneDNN's kernels: the configurations written out") &&
+                           Catch::Contains("cannot be asked: " + how));
+  }
+  const char* off = std::getenv("TVIE_ONEDNN_BOOKINGS");
+  if (off != nullptr && std::string(off) == "0") {  // the run of the [cpu-kinds] tests with the bookings off
+    CHECK_FALSE(asked);
+    CHECK_THAT(source, Catch::Contains("turned off (TVIE_ONEDNN_BOOKINGS=0)"));
+  }
+  // On CUDA the ledger sees no kernel scratch (the caching allocator's statistics count tensors).
+  CHECK_THAT(kernel_scratch_source(c10::Device("cuda")), Catch::StartsWith("none: "));
 }
 
 TEST_CASE("oneDNN's own bookings, asked of LibTorch's oneDNN: the convolutions' allocations to the byte",

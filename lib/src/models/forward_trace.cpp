@@ -215,51 +215,66 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   // The CPU kernels' scratch, freed within the op: fp32 and CUDA matmuls hold none the ledger sees; bf16 ones on
   // oneDNN (LibTorch sends it those with rows x in x out above 16^3; the three products of a Linear have the same
   // size) hold, forward beside y and backward the larger of the input gradient's and the weight gradient's:
-  //  - on the AVX-512 brgemm kernels (avx512_bf16): their packed blocks and accumulators (models/onednn_scratch.cpp);
-  //  - on AMX's: oneDNN's own bookings (models/onednn_bookings.hpp), where LibTorch's oneDNN can be asked;
-  //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output in 512-byte steps and 128
-  //    bytes (measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD EPYC, 1 and 4
-  //    threads, up to 2048 x 768 x 3072, and on an Intel Xeon of that kind); the forward of one row on such a CPU
-  //    runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
+  //  - on the brgemm kernels (avx512_bf16, AMX): oneDNN's own bookings (models/onednn_bookings.hpp), where
+  //    LibTorch's oneDNN can be asked; else, for avx512_bf16 only, their packed blocks and accumulators written out
+  //    (models/onednn_scratch.cpp: a fit, exact for the forward and the input gradient of most shapes, not for the
+  //    weight gradient's);
+  //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output as oneDNN books it
+  //    (emulated_accumulator; measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD
+  //    EPYC and on an Intel Xeon of that kind).
   int64_t scratch = 0;
   if (!query_.cuda && compute_bytes() == 2 && !query_.fp16 && rows * in * out > 16 * 16 * 16) {
+    // Each product's scratch on this CPU's kernels: the forward's (x W^T, the bias added as a sum on a 2-D input),
+    // the input gradient's (dy W) and the weight gradient's (dy^T x).
     const auto kernels = cpu_bf16_matmul_kernels();
-    if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
-      const int64_t threads = at::get_num_threads();
-      {
-        const Sym packs = make(onednn::brgemm_bf16_scratch(rows, in, out, threads), 1, false);
-      }  // alive beside y, then freed
-      // Backward computes the weight gradient first, its scratch freed before the input gradient exists (the
-      // sweep counts both gradients throughout the op): then the input gradient with its own scratch.
-      const int64_t dx = x.requires_grad ? rows * in * compute_bytes() : 0;
-      scratch = std::max<int64_t>({x.requires_grad ? onednn::brgemm_bf16_scratch(rows, out, in, threads) : 0,
-                                   onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads) - dx, 0});
-    } else if (kernels == CpuBf16Matmul::onednn_amx && onednn::bookings_available()) {
-      // AMX's kernels: oneDNN's own bookings for the three products as LibTorch hands them over (forward x W^T with
-      // the bias as a sum, backward dy W and dy^T x), taken in the emulated kernels' order below. Checked against
-      // the only AMX measurements this project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
+    const int64_t threads = at::get_num_threads();
+    const bool sum = bias && x.dims == 2;
+    int64_t forward = 0, input_grad = 0, weight_grad = 0;
+    const auto booked = [&](int64_t m, int64_t kk, int64_t n, bool a_transposed, bool b_transposed, bool with_sum) {
+      const auto b = onednn::bf16_matmul_booking(m, kk, n, a_transposed, b_transposed, with_sum, threads);
+      return b ? b->scratchpad : int64_t{0};
+    };
+    if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
+        onednn::bookings_available()) {
+      // oneDNN's own bookings for the three products as LibTorch hands them over (models/onednn_bookings.hpp):
+      // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 (the [cpu-kinds] test of the bookings;
+      // the written-out fit below was up to 59% off them for some weight gradients, docs/results/
+      // cpu-bf16-matmul-rules-vs-onednn-bookings.md). On AMX checked against the only AMX measurements this
+      // project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
       // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
-      const int64_t threads = at::get_num_threads();
-      const auto booked = [&](int64_t m, int64_t kk, int64_t n, bool a_transposed, bool b_transposed, bool sum) {
-        const auto b = onednn::bf16_matmul_booking(m, kk, n, a_transposed, b_transposed, sum, threads);
-        return b ? b->scratchpad : int64_t{0};
-      };
-      { const Sym packs = make(booked(rows, in, out, false, true, bias), 1, false); }  // alive beside y, then freed
-      const int64_t dx = x.requires_grad && x.dims != 2 ? rows * in * compute_bytes() : 0;
-      scratch = std::max<int64_t>({x.requires_grad ? booked(rows, out, in, false, false, false) : 0,
-                                   booked(out, rows, in, true, false, false) - dx, 0});
+      forward = booked(rows, in, out, false, true, sum);
+      input_grad = booked(rows, out, in, false, false, false);
+      weight_grad = booked(out, rows, in, true, false, false);
+    } else if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
+      // The avx512_bf16 brgemm kernels' packed blocks and accumulators, written out (models/onednn_scratch.cpp).
+      forward = onednn::brgemm_bf16_scratch(rows, in, out, threads);
+      input_grad = onednn::brgemm_bf16_scratch(rows, out, in, threads);
+      weight_grad = onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads);
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
-      const int64_t threads = at::get_num_threads();
-      if (rows > 1 || !bf16_one_row_forward_on_aten()) {
-        const Sym accumulator = make(emulated_accumulator(rows, out, threads), 1, false);
-      }
-      // On a 3-D input (matmul's backward) the weight gradient with its accumulator comes first, then the input
-      // gradient with its own (a tied head with a large vocabulary was 2 KiB over until 2026-12-04: its input
-      // gradient counted beside the weight gradient's accumulator); addmm's (2-D) computes the input gradient first.
-      const int64_t dx = x.requires_grad && x.dims != 2 ? rows * in * compute_bytes() : 0;
-      scratch = std::max<int64_t>({x.requires_grad ? emulated_accumulator(rows, in, threads) : 0,
-                                   emulated_accumulator(out, in, threads) - dx, 0});
+      // AVX-512 alone (bf16 emulated): an fp32 accumulator of each product's output (emulated_accumulator); the
+      // forward of one row on such a CPU runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
+      forward = rows > 1 || !bf16_one_row_forward_on_aten() ? emulated_accumulator(rows, out, threads) : 0;
+      input_grad = emulated_accumulator(rows, in, threads);
+      weight_grad = emulated_accumulator(out, in, threads);
     }
+    if (forward > 0) {
+      const Sym packs = make(forward, 1, false);
+    }  // alive beside y, then freed
+    // Backward runs the two products one after the other, each gradient allocated before its product's scratch;
+    // the sweep counts both gradients throughout the op, so what the op holds above them is the larger product's
+    // scratch less the gradient not yet written then. Which comes first is autograd's order, the same on every
+    // kind of CPU (LibTorch's profiler on an AMD EPYC, 2026-12-04): addmm's backward (a 2-D input with a bias)
+    // writes the input gradient first; mm's and matmul's (no bias, or a 3-D input) the weight gradient first.
+    // Until 2026-12-04 the brgemm kernels took the weight gradient first everywhere: the mlp's pure-bf16 peak was
+    // +2.2% at 4 threads (the input gradient's scratch, larger there, counted beside the weight gradient).
+    const int64_t dx = x.requires_grad ? rows * in * compute_bytes() : 0, dw = in * out * compute_bytes();
+    if (!x.requires_grad)
+      scratch = weight_grad;  // the batch needs no gradient: one product
+    else if (sum)
+      scratch = std::max(input_grad - dw, weight_grad);
+    else
+      scratch = std::max(input_grad, weight_grad - dx);
+    scratch = std::max<int64_t>(scratch, 0);
   }
   // The C++ frontend's linear on a 3-D input adds the bias in place after the product: under autocast the
   // 2-byte output plus the fp32 bias runs in fp32, and on the CPU TensorIterator computes that in an fp32
@@ -573,13 +588,13 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
     //  - forward, beside its output and log-sum-exp: per thread the fp32 scores, row maxima and sums and output
     //    rows, and for 2-byte inputs the scores in that dtype;
     //  - backward, beside the three input gradients: per thread the fp32 scores and their gradient (both again in
-    //    the 2-byte dtype for such inputs) and qs floats, and where oneDNN emulates bf16 the accumulator of each
-    //    product into a 2-byte gradient (kvs x d or qs x d) with a 4-byte scalar: an upper bound, every thread in
-    //    its largest product at once (the threads' products overlap as they happen to; at 2 threads and 800
-    //    positions the two largest were alive together).
+    //    the 2-byte dtype for such inputs) and qs floats, and on oneDNN the scratch of each product into a 2-byte
+    //    gradient (kvs x d or qs x d) with a 4-byte scalar: an upper bound, every thread in its largest product at
+    //    once (the threads' products overlap as they happen to; at 2 threads and 800 positions the two largest
+    //    were alive together).
     // Measured with tvie's counting allocator and LibTorch's profiler (which sees the calling thread's allocations
     // only) on an Intel Xeon (AVX-512 without avx512_bf16), 1, 2 and 4 threads, 32 to 800 positions, head sizes 16
-    // and 64, fp32 and bf16.
+    // and 64, fp32 and bf16; the brgemm products on an AMD EPYC with avx512_bf16 (2026-12-04).
     const int64_t T = at::get_num_threads(), d = q.elements / (B * a * S);
     const int64_t qs = std::min<int64_t>(S >= 768 ? 256 : S >= 192 ? 64 : 32, S), kvs = std::min<int64_t>(512, K);
     {
@@ -587,8 +602,27 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
       const Sym reduced = make(flash ? T * qs * kvs : 0, 2, false);
     }  // beside y and the log-sum-exp, then freed
     scratch = T * 2 * qs * kvs * 4 + (flash ? T * 2 * qs * kvs * 2 : 0) + T * qs * 4;
-    if (flash && cpu_bf16_matmul_kernels() == CpuBf16Matmul::onednn_avx512_emulated && qs * kvs * d > 16 * 16 * 16)
-      scratch += T * (std::max(emulated_accumulator(kvs, d, 1), emulated_accumulator(qs, d, 1)) + 4);
+    if (flash && qs * kvs * d > 16 * 16 * 16) {
+      // The three products into 2-byte gradients (LibTorch's mkldnn_bf16_gemm), each thread's own: dV and dK,
+      // kvs x d over qs rows (the scores transposed, "ba"), and dQ, qs x d over kvs, each adding into the gradient
+      // (a sum). oneDNN's emulating gemm books for the one thread it sees inside the loop; its brgemm kernels
+      // (avx512_bf16, AMX) for all the process's threads, in every thread (tvie's counting allocator on an AMD EPYC
+      // with avx512_bf16, 2026-12-04: gpt tiny at 800 positions, 2 threads, each thread's dV product 362,240 bytes,
+      // the booking at 2 threads, 181,376 at 1; the trace had none of it until then, 724 KiB under).
+      const auto kernels = cpu_bf16_matmul_kernels();
+      int64_t product = 0;
+      if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
+        product = std::max(emulated_accumulator(kvs, d, 1), emulated_accumulator(qs, d, 1));
+      } else if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
+                 onednn::bookings_available()) {
+        const auto booked = [&](int64_t m, int64_t kk, bool a_transposed) {
+          const auto b = onednn::bf16_matmul_booking(m, kk, d, a_transposed, false, true, T);
+          return b ? b->scratchpad : int64_t{0};
+        };
+        product = std::max(booked(kvs, qs, true), booked(qs, kvs, false));
+      }
+      if (product > 0) scratch += T * (product + 4);
+    }
   }
   save(q2, "attention");
   save(k2, "attention");

@@ -344,9 +344,9 @@ std::optional<ConvBookings> conv_bookings(const ConvShape& c, int64_t element_by
   return b;
 }
 
-std::optional<MatmulBooking> bf16_matmul_booking(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
-                                                 bool sum, int64_t threads) {
-  if (!bookings_available()) return std::nullopt;
+namespace {
+std::optional<MatmulBooking> ask_bf16_matmul(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
+                                             bool sum, int64_t threads) {
   const ScopedThreads scoped(threads);
   const Md a = md({m, k}, dnnl_bf16, a_transposed ? dnnl_ba : dnnl_ab),
            b = md({k, n}, dnnl_bf16, b_transposed ? dnnl_ba : dnnl_ab), c = md({m, n}, dnnl_bf16, dnnl_ab);
@@ -358,6 +358,25 @@ std::optional<MatmulBooking> bf16_matmul_booking(int64_t m, int64_t k, int64_t n
     return std::nullopt;
   const Pd owned(pd);
   return MatmulBooking{kernel_of(pd), scratchpad_of(pd)};
+}
+}  // namespace
+
+std::optional<MatmulBooking> bf16_matmul_booking(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
+                                                 bool sum, int64_t threads) {
+  if (!bookings_available()) return std::nullopt;
+  // Remembered per product and threads: a model's trace asks the same few shapes once per layer.
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
+  static std::mutex mutex;
+  static std::map<Key, std::optional<MatmulBooking>> known;
+  const Key key{m, k, n, a_transposed, b_transposed, sum, threads};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  auto b = ask_bf16_matmul(m, k, n, a_transposed, b_transposed, sum, threads);
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, b);
+  return b;
 }
 
 #else  // no oneDNN header in this LibTorch

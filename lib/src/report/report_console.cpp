@@ -467,12 +467,18 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
   if (s.inference) out << "inference: " << to_string(s.infer.dtype) << " copy; one ledger batch per probe\n";
   const MaxBatchResult* any = r.training ? &*r.training : &*r.inference;
   out << "memory: " << any->limit_source << ", " << format_bytes(any->limit_bytes) << "\n\n";
-  // Reserved (the caching allocator's segments) only where there is one: CUDA.
-  auto reserved_of = [](const MaxBatchResult& x) {
-    return x.training ? x.training->peak_reserved : x.inference ? x.inference->peak_reserved : -1;
+  // The ledger at the largest fitting batch (training's or inference's): its peak allocated and, where there is a
+  // caching allocator (CUDA), its peak reserved; -1 where there is none.
+  struct PeakThere {
+    int64_t allocated = -1, reserved = -1;
+  };
+  auto peak_there = [](const MaxBatchResult& x) {
+    if (x.training) return PeakThere{x.training->peak, x.training->peak_reserved};
+    if (x.inference) return PeakThere{x.inference->peak, x.inference->peak_reserved};
+    return PeakThere{};
   };
   const bool reserved =
-      (r.training && reserved_of(*r.training) >= 0) || (r.inference && reserved_of(*r.inference) >= 0);
+      (r.training && peak_there(*r.training).reserved >= 0) || (r.inference && peak_there(*r.inference).reserved >= 0);
   std::vector<size_t> w = {12, 18, 16, 20, 22};
   std::vector<std::string> head = {"mode", "largest fitting", "first failing", "predicted largest",
                                    "peak allocated there"};
@@ -482,12 +488,13 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
   }
   row(out, head, w);
   auto line = [&](const MaxBatchResult& x) {
-    const int64_t peak = x.training ? x.training->peak : x.inference ? x.inference->peak : -1;
+    const PeakThere peak = peak_there(x);
     std::vector<std::string> cells = {
         "  " + to_string(x.mode), x.largest_fitting > 0 ? cat(x.largest_fitting) : "none",
         x.first_failing > 0 ? cat(x.first_failing) : cat("none up to ", s.search.max_batch),
-        x.predicted_largest >= 0 ? cat(x.predicted_largest) : "-", peak >= 0 ? format_bytes(peak) : "-"};
-    if (reserved) cells.push_back(reserved_of(x) >= 0 ? format_bytes(reserved_of(x)) : "-");
+        x.predicted_largest >= 0 ? cat(x.predicted_largest) : "-",
+        peak.allocated >= 0 ? format_bytes(peak.allocated) : "-"};
+    if (reserved) cells.push_back(peak.reserved >= 0 ? format_bytes(peak.reserved) : "-");
     row(out, cells, w);
   };
   if (r.training) line(*r.training);

@@ -237,9 +237,9 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
     if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
         onednn::bookings_available()) {
       // oneDNN's own bookings for the three products as LibTorch hands them over (models/onednn_bookings.hpp):
-      // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 (the [cpu-kinds] test of the bookings;
-      // the written-out fit below was up to 59% off them for some weight gradients, docs/results/
-      // cpu-bf16-matmul-rules-vs-onednn-bookings.md). On AMX checked against the only AMX measurements this
+      // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 for 720 of 720 products (the [cpu-kinds]
+      // test of the bookings; docs/results/cpu-bf16-matmul-scratch-avx512.md, where the written-out fit below is
+      // -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements this
       // project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
       // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
       forward = booked(rows, in, out, false, true, sum);

@@ -110,9 +110,10 @@ int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
 // accumulator (out x up to 64 input features) and per thread a block of x packed (rows x 64, bf16), plus 512 + 640
 // per thread bytes. Same fit; held at 512 rows. The fallback only, where oneDNN's own bookings cannot be asked (the
 // trace takes those first): against the bookings, which equal LibTorch's allocations on that EPYC, 60 random
-// shapes (8-300 rows, 32-600 x 32-320 features) were equal for 44, 24, 19 and 6 of 60 at 1, 2, 3 and 4 threads,
-// -64% .. +238% off for the rest (2026-12-04); with it the tiny presets' peaks were still equal to the byte at 1, 2
-// and 4 threads (their shapes' weight gradients equal, or not what decides the peak).
+// shapes (8-300 rows, 32-600 x 32-320 features) were equal for 48, 26, 18 and 13 of 60 at 1, 2, 3 and 4 threads,
+// -67.8% .. +253.1% off for the rest (2026-12-04, docs/results/cpu-bf16-matmul-scratch-avx512.md); with it the
+// tiny presets' peaks were still equal to the byte at 1, 2 and 4 threads (their shapes' weight gradients equal, or
+// not what decides the peak).
 // oneDNN sizes these buffers from a search over its blockings (brgemm_matmul_utils.cpp), which this does not follow.
 int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
   const int64_t rp = std::min<int64_t>(round_up(rows, 32), 512);

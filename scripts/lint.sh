@@ -15,13 +15,21 @@ for tool in clang-tidy clang-format; do
 done
 py="$("$TVIE_ROOT/scripts/setup.sh")"
 lint_dir="$TVIE_ROOT/build-lint"
-if [ ! -f "$lint_dir/compile_commands.json" ]; then
+# Configured again when a CMake file changed since (a new program's compile command, its include folders).
+stale() {
+  [ ! -f "$lint_dir/compile_commands.json" ] ||
+    [ -n "$(find "$TVIE_ROOT/CMakeLists.txt" "$TVIE_ROOT/lib" "$TVIE_ROOT/bench" "$TVIE_ROOT/examples" \
+      "$TVIE_ROOT/tests" "$TVIE_ROOT/cmake" \( -name CMakeLists.txt -o -name '*.cmake' \) \
+      -newer "$lint_dir/compile_commands.json" -print -quit)" ]
+}
+if stale; then
   args=(-S "$TVIE_ROOT" -B "$lint_dir" -DCMAKE_BUILD_TYPE=Release -DTVIE_USE_PCH=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
   [ -n "$py" ] && args+=(-DTVIE_PYTHON="$py")
   [ -d "$TVIE_HOME/gloo-headers/gloo" ] && args+=(-DTVIE_GLOO_INCLUDE_DIR="$TVIE_HOME/gloo-headers")
   say "configuring $lint_dir"
   mkdir -p "$lint_dir"
   cmake "${args[@]}" >"$lint_dir/configure.log" 2>&1 || { tail -20 "$lint_dir/configure.log" >&2; exit 1; }
+  touch "$lint_dir/compile_commands.json"  # CMake leaves an unchanged file as it was
 fi
 
 rc=0

@@ -33,6 +33,25 @@
 
 namespace tvie::trace::onednn {
 
+namespace {
+// `compute(key)`'s value, computed once per key and remembered (a model's trace asks the same few shapes once per
+// layer, each asking oneDNN for a primitive descriptor). One table per call site (each passes its own lambda).
+template <typename Key, typename Compute>
+auto remembered(const Key& key, Compute compute) {
+  using Value = decltype(compute(key));
+  static std::mutex mutex;
+  static std::map<Key, Value> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  Value value = compute(key);
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, value);
+  return value;
+}
+}  // namespace
+
 #if TVIE_HAVE_DNNL_HEADER
 namespace {
 
@@ -364,19 +383,8 @@ std::optional<MatmulBooking> ask_bf16_matmul(int64_t m, int64_t k, int64_t n, bo
 std::optional<MatmulBooking> bf16_matmul_booking(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
                                                  bool sum, int64_t threads) {
   if (!bookings_available()) return std::nullopt;
-  // Remembered per product and threads: a model's trace asks the same few shapes once per layer.
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, int64_t>;
-  static std::mutex mutex;
-  static std::map<Key, std::optional<MatmulBooking>> known;
-  const Key key{m, k, n, a_transposed, b_transposed, sum, threads};
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) return it->second;
-  }
-  auto b = ask_bf16_matmul(m, k, n, a_transposed, b_transposed, sum, threads);
-  std::lock_guard<std::mutex> lock(mutex);
-  known.emplace(key, b);
-  return b;
+  return remembered(std::tuple{m, k, n, a_transposed, b_transposed, sum, threads},
+                    [&](const auto&) { return ask_bf16_matmul(m, k, n, a_transposed, b_transposed, sum, threads); });
 }
 
 #else  // no oneDNN header in this LibTorch
@@ -415,20 +423,12 @@ ConvScratch conv_scratch(const ConvShape& c, int64_t element_bytes, const ConvBo
 }
 
 std::optional<ConvScratch> conv_scratch_from_bookings(const ConvShape& c, int64_t element_bytes) {
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int64_t, int64_t>;
-  static std::mutex mutex;
-  static std::map<Key, std::optional<ConvScratch>> known;
-  const Key key{c.batch, c.cin, c.cout, c.kernel, c.stride, c.in_hw, c.input_grad, c.threads, element_bytes};
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) return it->second;
-  }
-  const auto b = conv_bookings(c, element_bytes);
-  const std::optional<ConvScratch> s =
-      b ? std::optional<ConvScratch>(conv_scratch(c, element_bytes, *b)) : std::nullopt;
-  std::lock_guard<std::mutex> lock(mutex);
-  known.emplace(key, s);
-  return s;
+  return remembered(
+      std::tuple{c.batch, c.cin, c.cout, c.kernel, c.stride, c.in_hw, c.input_grad, c.threads, element_bytes},
+      [&](const auto&) {
+        const auto b = conv_bookings(c, element_bytes);
+        return b ? std::optional<ConvScratch>(conv_scratch(c, element_bytes, *b)) : std::nullopt;
+      });
 }
 
 }  // namespace tvie::trace::onednn

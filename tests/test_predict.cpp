@@ -38,10 +38,11 @@ struct Threads {
 };
 
 // The kinds of CPU whose every kernel's scratch the trace has and was checked on that kind itself, every zoo model's
-// tiny preset at 1, 2, 3 and 4 threads equal to the byte: ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones and
-// oneDNN's AVX-512 kernels emulating bf16 (written out; an Intel Xeon of each, 2026-12-03), and oneDNN's avx512_bf16
-// brgemm kernels where oneDNN's own bookings can be asked (an AMD EPYC, 2026-12-04; its written-out fit, the
-// fallback, is not exact: see lib/src/models/onednn_scratch.cpp). Not AMX: never measured since the bookings.
+// tiny preset equal to the byte: ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones and oneDNN's AVX-512 kernels
+// emulating bf16 (written out; an Intel Xeon of each, 1, 2 and 4 threads, 2026-12-03), and oneDNN's avx512_bf16
+// brgemm kernels where oneDNN's own bookings can be asked (an AMD EPYC, 1 to 4 threads, 2026-12-04; its written-out
+// fit, the fallback, is not exact: see lib/src/models/onednn_scratch.cpp). Not AMX: never measured since the
+// bookings.
 bool every_kernel_checked_here() {
   const auto kernels = cpu_bf16_matmul_kernels();
   return kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated ||

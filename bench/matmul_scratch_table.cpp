@@ -8,13 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <ATen/Parallel.h>
-#include <torch/torch.h>
 #include <torch/version.h>
 #include <tvie/tvie.hpp>
 
@@ -60,9 +57,6 @@ int main() {
     std::fprintf(stderr, "matmul_scratch_table: LibTorch's oneDNN cannot be asked here (%s)\n", how.c_str());
     return 2;
   }
-  install_cpu_memory_counter();
-  const auto probe = make_memory_probe(c10::Device(c10::kCPU));
-  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
   // The shapes of scripts/onednn-bookings/matmul.py: 8-300 rows, 32-600 input and 32-320 output features.
   std::mt19937 random(20261204);
   std::uniform_int_distribution<int64_t> rows_of(8, 300), in_of(32, 600), out_of(32, 320);
@@ -73,35 +67,24 @@ int main() {
   std::printf(
       "| product | threads | bookings equal to the allocation | bookings vs allocation | fit equal to the bookings | "
       "fit vs bookings |\n|---|---|---|---|---|---|\n");
+  const auto each = [](const trace::onednn::LinearProducts& l) {
+    return std::array<int64_t, 3>{l.forward, l.input_grad, l.weight_grad};
+  };
   for (const int threads : {1, 2, 3, 4}) {
-    at::set_num_threads(threads);
     std::array<Tally, 3> booked_vs_measured, fit_vs_booked;
     for (const auto& [rows, in, out] : shapes) {
-      const auto x = torch::randn({rows, in}, bf16), w = torch::randn({out, in}, bf16), b = torch::randn({out}, bf16);
-      const auto dy = torch::randn({rows, out}, bf16);
-      // As LibTorch hands a Linear's products to oneDNN: x W^T + b (W's transpose, the bias a sum), dy W, dy^T x.
-      const std::array<std::function<at::Tensor()>, 3> run{[&] { return torch::linear(x, w, b); },
-                                                           [&] { return torch::mm(dy, w); },
-                                                           [&] { return torch::mm(dy.t(), x); }};
-      const std::array<std::optional<trace::onednn::MatmulBooking>, 3> booked{
-          trace::onednn::bf16_matmul_booking(rows, in, out, false, true, true, threads),
-          trace::onednn::bf16_matmul_booking(rows, out, in, false, false, false, threads),
-          trace::onednn::bf16_matmul_booking(out, rows, in, true, false, false, threads)};
-      const std::array<int64_t, 3> fit{trace::onednn::brgemm_bf16_scratch(rows, in, out, threads),
-                                       trace::onednn::brgemm_bf16_scratch(rows, out, in, threads),
-                                       trace::onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads)};
+      // The forward with its bias, as torch::linear hands a 2-D input to oneDNN (addmm: the bias a sum).
+      const auto booked = trace::onednn::bf16_linear_bookings(rows, in, out, true, threads);
+      if (!booked) {
+        std::fprintf(stderr, "matmul_scratch_table: oneDNN has no kernel for a product of %lld x %lld -> %lld\n",
+                     static_cast<long long>(rows), static_cast<long long>(in), static_cast<long long>(out));
+        return 1;
+      }
+      const auto b = each(*booked), m = each(trace::onednn::measure_bf16_linear(rows, in, out, threads)),
+                 f = each(trace::onednn::brgemm_bf16_linear_scratch(rows, in, out, threads));
       for (int p = 0; p < 3; ++p) {
-        for (int i = 0; i < 2; ++i) run[p]();  // oneDNN's primitive cache
-        probe->reset_peak();
-        const auto result = run[p]();
-        const int64_t measured = probe->peak_allocated_bytes() - probe->allocated_bytes();
-        if (!booked[p]) {
-          std::fprintf(stderr, "matmul_scratch_table: oneDNN has no kernel for %s %lld x %lld x %lld\n", names[p],
-                       static_cast<long long>(rows), static_cast<long long>(in), static_cast<long long>(out));
-          return 1;
-        }
-        booked_vs_measured[p].add(booked[p]->scratchpad, measured);
-        fit_vs_booked[p].add(fit[p], booked[p]->scratchpad);
+        booked_vs_measured[p].add(b[p], m[p]);
+        fit_vs_booked[p].add(f[p], b[p]);
       }
     }
     for (int p = 0; p < 3; ++p)

@@ -991,37 +991,21 @@ TEST_CASE("oneDNN's own bookings for a bf16 Linear's three products: what LibTor
   // As LibTorch hands them to oneDNN: forward x W^T + b (W's transpose, the bias a sum), backward dy W and dy^T x;
   // the bytes each allocates above its result, measured, against the scratchpad oneDNN books. Odd shapes, 1 and 3
   // threads (the per-thread blocks).
-  install_cpu_memory_counter();
-  const auto probe = make_memory_probe(c10::Device(c10::kCPU));
-  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
-  struct Product {
-    const char* name;
-    int64_t m, k, n;
-    bool a_transposed, b_transposed, sum;
-  };
   int compared = 0;
   for (const int threads : {1, 3}) {
-    const Threads scoped(threads);
     for (const auto& [rows, in, out] : {std::array<int64_t, 3>{37, 200, 96}, std::array<int64_t, 3>{130, 64, 320},
                                         std::array<int64_t, 3>{9, 600, 33}}) {
-      const auto x = torch::randn({rows, in}, bf16), w = torch::randn({out, in}, bf16), b = torch::randn({out}, bf16);
-      const auto dy = torch::randn({rows, out}, bf16);
-      const std::vector<std::pair<Product, std::function<at::Tensor()>>> products{
-          {{"forward", rows, in, out, false, true, true}, [&] { return torch::linear(x, w, b); }},
-          {{"input gradient", rows, out, in, false, false, false}, [&] { return torch::mm(dy, w); }},
-          {{"weight gradient", out, rows, in, true, false, false}, [&] { return torch::mm(dy.t(), x); }}};
-      for (const auto& [p, run] : products) {
-        INFO(p.name << " of a Linear " << in << " -> " << out << " over " << rows << " rows, " << threads
-                    << " thread(s)");
-        for (int i = 0; i < 2; ++i) run();  // oneDNN's primitive cache
-        probe->reset_peak();
-        const auto result = run();
-        const int64_t measured = probe->peak_allocated_bytes() - probe->allocated_bytes();
-        const auto booked =
-            trace::onednn::bf16_matmul_booking(p.m, p.k, p.n, p.a_transposed, p.b_transposed, p.sum, threads);
-        REQUIRE(booked.has_value());
-        INFO("kernel " << booked->kernel << ": booked " << booked->scratchpad << " B, measured " << measured << " B");
-        CHECK(booked->scratchpad == measured);
+      const auto booked = trace::onednn::bf16_linear_bookings(rows, in, out, true, threads);
+      REQUIRE(booked.has_value());
+      const auto measured = trace::onednn::measure_bf16_linear(rows, in, out, threads);
+      const std::array<std::tuple<const char*, int64_t, int64_t>, 3> products{
+          {{"forward", booked->forward, measured.forward},
+           {"input gradient", booked->input_grad, measured.input_grad},
+           {"weight gradient", booked->weight_grad, measured.weight_grad}}};
+      for (const auto& [name, booked_bytes, measured_bytes] : products) {
+        INFO(name << " of a Linear " << in << " -> " << out << " over " << rows << " rows, " << threads
+                  << " thread(s): booked " << booked_bytes << " B, measured " << measured_bytes << " B");
+        CHECK(booked_bytes == measured_bytes);
         ++compared;
       }
     }

@@ -229,11 +229,7 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
     const auto kernels = cpu_bf16_matmul_kernels();
     const int64_t threads = at::get_num_threads();
     const bool sum = bias && x.dims == 2;
-    int64_t forward = 0, input_grad = 0, weight_grad = 0;
-    const auto booked = [&](int64_t m, int64_t kk, int64_t n, bool a_transposed, bool b_transposed, bool with_sum) {
-      const auto b = onednn::bf16_matmul_booking(m, kk, n, a_transposed, b_transposed, with_sum, threads);
-      return b ? b->scratchpad : int64_t{0};
-    };
+    onednn::LinearProducts products;
     if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
         onednn::bookings_available()) {
       // oneDNN's own bookings for the three products as LibTorch hands them over (models/onednn_bookings.hpp):
@@ -242,21 +238,17 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       // -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements this
       // project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
       // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
-      forward = booked(rows, in, out, false, true, sum);
-      input_grad = booked(rows, out, in, false, false, false);
-      weight_grad = booked(out, rows, in, true, false, false);
+      products = onednn::bf16_linear_bookings(rows, in, out, sum, threads).value_or(onednn::LinearProducts{});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
       // The avx512_bf16 brgemm kernels' packed blocks and accumulators, written out (models/onednn_scratch.cpp).
-      forward = onednn::brgemm_bf16_scratch(rows, in, out, threads);
-      input_grad = onednn::brgemm_bf16_scratch(rows, out, in, threads);
-      weight_grad = onednn::brgemm_bf16_weight_grad_scratch(rows, in, out, threads);
+      products = onednn::brgemm_bf16_linear_scratch(rows, in, out, threads);
     } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
       // AVX-512 alone (bf16 emulated): an fp32 accumulator of each product's output (emulated_accumulator); the
       // forward of one row on such a CPU runs in ATen's gemv instead, without it (an Intel Xeon with AVX-512 alone).
-      forward = rows > 1 || !bf16_one_row_forward_on_aten() ? emulated_accumulator(rows, out, threads) : 0;
-      input_grad = emulated_accumulator(rows, in, threads);
-      weight_grad = emulated_accumulator(out, in, threads);
+      products = {rows > 1 || !bf16_one_row_forward_on_aten() ? emulated_accumulator(rows, out, threads) : 0,
+                  emulated_accumulator(rows, in, threads), emulated_accumulator(out, in, threads)};
     }
+    const auto& [forward, input_grad, weight_grad] = products;
     if (forward > 0) {
       const Sym packs = make(forward, 1, false);
     }  // alive beside y, then freed

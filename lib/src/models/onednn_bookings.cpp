@@ -400,6 +400,14 @@ std::optional<MatmulBooking> bf16_matmul_booking(int64_t, int64_t, int64_t, bool
 
 #endif
 
+std::optional<LinearProducts> bf16_linear_bookings(int64_t rows, int64_t in, int64_t out, bool sum, int64_t threads) {
+  const auto forward = bf16_matmul_booking(rows, in, out, false, true, sum, threads);
+  const auto input_grad = bf16_matmul_booking(rows, out, in, false, false, false, threads);
+  const auto weight_grad = bf16_matmul_booking(out, rows, in, true, false, false, threads);
+  if (!forward || !input_grad || !weight_grad) return std::nullopt;
+  return LinearProducts{forward->scratchpad, input_grad->scratchpad, weight_grad->scratchpad};
+}
+
 ConvScratch conv_scratch(const ConvShape& c, int64_t element_bytes, const ConvBookings& b) {
   const int64_t e = element_bytes, out = (c.in_hw + 2 * (c.kernel / 2) - c.kernel) / c.stride + 1;
   const int64_t x = c.batch * c.cin * c.in_hw * c.in_hw * e, y = c.batch * c.cout * out * out * e,

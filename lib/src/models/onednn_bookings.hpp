@@ -72,4 +72,9 @@ struct MatmulBooking {
 std::optional<MatmulBooking> bf16_matmul_booking(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
                                                  bool sum, int64_t threads);
 
+// The scratchpads of a bf16 Linear's three products (rows x in -> out) as LibTorch hands them over: the forward
+// x W^T (W's transpose; the bias added as a sum where `sum`: addmm, a 2-D input), the input gradient dy W and the
+// weight gradient dy^T x (dy's transpose). std::nullopt where oneDNN cannot be asked or has no kernel for one.
+std::optional<LinearProducts> bf16_linear_bookings(int64_t rows, int64_t in, int64_t out, bool sum, int64_t threads);
+
 }  // namespace tvie::trace::onednn

@@ -120,6 +120,11 @@ int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, i
   return out * (rp * 2 + std::min<int64_t>(in, 64) * 4) + threads * rp * 64 * 2 + 512 + threads * 640;
 }
 
+LinearProducts brgemm_bf16_linear_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads) {
+  return {brgemm_bf16_scratch(rows, in, out, threads), brgemm_bf16_scratch(rows, out, in, threads),
+          brgemm_bf16_weight_grad_scratch(rows, in, out, threads)};
+}
+
 // oneDNN's fp32 convolutions on AVX-512, as LibTorch 2.14.1 (oneDNN 3.12) calls them: ideep hands oneDNN plain
 // tensors and lets it pick its layouts, so each of the step's three primitives reorders into and out of blocks of
 // 16 channels (`_p`: padded to 16). Which kernels run (ONEDNN_VERBOSE=1 on an Intel Xeon with AVX-512 and an AMD
@@ -814,6 +819,23 @@ ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes) {
   y.backward(dy);
   measured.backward_bytes = probe->peak_allocated_bytes() - probe->allocated_bytes();
   return measured;
+}
+
+LinearProducts measure_bf16_linear(int64_t rows, int64_t in, int64_t out, int64_t threads) {
+  install_cpu_memory_counter();
+  const auto probe = make_memory_probe(c10::Device(c10::kCPU));
+  const ScopedThreads scoped(threads);
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+  const auto x = torch::randn({rows, in}, bf16), w = torch::randn({out, in}, bf16), b = torch::randn({out}, bf16);
+  const auto dy = torch::randn({rows, out}, bf16);
+  const auto measure = [&](const auto& run) {
+    for (int i = 0; i < 2; ++i) run();  // oneDNN's primitive cache
+    probe->reset_peak();
+    const auto result = run();
+    return probe->peak_allocated_bytes() - probe->allocated_bytes();
+  };
+  return {measure([&] { return torch::linear(x, w, b); }), measure([&] { return torch::mm(dy, w); }),
+          measure([&] { return torch::mm(dy.t(), x); })};
 }
 
 }  // namespace tvie::trace::onednn

@@ -354,6 +354,32 @@ TEST_CASE("CUDA int8 keeps Linear layers dense whose shape _int_mm cannot take",
   CHECK(r.linears_converted >= 1);
 }
 
+TEST_CASE("CUDA int8 and fp8 inference predicted: weights, working set and peak to the byte", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  // Where the Linear layers decide the working set (the mlp; the transformers at few positions): the quantisation's
+  // temporaries (tvie::nn::Linear's forward, traced op by op in ForwardTrace::quantised_linear), the rows padded
+  // for _int_mm (at least 17) and _scaled_mm (a multiple of 16), and the layers kept dense. The H200's gpt2-small
+  // rows are reproduced on the CPU too (test_predict.cpp).
+  for (const std::string model : {"mlp", "gpt", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto dtype : cuda_dtypes()) {
+      if (dtype != InferenceDtype::int8 && dtype != InferenceDtype::fp8) continue;
+      for (int64_t batch : {1, 4, 20}) {
+        INFO(model << " tiny, " << to_string(dtype) << ", batch " << batch);
+        const auto s = gpu_infer(batch, dtype);
+        const auto a = w->estimate_activations(activation_query(s, kCuda));
+        const auto r = measure_inference(*w, s, kCuda);
+        CHECK(a.quantised_linears == r.linears_converted);
+        CHECK(a.dense_linears == r.linears_kept_dense);
+        CHECK(r.predicted.parameters == r.memory.parameters);
+        CHECK(r.predicted.packed_weights == 0);
+        CHECK(r.predicted.activations == r.memory.activations);
+        CHECK(r.predicted.peak == r.memory.peak);
+      }
+    }
+  }
+}
+
 TEST_CASE("CUDA graph replay of the inference forward equals eager", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   auto w = make_zoo_workload("gpt", "tiny");

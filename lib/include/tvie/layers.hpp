@@ -44,6 +44,10 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   // Whether `kind`'s kernel takes this layer's shape (see convert_weights).
   bool shape_supported(LinearWeights kind) const;
   LinearWeights weights_kind() const { return kind_; }
+  // int8_dynamic: the bytes fbgemm's pack of this layer holds outside LibTorch's allocator, measured as glibc's heap
+  // growth across quantized::linear_prepack (the packed matrix, LibTorch's column offsets, scales and zero points,
+  // and the two objects); -1 where glibc's heap statistics cannot be read; 0 for the other kinds.
+  int64_t packed_bytes() const { return packed_bytes_; }
 
   int64_t in_features, out_features;
   bool with_bias;
@@ -55,12 +59,19 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   torch::Tensor q_scale_;   // fp32: [out] per channel (int8_cuda) or [] per tensor (fp8)
   torch::Tensor q_bias_;    // bias in the output dtype (int8_cuda, fp8)
   c10::IValue packed_;      // int8_dynamic: LinearPackedParamsBase (weights held by fbgemm)
+  int64_t packed_bytes_ = 0;
 };
 TORCH_MODULE(Linear);
 
 // Converts every tvie::nn::Linear in `module` (recursively) to `kind`; returns how many it converted. Layers
-// whose shape the kernel cannot take stay dense and are counted in `kept_dense` (when given).
-int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense = nullptr);
+// whose shape the kernel cannot take stay dense and are counted in `kept_dense` (when given); `packed_bytes` (when
+// given) receives the sum of the converted layers' packed_bytes() (-1 if one of them could not be measured).
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense = nullptr,
+                               int64_t* packed_bytes = nullptr);
+
+// Whether `kind`'s kernel takes a Linear of these features (CUDA int8: multiples of 8; fp8: of 16; the CPU's
+// int8 and dense: any).
+bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features);
 
 // Whether this build and device can run `kind` (int8_dynamic: a CPU with the fbgemm/x86 quantized
 // engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.

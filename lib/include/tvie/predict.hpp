@@ -60,6 +60,10 @@ struct ActivationQuery {
   // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
   // states a checkpoint keeps are host tensors (outside the device's ledger).
   bool cuda = false;
+  // Inference: the copy's dtype. int8 and fp8 replace the weights of the tvie::nn::Linear layers (tvie/layers.hpp;
+  // on the CPU fbgemm's dynamic quantisation, on CUDA at::_int_mm or at::_scaled_mm), whose kernels hold other
+  // temporaries than a dense Linear's; the other layers run in weight_bytes as for fp32 (int8) or bf16 (fp8).
+  InferenceDtype inference_dtype = InferenceDtype::fp32;
 };
 
 // The work of the traced operators, by class, for projecting a workload onto cards it never ran on
@@ -125,6 +129,14 @@ struct ActivationEstimate {
   // counted in backward, where it runs). Zero when the workload has no trace.
   PhaseWork forward_work, backward_work;
   int64_t parameter_tensors = 0;  // the optimizer's step runs its kernels once per parameter tensor
+  // Inference in int8/fp8 (ActivationQuery::inference_dtype): the tvie::nn::Linear layers the conversion replaces
+  // (quantised_linears) and those it keeps dense, their shape being one the kernel cannot take (dense_linears; a tied
+  // head is no tvie::nn::Linear and counts in neither); the dense weight bytes the replaced layers release (their
+  // biases stay as they are); what LibTorch's allocator holds for them instead (CUDA: the int8 or e4m3 weights and
+  // their fp32 scales; the CPU: nothing); and what is held outside it (the CPU: fbgemm's packs,
+  // trace::fbgemm::packed_linear_bytes; -1 where fbgemm cannot be asked its blocking).
+  int64_t quantised_linears = 0, dense_linears = 0;
+  int64_t released_weight_bytes = 0, quantised_weight_bytes = 0, packed_weight_bytes = 0;
 };
 
 // The training ledger, predicted (fields as in TrainingMemory; -1: not predicted, e.g. a workload without
@@ -147,11 +159,18 @@ struct PredictedTrainingMemory {
 
 // The inference ledger, predicted (fields as in InferenceMemory).
 struct PredictedInferenceMemory {
-  int64_t parameters = -1;   // fp32/fp16/bf16: parameter_count * bytes + buffers; int8/fp8: -1 (not predicted)
-  int64_t activations = -1;  // the trace's forward working set (output included)
+  // parameter_count * bytes + buffers; int8/fp8: less the replaced Linear weights' dense bytes, plus their
+  // quantised weights and scales where LibTorch's allocator holds them (CUDA; ActivationEstimate)
+  int64_t parameters = -1;
+  int64_t packed_weights = 0;  // CPU int8: fbgemm's packs outside LibTorch's allocator (-1: not predicted)
+  int64_t activations = -1;    // the trace's forward working set (output included)
   int64_t batch = 0;
-  int64_t peak = -1;                  // parameters + activations + batch
+  int64_t peak = -1;  // parameters + packed_weights + activations + batch
+  // Every byte the weights hold, in LibTorch's allocator and outside it (-1 where either is not predicted).
+  int64_t weights() const { return parameters < 0 || packed_weights < 0 ? -1 : parameters + packed_weights; }
   std::string kernel_scratch_source;  // as in PredictedTrainingMemory
+  // int8/fp8: how the quantised weights were predicted (the CPU: fbgemm's blocking and how it was asked); else empty.
+  std::string quantised_weights_source;
 };
 
 // How the prediction obtains what the kernels hold inside an op on `device`: on the CPU, oneDNN's own bookings asked
@@ -159,6 +178,10 @@ struct PredictedInferenceMemory {
 // asked, the configurations written out for AVX2 and AVX-512 without AMX (and why); on CUDA, that its kernels hold
 // none the ledger sees.
 std::string kernel_scratch_source(const c10::Device& device);
+
+// How the weights of an int8/fp8 inference copy on `device` are predicted (on the CPU: fbgemm's blocking, as asked
+// of the fbgemm inside LibTorch, or why it could not be asked); empty for the dense dtypes.
+std::string quantised_weights_source(InferenceDtype dtype, const c10::Device& device);
 
 // Pure functions of the workload's analytic facts and trace (nothing runs on a device; the batch's bytes
 // come from one CPU batch of the asked size). `data_parallel`: the ranks keep flat gradient buckets; `device`:

@@ -42,6 +42,12 @@
 //    recomputed output and the generator state tvie::checkpoint restores afterwards (and the incoming gradient,
 //    where no Hold counts it already), its own sweep writing its parameter gradients (the outer sweep counts them
 //    there, not again).
+//  - int8/fp8 inference (ActivationQuery::inference_dtype): each tvie::nn::Linear whose shape the kernel takes runs
+//    its quantised forward (ForwardTrace::quantised_linear, op by op as LinearImpl::forward in models/layers.cpp):
+//    on the CPU fbgemm's linear_dynamic, its fp32 output and int32 accumulators of the output's shape; on CUDA the
+//    input quantised in fp32 temporaries, padded to the rows _int_mm (17) or _scaled_mm (a multiple of 16) takes,
+//    and the product rescaled; the trace also counts the dense weight bytes each conversion releases and what it
+//    holds instead (fbgemm's packs: models/fbgemm_packs.hpp).
 // On CUDA (ActivationQuery::cuda; measured on an H200 with LibTorch 2.11, every zoo model but resnet at its
 // tiny preset, tests/test_gpu.cpp), where the CPU rules differ:
 //  - attention with 2-byte inputs (the flash kernel) also saves its RNG seed and offset, two int64 tensors
@@ -60,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include <tvie/layers.hpp>
 #include <tvie/predict.hpp>
 
 namespace tvie::trace {
@@ -183,6 +190,14 @@ class ForwardTrace {
 
  private:
   void save(const Sym& t, const char* layer);
+  // The Linear weights of an int8/fp8 inference copy (ActivationQuery::inference_dtype, on the query's device);
+  // dense when training or in the other dtypes.
+  nn::LinearWeights quantised_kind() const;
+  Sym quantised_linear(const Sym& x, int64_t in, int64_t out, bool bias, nn::LinearWeights kind);
+  struct Quantised {
+    int64_t quantised_linears = 0, dense_linears = 0;
+    int64_t released_weight_bytes = 0, quantised_weight_bytes = 0, packed_weight_bytes = 0;
+  } quantised_;
   // gelu and silu: a pointwise op that saves its input (its backward needs it); the same work for both.
   Sym input_saving_activation(const Sym& x, const char* layer);
   // The kernel LibTorch's CPU convolution picks (cached per shape): its scratch differs.

@@ -9,6 +9,7 @@
 
 #include "core/compat.hpp"
 #include "core/enum_names.hpp"
+#include "measure/glibc_heap.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -154,10 +155,14 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
   return {};
 }
 
-bool LinearImpl::shape_supported(LinearWeights kind) const {
+bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features) {
   if (kind == LinearWeights::int8_cuda) return in_features % 8 == 0 && out_features % 8 == 0;
   if (kind == LinearWeights::fp8_e4m3) return in_features % 16 == 0 && out_features % 16 == 0;
   return true;
+}
+
+bool LinearImpl::shape_supported(LinearWeights kind) const {
+  return linear_shape_supported(kind, in_features, out_features);
 }
 
 bool LinearImpl::convert_weights(LinearWeights kind) {
@@ -183,7 +188,10 @@ bool LinearImpl::convert_weights(LinearWeights kind) {
       c10::WarningUtils::WarningHandlerGuard guard(&to_debug_log);
       const auto q = at::quantize_per_channel(w, scales, zero_points, 0, torch::kQInt8);
       const c10::IValue b = bias.defined() ? c10::IValue(bias.detach().to(torch::kFloat32)) : c10::IValue();
-      packed_ = call_op(linear_prepack_op(), {q, b});  // fbgemm copies q into its packed layout
+      const auto& prepack = linear_prepack_op();
+      const int64_t heap_before = tvie::detail::heap_in_use_bytes();
+      packed_ = call_op(prepack, {q, b});  // fbgemm copies q into its packed layout
+      packed_bytes_ = heap_before < 0 ? -1 : tvie::detail::heap_in_use_bytes() - heap_before;
       break;
     }
     case LinearWeights::int8_cuda: {
@@ -206,17 +214,21 @@ bool LinearImpl::convert_weights(LinearWeights kind) {
   return true;
 }
 
-int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense) {
-  int64_t converted = 0, dense = 0;
+int64_t convert_linear_weights(torch::nn::Module& module, LinearWeights kind, int64_t* kept_dense,
+                               int64_t* packed_bytes) {
+  int64_t converted = 0, dense = 0, packed = 0;
   for (const auto& child : module.modules(/*include_self=*/true)) {
     if (auto* linear = child->as<LinearImpl>()) {
-      if (linear->convert_weights(kind))
+      if (linear->convert_weights(kind)) {
         ++converted;
-      else
+        packed = packed < 0 || linear->packed_bytes() < 0 ? -1 : packed + linear->packed_bytes();
+      } else {
         ++dense;
+      }
     }
   }
   if (kept_dense) *kept_dense = dense;
+  if (packed_bytes) *packed_bytes = packed;
   return converted;
 }
 

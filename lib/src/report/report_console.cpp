@@ -341,7 +341,7 @@ void ConsoleReporter::report(const CompareReport& r) {
   row(out, {"memory", "training", "predicted", "inference " + to_string(i.dtype), "predicted", "train/infer"}, w);
   // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
   const std::map<std::string, std::pair<int64_t, int64_t>> inference = {
-      {"parameters", {i.memory.parameters + i.memory.packed_weights, i.predicted.parameters}},
+      {"parameters", {i.memory.parameters + i.memory.packed_weights, i.predicted.weights()}},
       {"activations", {i.memory.activations, i.predicted.activations}},
       {"other", {i.memory.other, i.predicted.peak >= 0 ? i.predicted.batch : -1}},
       {"peak", {i.memory.peak, i.predicted.peak}}};
@@ -363,6 +363,8 @@ void ConsoleReporter::report(const CompareReport& r) {
   if (i.memory.packed_weights > 0)
     out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
         << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";
+  if (!i.predicted.quantised_weights_source.empty())
+    out << "  inference parameters predicted: " << i.predicted.quantised_weights_source << "\n";
   if (!i.memory.packed_weights_measured) out << kPacksNotMeasured;
 
   out << '\n';
@@ -447,11 +449,16 @@ void ConsoleReporter::report(const InferReport& r) {
       << "  growth, plus the fp32 rest); activations: working set of one forward; peak: " << r.sweep.memory_counter
       << ".\n"
       << "  peak pred.: predicted before the run (weights + the traced forward's working set + batch; docs/metrics.md\n"
-      << "  \"Predicted memory\"; - for int8/fp8, whose packed weights are not predicted).\n"
+      << "  \"Predicted memory\"; int8/fp8: the Linear layers' quantised weights from their shapes).\n"
       << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
       << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
       << "  weights, the rest bf16.\n"
       << "  timer: " << r.sweep.timer << '\n';
+  std::set<InferenceDtype> explained;
+  for (const auto& x : r.sweep.rows)
+    if (x.fits && !x.result.predicted.quantised_weights_source.empty() && explained.insert(x.dtype).second)
+      out << "  " << to_string(x.dtype) << " weights predicted: " << x.result.predicted.quantised_weights_source
+          << '\n';
   if (std::any_of(r.sweep.rows.begin(), r.sweep.rows.end(),
                   [](const auto& x) { return x.fits && !x.result.memory.packed_weights_measured; }))
     out << "  *" << kPacksNotMeasured.substr(1);
@@ -615,7 +622,7 @@ void ConsoleReporter::report(const SliceReport& r) {
     table_head("inference memory", i.plan);
     line(
         "parameters", i.slices, [](const auto& m) { return m.parameters + m.packed_weights; },
-        x.parameters + x.packed_weights, p.parameters);
+        x.parameters + x.packed_weights, p.weights());
     line("activations", i.slices, std::mem_fn(&InferenceMemory::activations), x.activations, p.activations);
     line("peak", i.slices, std::mem_fn(&InferenceMemory::peak), x.peak, p.peak);
     std::vector<double> times;

@@ -195,7 +195,7 @@ svg::Bar ledger_bar(const std::string& label, const InferenceMemory& m) {
                       m.parameters + m.packed_weights, 0, 0, 0, 0, 0, m.activations, m.peak);
 }
 svg::Bar ledger_bar(const std::string& label, const PredictedInferenceMemory& p) {
-  return training_bar(label, p.parameters, 0, 0, 0, 0, 0, p.activations, p.peak);
+  return training_bar(label, p.weights(), 0, 0, 0, 0, 0, p.activations, p.peak);
 }
 
 svg::BarChart ledger_chart(const TrainingResult* t, const InferenceResult* i) {

@@ -95,10 +95,12 @@ nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
 
 nlohmann::json predicted_json(const PredictedInferenceMemory& p) {
   return {{"parameters", p.parameters},
+          {"packed_weights", p.packed_weights},
           {"activations", p.activations},
           {"batch", p.batch},
           {"peak", p.peak},
-          {"kernel_scratch_source", p.kernel_scratch_source}};
+          {"kernel_scratch_source", p.kernel_scratch_source},
+          {"quantised_weights_source", p.quantised_weights_source}};
 }
 
 using nlohmann::json;
@@ -938,7 +940,7 @@ std::string ledger_csv(const TrainingResult* t, const InferenceResult* i) {
   const InferenceMemory im = i ? i->memory : InferenceMemory{};
   const PredictedInferenceMemory ip = i ? i->predicted : PredictedInferenceMemory{};
   const std::vector<Row> rows = {{"parameters", tm.parameters, tp.parameters, im.parameters, ip.parameters},
-                                 {"packed_weights", -1, -1, im.packed_weights, -1},
+                                 {"packed_weights", -1, -1, im.packed_weights, ip.packed_weights},
                                  {"gradients", tm.gradients, tp.gradients, -1, -1},
                                  {"optimizer_state", tm.optimizer_state, tp.optimizer_state, -1, -1},
                                  {"activations", tm.activations, tp.activations, im.activations, ip.activations},

@@ -46,7 +46,7 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
   const auto built = detail::measure_added_bytes(probe.get(), device, [&] {
     torch::manual_seed(settings.seed);
     module = workload->make_module();
-    const auto copy = detail::make_inference_copy(*module, device, settings.dtype, probe.get());
+    const auto copy = detail::make_inference_copy(*module, device, settings.dtype);
     packed_bytes = copy.outside_allocator_bytes;
     r.packed_weights_measured = copy.outside_allocator_measured;
   });

@@ -5,9 +5,7 @@
 #include <tvie/layers.hpp>
 #include <tvie/log.hpp>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "measure/glibc_heap.hpp"
 
 #if TVIE_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -38,24 +36,6 @@ int64_t device_free_bytes(const c10::Device& device) {
 #endif
 }
 
-namespace {
-
-// Bytes in use in glibc's heap (main arena chunks plus mmapped blocks); -1 where unknown: without glibc
-// 2.33's mallinfo2, or under AddressSanitizer, whose allocator replaces glibc's (and keeps freed blocks
-// in quarantine), so that glibc's statistics say nothing about the heap.
-int64_t heap_in_use_bytes() {
-#if defined(__SANITIZE_ADDRESS__)
-  return -1;
-#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  const struct mallinfo2 m = mallinfo2();
-  return static_cast<int64_t>(m.uordblks + m.hblkhd);
-#else
-  return -1;
-#endif
-}
-
-}  // namespace
-
 void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype) {
   module.to(device);
   torch::NoGradGuard no_grad;
@@ -78,8 +58,7 @@ c10::ScalarType inference_base_dtype(InferenceDtype dtype) {
   return torch::kFloat32;
 }
 
-InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype,
-                                  MemoryProbe* probe) {
+InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype) {
   InferenceCopy copy;
   // Not differentiable: without this guard, the quantisation's scale computations would record autograd
   // graphs that keep the dense fp32 weights alive after the conversion released them.
@@ -90,19 +69,25 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
   const auto kind = dtype == InferenceDtype::fp8 ? nn::LinearWeights::fp8_e4m3
                     : device.is_cpu()            ? nn::LinearWeights::int8_dynamic
                                                  : nn::LinearWeights::int8_cuda;
-  const bool measure_heap = probe && device.is_cpu() && heap_in_use_bytes() >= 0;
-  const int64_t heap_before = measure_heap ? heap_in_use_bytes() : 0;
-  const int64_t counted_before = measure_heap ? probe->allocated_bytes() : 0;
-  copy.converted_linears = nn::convert_linear_weights(module, kind, &copy.dense_linears);
+  // The process's first conversion also allocates what LibTorch and fbgemm make once (the operators' lookups,
+  // fbgemm's CPU detection: 5 KiB of glibc's heap on an AMD EPYC): a 1 x 1 layer converted first, so that each
+  // layer's pack measured is its own (tvie::nn::Linear::packed_bytes()).
+  if (kind == nn::LinearWeights::int8_dynamic) {
+    static const bool warmed = [&] {
+      nn::Linear once(1, 1);
+      once->convert_weights(kind);
+      return true;
+    }();
+    (void)warmed;
+  }
+  int64_t packed = 0;
+  copy.converted_linears = nn::convert_linear_weights(module, kind, &copy.dense_linears, &packed);
   if (copy.converted_linears + copy.dense_linears == 0)
     throw InvalidArgument("infer.dtype", to_string(dtype),
                           "fp32, bf16 (this model has no tvie::nn::Linear layers to convert; build its Linear layers "
                           "from tvie::nn::Linear to run it in int8 or fp8)");
-  copy.outside_allocator_measured = kind != nn::LinearWeights::int8_dynamic || measure_heap;
-  if (measure_heap) {
-    const int64_t counted = probe->allocated_bytes() - counted_before;
-    copy.outside_allocator_bytes = std::max<int64_t>(0, heap_in_use_bytes() - heap_before - counted);
-  }
+  copy.outside_allocator_measured = packed >= 0;
+  copy.outside_allocator_bytes = std::max<int64_t>(0, packed);
   if (copy.dense_linears > 0)
     log::info(cat("inference copy: ", copy.dense_linears, " of ", copy.converted_linears + copy.dense_linears,
                   " Linear layers kept dense (", nn::to_string(kind), " cannot take their shapes)"));

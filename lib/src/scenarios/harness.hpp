@@ -60,7 +60,8 @@ struct InferenceCopy {
   int64_t converted_linears = 0;  // tvie::nn::Linear layers given int8/fp8 weights
   int64_t dense_linears = 0;      // tvie::nn::Linear layers kept dense: the kernel cannot take their shape
   // Bytes the conversion left allocated outside LibTorch's allocator (CPU int8: fbgemm's packed weights),
-  // measured as glibc heap growth (mallinfo2) minus what the tensor counter saw; 0 when not measured.
+  // measured as glibc's heap growth across each layer's packing (tvie::nn::Linear::packed_bytes()); 0 when not
+  // measured.
   int64_t outside_allocator_bytes = 0;
   // False when there were such bytes to measure (CPU int8) but glibc's heap statistics cannot be read
   // (heap_statistics_available()): outside_allocator_bytes is then 0 for want of a measurement.
@@ -70,7 +71,6 @@ struct InferenceCopy {
 // Turns a freshly built fp32 module into the inference copy for `dtype` on `device`: floating tensors to
 // the base dtype, tvie::nn::Linear weights to int8/fp8, eval(). Throws InvalidArgument("infer.dtype") when
 // int8/fp8 is asked of a model without tvie::nn::Linear layers.
-InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype,
-                                  MemoryProbe* probe);
+InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype);
 
 }  // namespace tvie::detail

@@ -22,7 +22,7 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
     torch::manual_seed(settings_.seed);
     module_ = workload_.make_module();  // fp32 on the CPU
     if (weights) copy_weights(*weights, *module_);
-    const auto copy = detail::make_inference_copy(*module_, device_, settings_.dtype, probe);
+    const auto copy = detail::make_inference_copy(*module_, device_, settings_.dtype);
     packed_bytes_ = copy.outside_allocator_bytes;
     packed_measured_ = copy.outside_allocator_measured;
     linears_converted_ = copy.converted_linears;

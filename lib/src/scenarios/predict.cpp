@@ -6,6 +6,7 @@
 #include <tvie/workload.hpp>
 
 #include "core/text.hpp"
+#include "models/fbgemm_packs.hpp"
 #include "models/onednn_bookings.hpp"
 #include <tvie/log.hpp>
 
@@ -34,6 +35,7 @@ ActivationQuery activation_query(const InferSettings& settings, const c10::Devic
                        ? 2
                        : 4;
   q.fp16 = settings.dtype == InferenceDtype::fp16;
+  q.inference_dtype = settings.dtype;
   return q;
 }
 
@@ -149,16 +151,36 @@ PredictedInferenceMemory predict_inference_memory(const Workload& workload, cons
   PredictedInferenceMemory p;
   p.kernel_scratch_source = kernel_scratch_source(device);
   p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes).total();
-  const bool dense = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::fp16 ||
-                     settings.dtype == InferenceDtype::bf16;
-  if (dense)
-    p.parameters = facts.parameter_count * query.weight_bytes + (a.known ? a.buffer_bytes : facts.buffer_bytes);
-  // int8/fp8: neither the packed weights nor the quantised kernels' buffers are modelled (on the CPU the int8
-  // working set of llama-3-8b's slices measured twice the fp32 trace's): nothing but the batch is predicted.
-  if (!a.known || !dense) return p;
+  const bool quantised = settings.dtype == InferenceDtype::int8 || settings.dtype == InferenceDtype::fp8;
+  const int64_t dense = facts.parameter_count * query.weight_bytes + (a.known ? a.buffer_bytes : facts.buffer_bytes);
+  if (!quantised) {
+    p.parameters = dense;
+  } else {
+    // int8/fp8: only the trace knows which Linear layers the copy replaces (and what each holds instead).
+    if (!a.known) {
+      p.packed_weights = -1;
+      return p;
+    }
+    p.parameters = dense - a.released_weight_bytes + a.quantised_weight_bytes;
+    p.packed_weights = a.packed_weight_bytes;
+    p.quantised_weights_source = quantised_weights_source(settings.dtype, device);
+  }
+  if (!a.known || p.packed_weights < 0) return p;
   p.activations = a.forward_peak_bytes;  // one forward's working set, its output included
-  p.peak = p.parameters + p.activations + p.batch;
+  p.peak = p.parameters + p.packed_weights + p.activations + p.batch;
   return p;
+}
+
+std::string quantised_weights_source(InferenceDtype dtype, const c10::Device& device) {
+  if (dtype == InferenceDtype::fp8) return "e4m3 weights [out, in] and one fp32 scale per Linear (tvie::nn::Linear)";
+  if (dtype != InferenceDtype::int8) return "";
+  if (device.is_cuda()) return "int8 weights [out, in] and an fp32 scale per output per Linear (tvie::nn::Linear)";
+  std::string how;
+  const auto b = trace::fbgemm::blocking(&how);
+  if (!b) return cat("fbgemm's packs not predicted: ", how);
+  return cat("fbgemm's packs (in features padded to ", b->k_block, ", out features to ", b->n_block, ": ", how,
+             ") and 12 bytes per output (column offsets, scales, zero points); fbgemm's objects and glibc's chunk "
+             "headers not counted");
 }
 
 }  // namespace tvie

@@ -1,6 +1,6 @@
 // fbgemm's packed int8 weights, as LibTorch's CPU dynamic quantisation holds them (tvie::nn::Linear's int8_dynamic:
 // quantized::linear_prepack on the x86/fbgemm engine). They live outside LibTorch's allocator (fbgemmAlignedAlloc:
-// posix_memalign), so the ledger measures them as glibc heap growth across the conversion; this predicts them.
+// posix_memalign), so the ledger measures them as glibc heap growth across each layer's packing; this predicts them.
 #pragma once
 
 #include <cstdint>

@@ -362,7 +362,8 @@ void ConsoleReporter::report(const CompareReport& r) {
   ledger_notes(out, t, true, r.context.device_type == c10::DeviceType::CUDA);
   if (i.memory.packed_weights > 0)
     out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
-        << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across the conversion)\n";
+        << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across each layer's "
+           "packing)\n";
   if (!i.predicted.quantised_weights_source.empty())
     out << "  inference parameters predicted: " << i.predicted.quantised_weights_source << "\n";
   if (!i.memory.packed_weights_measured) out << kPacksNotMeasured;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -404,6 +405,15 @@ namespace {
 // 3 KiB per layer under (small chunks an earlier copy freed, which glibc's thread cache keeps and mallinfo2 counts as
 // in use, reused: the vectors and objects of a narrow layer), 5 KiB over (the objects, chunk headers, and a page for
 // a pack glibc maps on its own). Seen on an AMD EPYC: -0.9 .. +0.7 KiB per layer.
+// Why this LibTorch or CPU cannot run CPU int8, or fbgemm cannot be asked its blocking; nothing where both work.
+std::optional<std::string> int8_packs_unpredictable() {
+  std::string why;
+  if (!nn::linear_weights_supported(nn::LinearWeights::int8_dynamic, c10::Device(c10::kCPU), &why) ||
+      !trace::fbgemm::blocking(&why))
+    return why;
+  return std::nullopt;
+}
+
 void check_int8_row(int64_t layers, const InferenceMemory& m, const PredictedInferenceMemory& p) {
   INFO("measured parameters " << m.parameters << ", packs " << m.packed_weights << ", activations " << m.activations
                               << ", batch " << m.batch << ", peak " << m.peak << "; predicted " << p.parameters << ", "
@@ -419,10 +429,8 @@ void check_int8_row(int64_t layers, const InferenceMemory& m, const PredictedInf
 }  // namespace
 
 TEST_CASE("CPU int8 inference predicted: fbgemm's packs from its blocking, the rest to the byte", "[predict][int8]") {
-  std::string why;
-  if (!nn::linear_weights_supported(nn::LinearWeights::int8_dynamic, c10::Device(c10::kCPU), &why) ||
-      !trace::fbgemm::blocking(&why)) {
-    WARN("SKIPPED: " << why);
+  if (const auto why = int8_packs_unpredictable()) {
+    WARN("SKIPPED: " << *why);
     return;
   }
   INFO(quantised_weights_source(InferenceDtype::int8, c10::Device(c10::kCPU)));
@@ -480,10 +488,8 @@ TEST_CASE("CUDA int8 and fp8 weights: the layers a kernel cannot take stay dense
 }
 
 TEST_CASE("CPU int8: fbgemm's packs under each blocking this CPU can run (FBGEMM_ENABLE_INSTRUCTIONS)", "[predict]") {
-  std::string why;
-  if (!nn::linear_weights_supported(nn::LinearWeights::int8_dynamic, c10::Device(c10::kCPU), &why) ||
-      !trace::fbgemm::blocking(&why)) {
-    WARN("SKIPPED: " << why);
+  if (const auto why = int8_packs_unpredictable()) {
+    WARN("SKIPPED: " << *why);
     return;
   }
   // fbgemm runs a lower instruction set's kernels, with that set's blocking, when the environment asks

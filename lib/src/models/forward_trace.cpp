@@ -331,11 +331,9 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
       // thread into fbgemm's own buffers (glibc's heap: outside the ledger), the fp32 input read as it is.
       y = make(rows * out, 4, false);
       { const Sym accumulators = make(rows * out, 4, false); }
-      std::string why;
-      const auto blocking = fbgemm::blocking(&why);
-      if (!blocking) quantised_.packed_weight_bytes = -1;
-      if (quantised_.packed_weight_bytes >= 0)
-        quantised_.packed_weight_bytes += fbgemm::packed_linear_bytes(in, out, *blocking);
+      const auto blocking = fbgemm::blocking();  // none: the packs are not predicted (-1)
+      auto& packs = quantised_.packed_weight_bytes;
+      packs = !blocking || packs < 0 ? -1 : packs + fbgemm::packed_linear_bytes(in, out, *blocking);
       break;
     }
     case nn::LinearWeights::int8_cuda: {

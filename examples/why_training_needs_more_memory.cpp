@@ -114,12 +114,7 @@ std::string replace_tables(std::string doc, const std::vector<Table>& tables) {
   return doc;
 }
 
-// write_file_atomically ends the file with a newline of its own: one is taken off text that has one, so that
-// rewriting the document leaves it as it was.
-void write(const fs::path& path, const std::string& text) {
-  const bool ends_line = !text.empty() && text.back() == '\n';
-  tvie::write_file_atomically(path.string(), ends_line ? text.substr(0, text.size() - 1) : text);
-}
+void write(const fs::path& path, const std::string& text) { tvie::write_file_atomically(path.string(), text); }
 
 }  // namespace
 

@@ -26,7 +26,7 @@ if [ "$rc" -ne 0 ]; then
 fi
 summary="$(grep -E '^[0-9]+% tests passed' "$work/ci.log" | tail -1)"
 test_s="$(sed -n 's/^Total Test time (real) = *\([0-9.]*\) sec.*/\1/p' "$work/ci.log" | tail -1)"
-skipped="$(grep -c '^SKIPPED' "$work/ci.log" || true)"
+skipped="$(sed -n 's/^tvie tests: .*, \([0-9]*\) skipped, .*/\1/p' "$work/ci.log" | tail -1)"
 venv_size="$(du -sh "$TVIE_VENV" | cut -f1)"
 machine="$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
 {

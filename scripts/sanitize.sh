@@ -34,8 +34,10 @@ export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 cd "$dir"
 rc=0
-ctest --output-on-failure -j "$TVIE_JOBS" "$@" 2>&1 | tee "$dir/ctest-summary.log" || rc=$?
-grep -h '^SKIPPED' Testing/Temporary/LastTest.log 2>/dev/null | sort -u || true
+junit="$dir/Testing/tvie-junit.xml"
+rm -f "$junit"
+ctest --output-on-failure -j "$TVIE_JOBS" --output-junit "$junit" "$@" 2>&1 | tee "$dir/ctest-summary.log" || rc=$?
+[ -f "$junit" ] && python3 "$TVIE_ROOT/scripts/test-summary.py" "$junit" | tee -a "$dir/ctest-summary.log"
 if grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" Testing/Temporary/LastTest.log >/dev/null 2>&1; then
   grep -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" Testing/Temporary/LastTest.log | sort -u | head -20 >&2
   rc=1
@@ -51,7 +53,7 @@ if [ "$record" -eq 1 ]; then
     echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
     echo "# ASAN_OPTIONS=$ASAN_OPTIONS"
     tail -n 200 "$dir/ctest-summary.log" 2>/dev/null | grep -E '^[0-9]+% tests passed|Total Test time' || true
-    echo "skipped with their reason: $(grep -h '^SKIPPED' Testing/Temporary/LastTest.log 2>/dev/null | sort -u | wc -l)"
+    grep -E '^tvie tests: ' "$dir/ctest-summary.log" || true
     echo "sanitizer findings: $(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' Testing/Temporary/LastTest.log || true)"
     grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)' "$dir/ctest-summary.log" |
       sed 's/^\s*/failed: /' || true

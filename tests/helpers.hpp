@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,15 +49,49 @@ inline bool gpu_required() {
   return v != nullptr && std::string(v) == "1";
 }
 
+// Skips. A test that cannot run on this machine (the CPU kind, a tool, a GPU) ends with TVIE_SKIP(reason): the
+// reason goes to stdout at the start of a line ("SKIPPED [test name]: reason", which scripts/test.sh collects) and
+// the test case returns. main() ends a run whose every test case skipped, and none failed, with exit code 77, which
+// ctest reports as "Skipped" (SKIP_RETURN_CODE), never as "Passed". TVIE_SKIP_PART(reason) says that a part of a test
+// could not run here while the rest goes on ("SKIPPED PART [test name]: reason"); the test's result is the rest's.
+// Both count as an assertion, so that Catch's NoAssertions check (every ctest entry) fails only a test that ends
+// without asserting anything and without saying why.
+struct Skip {
+  std::string test;
+  std::string reason;
+  bool whole = true;  // the test case ends here (TVIE_SKIP), not a part of it (TVIE_SKIP_PART)
+};
+inline std::vector<Skip>& recorded_skips() {
+  static std::vector<Skip> skips;
+  return skips;
+}
+inline void record_skip(const std::string& reason, bool whole) {
+  const std::string name = Catch::getResultCapture().getCurrentTestName();
+  recorded_skips().push_back({name, reason, whole});
+  std::cout << (whole ? "SKIPPED [" : "SKIPPED PART [") << name << "]: " << reason << std::endl;
+}
+
+#define TVIE_SKIP_RECORD_(reason, whole)                           \
+  do {                                                             \
+    std::ostringstream tvie_skip_reason_;                          \
+    tvie_skip_reason_ << reason; /* NOLINT: a stream expression */ \
+    ::tvie::test::record_skip(tvie_skip_reason_.str(), whole);     \
+    SUCCEED("skipped: " << tvie_skip_reason_.str());               \
+  } while (0)
+#define TVIE_SKIP(reason)            \
+  do {                               \
+    TVIE_SKIP_RECORD_(reason, true); \
+    return;                          \
+  } while (0)
+#define TVIE_SKIP_PART(reason) TVIE_SKIP_RECORD_(reason, false)
+
 // A [gpu] test run on a machine without CUDA: ctest runs each test alone and main() skips it with exit
-// code 77 before it starts; in a whole-binary run it warns and returns instead (fails under
-// TVIE_REQUIRE_GPU=1).
+// code 77 before it starts; in a whole-binary run it is skipped here (fails under TVIE_REQUIRE_GPU=1).
 #define TVIE_REQUIRE_CUDA()                                                                    \
   do {                                                                                         \
     if (!tvie::cuda_available()) {                                                             \
       if (tvie::test::gpu_required()) FAIL("TVIE_REQUIRE_GPU=1 but no CUDA device is usable"); \
-      WARN("SKIPPED: needs a CUDA device; torch::cuda::is_available() is false here");         \
-      return;                                                                                  \
+      TVIE_SKIP("needs a CUDA device; torch::cuda::is_available() is false here");             \
     }                                                                                          \
   } while (0)
 
@@ -161,10 +197,10 @@ inline Run run_command(const std::string& command) {
 inline Run run_cli(const std::string& args) { return run_command(std::string(TVIE_CLI_PATH) + " " + args); }
 
 // Whether the int8 packs can be checked: glibc's heap statistics are readable (not under AddressSanitizer).
-// When not, says so in the test output (WARN) and returns false: the check is skipped visibly, not passed.
+// When not, says so (a skipped part) and returns false.
 inline bool packs_measurable() {
   if (tvie::heap_statistics_available()) return true;
-  WARN("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
+  TVIE_SKIP_PART("glibc heap statistics unavailable (AddressSanitizer?): packed weights not measured, not checked");
   return false;
 }
 

@@ -1,19 +1,23 @@
-// Test runner. Installs the counting CPU allocator before the first tensor, and skips [gpu] tests with
-// a visible reason (exit code 77: ctest's SKIP_RETURN_CODE) when no CUDA device is available (unless
-// TVIE_REQUIRE_GPU=1: then they fail), [dist] tests when the build has no Gloo backend, and [browser] tests when
-// no chromium is installed (unless TVIE_REQUIRE_BROWSER=1), and [timing] tests (a measured time against a
-// projection) in a build with AddressSanitizer.
+// Test runner. Installs the counting CPU allocator before the first tensor, and skips with a visible reason
+// (exit code 77: ctest's SKIP_RETURN_CODE, reported "Skipped") [gpu] tests when no CUDA device is available (unless
+// TVIE_REQUIRE_GPU=1: then they fail), [dist] tests when the build has no Gloo backend, and [browser] tests when no
+// chromium is installed (unless TVIE_REQUIRE_BROWSER=1). A test that finds out inside that it cannot run here skips
+// itself (TVIE_SKIP, helpers.hpp): a run whose every test case skipped also ends with 77.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <tvie/config.hpp>
 #include <tvie/device.hpp>
 #include <tvie/memory.hpp>
+
+#include <ATen/Parallel.h>
 
 #include "helpers.hpp"
 
@@ -56,12 +60,50 @@ int apply_skip_rules(Catch::Session& session, const std::vector<SkipRule>& rules
   return -1;
 }
 
+// After a run without failures: 77 (ctest's "Skipped") when every selected test case skipped itself (TVIE_SKIP),
+// else 0. A run of several test cases, some of them skipped, ends with a line that counts them.
+int skipped_exit_code(Catch::Session& session) {
+  const auto& config = session.config();
+  if (config.listTestNamesOnly() || config.listTests() || config.listTags()) return 0;
+  std::set<std::string> skipped;
+  for (const auto& s : tvie::test::recorded_skips())
+    if (s.whole) skipped.insert(s.test);
+  if (skipped.empty()) return 0;
+  const auto selected = Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config);
+  if (skipped.size() >= selected.size()) return 77;
+  std::cout << "tvie tests: " << selected.size() - skipped.size() << " test cases ran, " << skipped.size()
+            << " skipped (the SKIPPED lines above say why)\n";
+  return 0;
+}
+
 }  // namespace
+
+// The intra-op threads every test starts with: TVIE_TEST_THREADS (1..256), else 2, whatever the machine's cores, so
+// that the byte-exact peaks (the kernels' scratch grows with the threads) are the same on every machine; the
+// [cpu-kinds] tests run again at 1 and 4 (test_predict.cpp). 0 when the variable is malformed.
+int test_threads() {
+  const char* v = std::getenv("TVIE_TEST_THREADS");
+  if (v == nullptr || *v == '\0') return 2;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' && n >= 1 && n <= 256 ? static_cast<int>(n) : 0;
+}
 
 int main(int argc, char* argv[]) {
   tvie::install_cpu_memory_counter();
+  const int threads = test_threads();
+  if (threads == 0) {
+    std::cerr << "tvie_tests: TVIE_TEST_THREADS: got '" << std::getenv("TVIE_TEST_THREADS")
+              << "'; accepted: an integer in 1..256 (unset: 2)\n";
+    return 2;
+  }
+  at::set_num_threads(threads);
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  // Every run: a test case that ends without a single assertion fails (a skip says why and counts: TVIE_SKIP).
+  // Catch's command line takes one -w, which ctest's entries spend on NoTests.
+  auto& data = session.configData();
+  data.warnings = static_cast<Catch::WarnAbout::What>(data.warnings | Catch::WarnAbout::NoAssertions);
   const std::vector<SkipRule> rules = {
       // TVIE_REQUIRE_GPU=1 (the GPU check): a machine that should have a usable GPU but does not fails.
       {"gpu", "", !tvie::cuda_available(), tvie::test::gpu_required(),
@@ -70,11 +112,9 @@ int main(int argc, char* argv[]) {
        "this build has no Gloo backend (no gloo headers at configure time; scripts/setup.sh fetches them)", ""},
       {"browser", "", tvie::test::chromium_path().empty(), tvie::test::browser_required(),
        "needs chromium (apt-get install chromium; scripts/setup.sh installs it)", "TVIE_REQUIRE_BROWSER=1"},
-      {"timing", "", tvie::test::kAddressSanitizer, false,
-       "built with AddressSanitizer, whose interceptors slow every memory call: the measured time is not what "
-       "this CPU does",
-       ""},
   };
   if (const int rc = apply_skip_rules(session, rules); rc >= 0) return rc;
-  return session.run();
+  const int failed = session.run();
+  if (failed != 0) return failed;
+  return skipped_exit_code(session);
 }

@@ -1,6 +1,8 @@
 // Gradient accumulation: k micro-batches of b/k give the gradients of one batch of b, and one optimizer step.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "helpers.hpp"
 
 using namespace tvie;
@@ -17,6 +19,17 @@ std::vector<torch::Tensor> parameters(Trainer& t) {
   std::vector<torch::Tensor> out;
   for (const auto& p : t.module().parameters()) out.push_back(p.detach().clone());
   return out;
+}
+
+// ||a - b|| / ||b|| over all the tensors as one vector, in fp32.
+double relative_error(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i].to(torch::kFloat32) - b[i].to(torch::kFloat32)).pow(2).sum().item<double>();
+    norm += b[i].to(torch::kFloat32).pow(2).sum().item<double>();
+  }
+  return std::sqrt(diff / std::max(norm, 1e-24));
 }
 
 double max_relative_error(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
@@ -85,4 +98,47 @@ TEST_CASE("one optimizer step per k micro-batches", "[accumulation]") {
   CHECK(r.optimizer_steps == Trainer::kLedgerSteps + 1 + 3);
   CHECK(r.micro_batches == 4 * r.optimizer_steps);
   CHECK(r.step_ms.size() == 3);
+}
+
+TEST_CASE("the first step under accumulation: loss and update those of one batch of the same samples, every precision",
+          "[accumulation]") {
+  // The ledger step (the run's first, whose loss is the first one reported) and the steady-state step after it run
+  // the same micro-batch loop as every timed step; each micro-batch's loss divided by k. Without the division the
+  // first loss and the update would be k times too large (gpt tiny, k = 4: a first loss of 18.1 for 5.6).
+  const c10::Device cpu(c10::kCPU);
+  for (const std::string model : {"mlp", "gpt"}) {
+    auto w = make_zoo_workload(model, "tiny");
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::bf16}) {
+      // fp32 sums the same products in another order; bf16 rounds each micro-batch's gradient to 8 bits of mantissa
+      // before adding them (pure bf16), or its matmuls' inputs (amp).
+      const double tolerance = precision == TrainPrecision::fp32 ? 1e-5 : 0.03;
+      for (const int64_t k : {2, 4}) {
+        INFO(model << " tiny, " << to_string(precision) << ", accumulate " << k);
+        TrainSettings one = test::small_train(OptimizerKind::sgd);
+        one.batch_size = 8;
+        one.precision = precision;
+        one.learning_rate = 0.5;  // an update well above bf16's rounding of the weights
+        TrainSettings split = one;
+        split.accumulate = k;
+        auto probe = make_memory_probe(cpu);
+        Trainer whole_trainer(*w, one, cpu, probe.get()), split_trainer(*w, split, cpu, probe.get());
+        const auto p0 = parameters(whole_trainer);
+        REQUIRE(max_relative_error(parameters(split_trainer), p0) == 0.0);  // the same seed, the same start
+        whole_trainer.ledger_step(*probe);
+        split_trainer.ledger_step(*probe);
+        CHECK(split_trainer.micro_batches() == 2 * k);
+        CHECK(split_trainer.optimizer_steps() == 2);
+        CHECK(split_trainer.ledger_loss() == Approx(whole_trainer.ledger_loss()).epsilon(tolerance));
+        // The update of the two ledger steps (SGD: -lr times the sum of the two steps' gradients).
+        std::vector<torch::Tensor> whole_update, split_update;
+        const auto whole_after = parameters(whole_trainer), split_after = parameters(split_trainer);
+        for (size_t i = 0; i < p0.size(); ++i) {
+          whole_update.push_back(whole_after[i].to(torch::kFloat32) - p0[i].to(torch::kFloat32));
+          split_update.push_back(split_after[i].to(torch::kFloat32) - p0[i].to(torch::kFloat32));
+        }
+        INFO("the update's relative error " << relative_error(split_update, whole_update));
+        CHECK(relative_error(split_update, whole_update) <= tolerance);
+      }
+    }
+  }
 }

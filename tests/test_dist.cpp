@@ -27,18 +27,6 @@ using namespace tvie;
 
 namespace {
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 DistEnv env_of(int64_t rank, int64_t world, int port) {
   DistEnv e;
   e.rank = rank;
@@ -66,19 +54,31 @@ TrainSettings sgd_steps(int64_t batch) {
   return t;
 }
 
-// Runs `steps` data-parallel steps on `world` ranks (threads); returns each rank's parameters after.
+// How the ranks of train_ranks are set up beyond their batch: micro-batches per step, and whether each rank seeds
+// its own initial weights (seed 5 + rank) instead of all seeding the same (5).
+struct RankSetup {
+  int64_t accumulate = 1;
+  bool seed_per_rank = false;
+};
+
+// Runs `steps` data-parallel steps on `world` ranks (threads), after rank 0's weights are broadcast; returns each
+// rank's parameters after (steps = 0: after the broadcast).
 std::vector<std::vector<torch::Tensor>> train_ranks(const Workload& w, int64_t world, int64_t steps,
-                                                    const DistSettings& d, int64_t batch_per_rank) {
+                                                    const DistSettings& d, int64_t batch_per_rank,
+                                                    const RankSetup& setup = {}) {
   const c10::Device cpu(c10::kCPU);
   // Build the trainers one after another: construction seeds torch's global generator.
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (int64_t r = 0; r < world; ++r) {
     auto t = sgd_steps(batch_per_rank);
     t.data_seed_offset = static_cast<uint64_t>(r) * 1000003ULL;
+    t.accumulate = setup.accumulate;
+    if (setup.seed_per_rank) t.seed += static_cast<uint64_t>(r);
     trainers.push_back(std::make_unique<Trainer>(w, t, cpu));
   }
-  // The port is taken right before rank 0's store binds it (nothing built in between).
-  const int port = free_port();
+  // Held bound until the ranks are done (tvie::ReservedPort): no other socket takes it before rank 0's store does.
+  const ReservedPort reserved;
+  const int port = reserved.port();
   std::vector<std::string> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int64_t r = 0; r < world; ++r)
@@ -153,7 +153,8 @@ int wait_exit(pid_t pid, int seconds) {
 // Two ranks of `tvie <args>`, returned once rank 0 has logged the end of its ledger steps: both ranks have
 // then met at the rendezvous and taken part in all-reduces, and are in their training loops.
 std::pair<Proc, Proc> start_two_ranks(const std::string& args, const fs::path& dir) {
-  const int port = free_port();
+  const ReservedPort reserved;  // held until rank 0's store is up (its ledger steps are past the rendezvous)
+  const int port = reserved.port();
   auto a = spawn_rank(0, 2, port, args, dir / "r0.log");
   auto b = spawn_rank(1, 2, port, args, dir / "r1.log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -230,6 +231,50 @@ TEST_CASE("one data-parallel step equals a single-process step on both ranks' ba
   }
 }
 
+TEST_CASE("ranks seeded differently start from rank 0's weights: the broadcast", "[dist]") {
+  auto w = make_zoo_workload("mlp", "tiny");
+  const auto own = [&](uint64_t seed) {
+    torch::manual_seed(static_cast<int64_t>(seed));
+    std::vector<torch::Tensor> p;
+    for (const auto& x : w->make_module()->parameters()) p.push_back(x.detach().clone());
+    return p;
+  };
+  const auto rank0 = own(5), rank1 = own(6);  // what each rank builds (seed 5 + rank)
+  REQUIRE_FALSE(torch::equal(rank0[0], rank1[0]));
+  const auto started = train_ranks(*w, 2, 0, gloo(), 4, {1, /*seed_per_rank=*/true});
+  REQUIRE(started[1].size() == rank0.size());
+  for (size_t i = 0; i < rank0.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(torch::equal(started[0][i], rank0[i]));
+    CHECK(torch::equal(started[1][i], rank0[i]));  // rank 1's own weights replaced by rank 0's
+  }
+}
+
+TEST_CASE("data parallel with accumulation: 2 ranks x 2 micro-batches equal one step on all four", "[dist]") {
+  auto w = make_zoo_workload("gpt", "tiny");
+  const auto ranks = train_ranks(*w, 2, 1, gloo(), 4, {/*accumulate=*/2});
+  const c10::Device cpu(c10::kCPU);
+  auto t = sgd_steps(4);
+  torch::manual_seed(static_cast<int64_t>(t.seed));
+  auto module = w->make_module();
+  const Batch b0 = w->make_batch(4, cpu, t.seed + 0);
+  const Batch b1 = w->make_batch(4, cpu, t.seed + 1000003ULL);
+  Batch both = b0;
+  both.input = torch::cat({b0.input, b1.input});
+  both.target = torch::cat({b0.target, b1.target});
+  both.samples = 8;
+  w->loss(w->forward(*module, both.input), both).backward();
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
+  for (auto& p : module->parameters()) {
+    INFO("parameter " << i);
+    CHECK(torch::equal(ranks[0][i], ranks[1][i]));
+    const auto expected = p.detach() - t.learning_rate * p.grad();
+    CHECK(((ranks[0][i] - expected).norm() / expected.norm()).item<double>() <= 1e-5);
+    ++i;
+  }
+}
+
 TEST_CASE("overlap on and off give the same parameters after several steps", "[dist]") {
   auto w = make_zoo_workload("gpt", "tiny");
   const auto plain = train_ranks(*w, 2, 3, gloo(false, 0.05), 2);  // small buckets: several of them
@@ -243,7 +288,8 @@ TEST_CASE("overlap on and off give the same parameters after several steps", "[d
 }
 
 TEST_CASE("the all-reduce sweep checks its sums and reports busbw as documented", "[dist]") {
-  const int port = free_port();
+  const ReservedPort reserved;
+  const int port = reserved.port();
   const c10::Device cpu(c10::kCPU);
   std::vector<AllreduceSweepResult> results(2);
   std::vector<std::string> errors(2);
@@ -337,15 +383,33 @@ TEST_CASE("tvie launch runs 2 ranks of tvie train: identical parameters, communi
   test::TempDir dir("tvie-dist");
   const auto json = dir.path / "train.json";
   const auto trace = dir.path / "train.trace.json";
+  const auto params = dir.path / "params.pt";
   const auto run = test::run_cli(
       "launch --nproc 2 -- tvie train --model gpt --preset tiny --batch 4 --steps 3 "
       "--warmup 1 --quiet --json " +
-      json.string() + " --trace " + trace.string());
+      json.string() + " --trace " + trace.string() + " --save-parameters " + params.string());
   const std::string& out = run.out;
   INFO(out);
   REQUIRE(run.exit_code == 0);
   CHECK(out.find("distributed: gloo, 2 ranks") != std::string::npos);
   CHECK(out.find("parameters identical on every rank after the run: yes") != std::string::npos);
+  // The claim above checked here from each rank's own parameters, as each rank wrote them: bit for bit equal, and
+  // moved by training from the initial weights (the same seed on both ranks builds them).
+  std::vector<torch::Tensor> rank0, rank1;
+  torch::load(rank0, params.string() + ".rank0");
+  torch::load(rank1, params.string() + ".rank1");
+  CHECK_FALSE(fs::exists(params));  // with data parallelism, only the per-rank files
+  torch::manual_seed(0);
+  const auto initial = make_zoo_workload("gpt", "tiny")->make_module()->parameters();
+  REQUIRE(rank0.size() == initial.size());
+  REQUIRE(rank1.size() == rank0.size());
+  int64_t moved = 0;
+  for (size_t i = 0; i < rank0.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(torch::equal(rank0[i], rank1[i]));
+    moved += torch::equal(rank0[i], initial[i]) ? 0 : 1;
+  }
+  CHECK(moved == static_cast<int64_t>(rank0.size()));
   const auto j = nlohmann::json::parse(std::ifstream(json));
   test::check_documented(j, "train");  // the distributed keys included
   const auto& d = j.at("training").at("distributed");
@@ -379,7 +443,8 @@ TEST_CASE("with --overlap the trace shows buckets all-reduced while backward run
 
 TEST_CASE("ranks started with different settings fail at start, naming the setting", "[dist]") {
   test::TempDir dir("tvie-dist");
-  const int port = free_port();
+  const ReservedPort reserved;
+  const int port = reserved.port();
   const auto a = spawn_rank(0, 2, port, "train --model mlp --batch 8 --steps 1 --timeout-s 30", dir.path / "r0.log");
   const auto b = spawn_rank(1, 2, port, "train --model mlp --batch 4 --steps 1 --timeout-s 30", dir.path / "r1.log");
   const int ca = wait_exit(a.pid, 60), cb = wait_exit(b.pid, 60);

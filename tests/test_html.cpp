@@ -234,8 +234,7 @@ TEST_CASE("HTML reports load in headless Chromium: no console message, every cha
   const std::string chromium = test::chromium_path();
   if (chromium.empty()) {
     if (test::browser_required()) FAIL("TVIE_REQUIRE_BROWSER=1 but no chromium is installed");
-    WARN("SKIPPED: needs chromium (apt-get install chromium; scripts/setup.sh installs it)");
-    return;
+    TVIE_SKIP("needs chromium (apt-get install chromium; scripts/setup.sh installs it)");
   }
   test::TempDir dir;
   const fs::path shots = fs::path(TVIE_TEST_BINARY).parent_path().parent_path() / "browser-screenshots";

@@ -496,34 +496,31 @@ TEST_CASE("plan with generation: the prefill and every decoding step, the KV cac
   CHECK_THROWS_WITH(validate(bad), Catch::Contains("plan.prompt_tokens"));
 }
 
-TEST_CASE("the host CPU projected from its catalog class lands within 2x of the measured gpt small step",
-          "[projection][timing]") {
+TEST_CASE(
+    "the host CPU's card from its catalog class projects gpt small's step: supported, the bound below the estimate",
+    "[projection]") {
+  // The projection only: how close it lands to the measured step is a timing, which bench/host_projection prints
+  // (docs/results/cpu-host-projection.txt), not a test's to assert.
   const auto& catalog = accelerator_catalog();
   const HostInfo host = describe_host();
   const std::string cls = host_cpu_class(host.cpu_features_usable);
   const double ghz = host_clock_ghz();
-  if (cls.empty() || ghz <= 0) {
-    WARN("no CPU class or clock for this machine (" << host.cpu_model << "): nothing to project");
-    return;
-  }
+  if (cls.empty() || ghz <= 0)
+    TVIE_SKIP("no CPU class or clock for this machine (" << host.cpu_model << "): nothing to project");
   const CpuClass* cpu = nullptr;
   for (const auto& c : catalog.cpu_classes)
     if (c.id == cls) cpu = &c;
   REQUIRE(cpu != nullptr);
-  const Accelerator card = host_accelerator(*cpu, host.intra_op_threads, ghz, 1);
+  const Accelerator card = host_accelerator(*cpu, 2, ghz, 1);
   const auto w = make_zoo_workload("gpt", "small");
   TrainSettings t;
-  t.steps = 4;
-  t.warmup_steps = 2;
-  const TrainingResult measured = measure_training(*w, t, c10::Device(c10::kCPU));
   const ProjectedTime p = project_time(training_step_work(*w, t), card);
   REQUIRE(p.supported);
-  const double step_s = measured.step.mean / 1000;
-  INFO("class " << cls << ", " << host.intra_op_threads << " threads at " << ghz << " GHz: measured " << step_s * 1e3
-                << " ms, projected " << p.bound_s * 1e3 << " .. " << p.estimate_s * 1e3 << " ms");
-  CHECK(p.bound_s <= step_s);  // no run beats the roofline bound
-  CHECK(p.estimate_s <= 2 * step_s);
-  CHECK(p.estimate_s >= step_s / 2);
+  CHECK(p.bound_s > 0);
+  CHECK(p.estimate_s >= p.bound_s);
+  // Twice the cores, half the time bound: every part of the bound is a peak (compute or bandwidth) per core.
+  const ProjectedTime four = project_time(training_step_work(*w, t), host_accelerator(*cpu, 4, ghz, 1));
+  CHECK(four.bound_s == Approx(p.bound_s / 2).epsilon(1e-12));
 }
 
 namespace {
@@ -805,8 +802,7 @@ TEST_CASE("calibration from a CPU report of this machine: the host's estimate be
           "[projection]") {
   const auto host = local_host_accelerator();
   if (!host) {
-    WARN("this machine's CPU has no class in the catalog: no host card to calibrate");
-    return;
+    TVIE_SKIP("this machine's CPU has no class in the catalog: no host card to calibrate");
   }
   const auto w = make_zoo_workload("gpt", "tiny");
   TrainSettings t;
@@ -908,8 +904,7 @@ TEST_CASE(
     "[projection]") {
   const auto host = local_host_accelerator();
   if (!host) {
-    WARN("this machine's CPU has no class in the catalog: no host card to calibrate");
-    return;
+    TVIE_SKIP("this machine's CPU has no class in the catalog: no host card to calibrate");
   }
   const auto w = make_zoo_workload("gpt", "small");
   DecodeSettings d;
@@ -1036,10 +1031,12 @@ void check_same_json(const nlohmann::json& expected, const nlohmann::json& actua
 }  // namespace
 
 TEST_CASE("the worked example's committed plans are what tvie plan computes now (no stale figure)", "[projection]") {
-  // docs/results/plan-*.json, written by scripts/plan-example.py, feed docs/results/plan-worked-example.md. Each is
-  // made again from the command line its context records (every case --no-host: nothing of this machine in it) and
-  // compared but for the context and the host's description. A change to the predictions, the catalog or the projection
-  // that moves a figure fails here until the example is regenerated.
+  // A regression check: docs/results/plan-*.json, written by scripts/plan-example.py, feed
+  // docs/results/plan-worked-example.md. Each is made again from the command line its context records (every case
+  // --no-host: nothing of this machine in it) and compared but for the context and the host's description. A change
+  // to the predictions, the catalog or the projection that moves a figure fails here until the example is
+  // regenerated. That the figures are right is not this test's to say: the next test derives the model's bytes
+  // independently, and the prediction and projection have tests of their own.
   namespace fs = std::filesystem;
   tvie::test::TempDir dir;
   int plans = 0;
@@ -1076,4 +1073,31 @@ TEST_CASE("the worked example's committed plans are what tvie plan computes now 
     CHECK(differences == 0);
   }
   CHECK(plans == 8);
+}
+
+TEST_CASE("the worked example's Llama 3 8B: its parameter count from the architecture, its bytes from the count",
+          "[projection]") {
+  // Llama 3 8B (Meta's model card: 8.03B parameters): vocabulary 128,256, width 4,096, 32 blocks, 32 query heads and
+  // 8 key-value heads of 128, SwiGLU of 14,336, RMSNorm weights only, an untied head. By hand: the embedding and the
+  // head, and per block the attention (q and o 4096 x 4096, k and v 4096 x 1024), the MLP (three 4096 x 14336) and
+  // two norms; one final norm.
+  const int64_t vocab = 128256, h = 4096, kv = 8 * 128, ffn = 14336, blocks = 32;
+  const int64_t per_block = 2 * h * h + 2 * h * kv + 3 * h * ffn + 2 * h;
+  const int64_t parameters = 2 * vocab * h + blocks * per_block + h;
+  REQUIRE(parameters == 8030261248);
+  const auto read = [](const char* name) {
+    std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/results/" + name);
+    REQUIRE(in);
+    return nlohmann::json::parse(in);
+  };
+  const auto serve = read("plan-llama-3-8b-serve-fp16.json");
+  CHECK(serve["model"]["parameters"] == parameters);
+  CHECK(serve["inference_predicted"]["parameters"] == 2 * parameters);  // fp16: 2 bytes each
+  // Training with amp-bf16 AdamW: fp32 weights and gradients (4 bytes each), two fp32 moments (8).
+  const auto train = read("plan-llama-3-8b-train.json");
+  REQUIRE(train["settings"]["train"]["precision"] == "amp-bf16");
+  REQUIRE(train["settings"]["train"]["optimizer"] == "adamw");
+  CHECK(train["training_predicted"]["parameters"] == 4 * parameters);
+  CHECK(train["training_predicted"]["gradients"] == 4 * parameters);
+  CHECK(train["training_predicted"]["optimizer_state"] == 8 * parameters);
 }

@@ -1,9 +1,7 @@
 // `tvie launch --nproc N -- COMMAND...`: N local processes with the torchrun environment (RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS=1 unless set). If one rank fails, the others
 // get --grace-s to stop by themselves (their collectives fail and name the lost rank), then they are terminated.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <tvie/tvie.hpp>
@@ -30,24 +29,6 @@ struct LaunchOptions {
   int64_t grace_s = 30;
   std::vector<std::string> command;
 };
-
-// A port nobody listens on now (the kernel's choice); rank 0's store binds it a moment later.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error(cat("tvie launch: socket(): ", std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw Error(cat("tvie launch: cannot find a free port: ", std::strerror(errno)));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string self_path() {
   char buf[PATH_MAX] = {0};
@@ -98,7 +79,11 @@ Runner add_launch_command(CLI::App& app) {
       throw InvalidArgument("launch.command", "", "a command after --, e.g. -- tvie train --model gpt");
     std::vector<std::string> command = o->command;
     if (command[0] == "tvie") command[0] = self_path();
-    const int port = o->master_port > 0 ? static_cast<int>(o->master_port) : free_port();
+    // --master-port 0: a free port, held bound until the ranks have exited (tvie::ReservedPort), so that no other
+    // socket takes it before rank 0's store binds it.
+    std::optional<ReservedPort> reserved;
+    if (o->master_port == 0) reserved.emplace();
+    const int port = reserved ? reserved->port() : static_cast<int>(o->master_port);
     // As torchrun: several ranks on one node each get one intra-op thread unless the user chose otherwise
     // (N ranks x all cores of threads would oversubscribe the node).
     const bool set_threads = o->nproc > 1 && std::getenv("OMP_NUM_THREADS") == nullptr;

@@ -15,6 +15,7 @@ struct TrainCommandOptions {
   MaxBatchOptions max_batch;
   OutputOptions output;
   SliceOptions slices;
+  std::string save_parameters;
 };
 
 }  // namespace
@@ -31,11 +32,20 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
   add_trace_option(cmd, o->output);
+  add_field_option(cmd, "--save-parameters", o->save_parameters,
+                   "Write the trained parameters here after the run (torch::save of a tensor list in the module's "
+                   "parameters() order; with data parallelism every rank writes FILE.rankN)",
+                   "save_parameters");
   return [o, cmd, argv]() {
     apply_log_level(o->output);
     const TrainSettings settings = train_settings(o->train);
     const auto workload = zoo_workload(o->model);
-    const RunOptions run = run_options(o->model.device, argv);
+    RunOptions run = run_options(o->model.device, argv);
+    run.save_parameters = o->save_parameters;
+    // Only a run that trains has parameters to write: not the slices' or the largest batch's probes.
+    if (!o->save_parameters.empty() && (!o->slices.layers.empty() || o->max_batch.find))
+      throw InvalidArgument("save_parameters", o->save_parameters,
+                            "no --save-parameters with --slice-layers or --find-max-batch (they train no model)");
     const bool distributed = dist_env_from_environment().world_size > 1 || cmd->count("--backend") > 0;
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);

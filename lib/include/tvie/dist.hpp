@@ -66,6 +66,23 @@ struct DistEnv {
   int64_t master_port = 29500;
 };
 
+// A free TCP port for rank 0's store, held bound (not listening, SO_REUSEADDR) while the object lives: a port
+// only looked up and closed can become another connection's ephemeral port before the store binds it; held, the
+// kernel gives it to no other socket, and the store, which binds with SO_REUSEADDR too, still can. Child
+// processes do not inherit it. Throws CommunicationError when no port can be had.
+class ReservedPort {
+ public:
+  ReservedPort();
+  ~ReservedPort();
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Reads the variables above; WORLD_SIZE unset means one process. Throws InvalidArgument("env.RANK", ...)
 // naming the variable when one is malformed or inconsistent (RANK >= WORLD_SIZE, a port out of range ...).
 DistEnv dist_env_from_environment();

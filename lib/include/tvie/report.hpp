@@ -50,7 +50,7 @@ class ConsoleReporter : public Reporter {
 // Throws InvalidArgument(field, path, ...) unless `path` names a file that can be created or replaced.
 // Creates nothing.
 void check_output_path(const std::string& path, const std::string& field);
-// Writes `content` to `path` through a temporary file in the same directory and a rename, so that a
+// Writes `content`, exactly, to `path` through a temporary file in the same directory and a rename, so that a
 // reader never sees half a file. Throws tvie::Error when it cannot.
 void write_file_atomically(const std::string& path, const std::string& content);
 
@@ -119,7 +119,8 @@ std::string to_trace_string(const CardsReport& report);
 std::string to_trace_string(const PlanReport& report);
 std::string to_trace_string(const ZooReport& report);
 
-// Writes every report to `path` as `Format::render(report)` renders it, atomically (write_file_atomically).
+// Writes every report to `path` as `Format::render(report)` renders it, and a newline, atomically
+// (write_file_atomically).
 template <typename Format>
 class FileReporter final : public Reporter {
  public:
@@ -139,7 +140,7 @@ class FileReporter final : public Reporter {
  private:
   template <typename Report>
   void write(const Report& report) {
-    write_file_atomically(path_, Format::render(report));
+    write_file_atomically(path_, Format::render(report) + "\n");
   }
   std::string path_;
 };

@@ -43,7 +43,14 @@ struct RunOptions {
   std::vector<std::string> argv;  // the command line, recorded in the report's context (empty from code)
   std::string config_file;        // ... and the options its --config FILE set (RunContext::config)
   std::vector<std::pair<std::string, std::string>> config;
+  // run_train and run_train_data_parallel: after the run, the trained parameters are written here
+  // (write_parameters); with data parallelism every rank writes its own, "<path>.rank<N>". "": none.
+  std::string save_parameters;
 };
+
+// A module's parameters, in its parameters() order, as one torch::save archive of a tensor list (torch::load of a
+// std::vector<torch::Tensor> reads it back), written atomically.
+void write_parameters(const torch::nn::Module& module, const std::string& path);
 
 // --- reports: what each runner returns ---
 

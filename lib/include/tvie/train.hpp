@@ -119,6 +119,11 @@ class Trainer {
   friend class detail::CudaGraphStep;
   Batch next_batch();                           // the data phase
   torch::Tensor forward_loss(const Batch& mb);  // autocast-wrapped forward and loss
+  // The one loop over a step's k micro-batches that every step runs (timed, ledger, captured): forward, loss / k,
+  // backward, the gradient hook around each backward; returns the step's mean loss. `first` (the ledger step's
+  // measurements) replaces the first micro-batch's forward and is called before its backward.
+  struct FirstMicroBatch;
+  torch::Tensor run_micro_batches(const Batch& batch, StepTimer* timer, const FirstMicroBatch* first);
 
   const Workload& workload_;
   TrainSettings settings_;

@@ -28,12 +28,15 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -220,6 +223,29 @@ class Pending final : public PendingCollective {
 };
 
 }  // namespace
+
+ReservedPort::ReservedPort() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw CommunicationError(cat("no free TCP port: socket(): ", std::strerror(errno)));
+  const int on = 1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);  // the store listens on every address
+  addr.sin_port = 0;                         // the kernel's choice
+  socklen_t len = sizeof addr;
+  if (::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw CommunicationError(cat("no free TCP port: ", std::strerror(error)));
+  }
+  port_ = ntohs(addr.sin_port);
+}
+
+ReservedPort::~ReservedPort() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 Communicator::Communicator(const DistEnv& env, const DistSettings& settings, const c10::Device& device)
     : impl_(std::make_unique<Impl>()), env_(env), timeout_(std::chrono::seconds(settings.timeout_s)) {

@@ -443,7 +443,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(cat("cannot write ", tmp, ": ", std::strerror(errno)));
-    out << content << '\n';
+    out << content;
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

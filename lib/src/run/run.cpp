@@ -3,16 +3,20 @@
 #include <tvie/run.hpp>
 
 #include <cstdlib>
+#include <sstream>
 #include <tuple>
 #include <limits>
 #include <type_traits>
 #include <utility>
+
+#include <torch/serialize.h>
 
 #include "core/compat.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
+#include <tvie/report.hpp>
 
 namespace tvie {
 
@@ -128,13 +132,24 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   return report;
 }
 
+void write_parameters(const torch::nn::Module& module, const std::string& path) {
+  std::vector<torch::Tensor> parameters;
+  for (const auto& p : module.parameters()) parameters.push_back(p.detach().to(torch::kCPU));
+  std::ostringstream out;
+  torch::save(parameters, out);
+  write_file_atomically(path, out.str());
+}
+
 TrainReport run_train(const Workload& workload, const TrainSettings& settings, const RunOptions& options) {
   const auto run = resolve_training(workload, settings, resolve_device(options.device, "device"));
+  if (!options.save_parameters.empty()) check_output_path(options.save_parameters, "save_parameters");
   TrainReport report;
   fill_head(report, workload, run.device, options);
   report.settings = run.settings;
   log_training(workload, run.settings, report.context.device);
-  report.training = measure_training(workload, run.settings, run.device);
+  std::shared_ptr<torch::nn::Module> trained;
+  report.training = measure_training(workload, run.settings, run.device, &trained);
+  if (!options.save_parameters.empty()) write_parameters(*trained, options.save_parameters);
   return report;
 }
 
@@ -147,6 +162,9 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
     throw InvalidArgument("train.cuda_graph", "true", "false with data parallelism (not captured yet)");
   run.settings.data_seed_offset += static_cast<uint64_t>(env.rank) * 1000003ULL;  // other samples per rank
 
+  const std::string save_parameters =
+      options.save_parameters.empty() ? "" : cat(options.save_parameters, ".rank", env.rank);
+  if (!save_parameters.empty()) check_output_path(save_parameters, "save_parameters");
   Communicator comm(env, dist, run.device);
   comm.check_same_configuration(rank_configuration(workload, settings, dist, run.device));
   TrainReport report;
@@ -173,13 +191,15 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
     const auto mean = tensors[0].to(torch::kCPU, torch::kFloat64) / static_cast<double>(comm.world_size());
     for (size_t i = 0; i < losses.size(); ++i) losses[i] = mean[static_cast<int64_t>(i)].item<double>();
   };
-  report.training = measure_training(workload, run.settings, run.device, nullptr, hooks);
+  std::shared_ptr<torch::nn::Module> trained;
+  report.training = measure_training(workload, run.settings, run.device, &trained, hooks);
   // Collectives: every rank takes part, in the same order.
   auto distributed = dp->summarize(run.settings.steps);
   distributed.parameters_identical = dp->parameters_identical();
   distributed.ranks =
       dp->gather_rank_steps(report.training.step_start_ms, report.training.step_phases_ms, run.settings.steps);
   report.distributed = distributed;
+  if (!save_parameters.empty()) write_parameters(*trained, save_parameters);
   return report;
 }
 

@@ -75,18 +75,14 @@ class CudaGraphStep final : public GraphedStep {
   }
 
  private:
-  // Zeroed gradients, then forward and backward of every micro-batch of the static batch.
+  // Zeroed gradients, then forward and backward of every micro-batch of the static batch, as every step runs
+  // them (no loss scaler or gradient hook with a graph: validate(TrainSettings) and the runner refuse them). The
+  // warm-up and the capture are not steps: replay() counts the micro-batches.
   torch::Tensor forward_backward() {
     for (auto& p : t_.module_->parameters()) p.mutable_grad().zero_();
-    const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
-    torch::Tensor total;
-    for (int64_t i = 0; i < k; ++i) {
-      const Batch mb = k == 1 ? static_batch_ : slice_batch(static_batch_, i * micro, micro);
-      auto loss = t_.forward_loss(mb);
-      if (k > 1) loss = loss / static_cast<double>(k);
-      loss.backward();
-      total = total.defined() ? total + loss.detach() : loss.detach();
-    }
+    const int64_t counted = t_.micro_batches_;
+    auto total = t_.run_micro_batches(static_batch_, nullptr, nullptr);
+    t_.micro_batches_ = counted;
     return total;
   }
 

@@ -2,6 +2,7 @@
 #include <tvie/train.hpp>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/compat.hpp"
@@ -115,18 +116,24 @@ torch::Tensor Trainer::forward_loss(const Batch& mb) {
   return workload_.loss(workload_.forward(*module_, mb.input), mb);
 }
 
-torch::Tensor Trainer::forward_backward(StepTimer* timer) {
-  const Batch batch = next_batch();
-  mark(timer, kPhaseData);
+// What the ledger step does around the first micro-batch: its forward and loss (in place of forward_loss), and a
+// call once that loss is divided by k, before its backward.
+struct Trainer::FirstMicroBatch {
+  std::function<torch::Tensor(const Batch&)> loss;
+  std::function<void()> before_backward;
+};
+
+torch::Tensor Trainer::run_micro_batches(const Batch& batch, StepTimer* timer, const FirstMicroBatch* first) {
   // Each micro-batch's mean loss is divided by k, so the accumulated gradient is that of the mean loss
   // over the whole batch (the same gradient as one batch of b, for models without BatchNorm).
   const int64_t k = settings_.accumulate, micro = settings_.batch_size / k;
   torch::Tensor total;
   for (int64_t i = 0; i < k; ++i) {
     const Batch mb = k == 1 ? batch : slice_batch(batch, i * micro, micro);
-    auto loss = forward_loss(mb);
+    auto loss = i == 0 && first != nullptr ? first->loss(mb) : forward_loss(mb);
     if (k > 1) loss = loss / static_cast<double>(k);  // no extra kernel on the common k = 1 path
     mark(timer, kPhaseForward);
+    if (i == 0 && first != nullptr) first->before_backward();
     if (hook_) hook_->before_backward(i == k - 1);
     (scaler_ ? scaler_->scale(loss) : loss).backward();
     mark(timer, kPhaseBackward);
@@ -138,6 +145,12 @@ torch::Tensor Trainer::forward_backward(StepTimer* timer) {
     mark(timer, kPhaseCommunication);
   }
   return total;
+}
+
+torch::Tensor Trainer::forward_backward(StepTimer* timer) {
+  const Batch batch = next_batch();
+  mark(timer, kPhaseData);
+  return run_micro_batches(batch, timer, nullptr);
 }
 
 void Trainer::optimizer_step(StepTimer* timer) {
@@ -201,49 +214,39 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
   synchronize(device_);
   const int64_t start = probe.allocated_bytes();  // parameters, scaler, batch (+ baseline)
   probe.reset_peak();
+  int64_t held_without_grad = 0;
 
-  torch::Tensor total;
-  {
-    // amp only: one autocast region around the three forwards; its end clears the cast cache.
-    std::unique_ptr<AutocastGuard> autocast;
+  // The step's micro-batches as every step runs them (run_micro_batches), the first one measured: its forward
+  // three times, in one autocast region (amp only) whose end, before its backward, clears the cast cache.
+  std::unique_ptr<AutocastGuard> autocast;
+  FirstMicroBatch measured;
+  measured.loss = [&](const Batch& mb) {
     if (is_amp(settings_.precision))
       autocast = std::make_unique<AutocastGuard>(device_.type(), autocast_dtype(settings_.precision));
     // Weight copies: what autocast's cast cache holds after a forward with grad once its outputs and
     // graph are gone: the low-precision copies of the weights, kept until the autocast region ends
     // (and saved for backward, as the matmuls' inputs).
-    { auto loss = workload_.loss(workload_.forward(*module_, first.input), first); }
+    { auto loss = workload_.loss(workload_.forward(*module_, mb.input), mb); }
     synchronize(device_);
     m.weight_copies = probe.allocated_bytes() - start;
     // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus
     // what the same forward keeps alive without grad = the tensors saved for backward. Training needs
     // them because backward computes each layer's gradient from that layer's forward inputs. (Both
     // include the cached weight copies, which cancel.)
-    int64_t held_without_grad = 0;
     {
       torch::NoGradGuard no_grad;
-      auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
+      auto loss = workload_.loss(workload_.forward(*module_, mb.input), mb);
       synchronize(device_);
       held_without_grad = probe.allocated_bytes() - start;
     }
-    auto loss = workload_.loss(workload_.forward(*module_, first.input), first);
-    if (k > 1) loss = loss / static_cast<double>(k);
+    return workload_.loss(workload_.forward(*module_, mb.input), mb);
+  };
+  measured.before_backward = [&] {
     synchronize(device_);
     m.activations = probe.allocated_bytes() - start - held_without_grad;
     autocast.reset();
-    if (hook_) hook_->before_backward(k == 1);
-    (scaler_ ? scaler_->scale(loss) : loss).backward();
-    total = loss.detach();
-    ++micro_batches_;
-  }
-  for (int64_t i = 1; i < k; ++i) {
-    const Batch mb = slice_batch(batch, i * micro, micro);
-    auto loss = forward_loss(mb) / static_cast<double>(k);
-    if (hook_) hook_->before_backward(i == k - 1);
-    (scaler_ ? scaler_->scale(loss) : loss).backward();
-    total = total + loss.detach();
-    ++micro_batches_;
-  }
-  if (hook_) hook_->after_backward();
+  };
+  auto total = run_micro_batches(batch, nullptr, &measured);
   ledger_loss_ = total.item<double>();
   total.reset();
   synchronize(device_);

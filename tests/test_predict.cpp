@@ -606,7 +606,7 @@ TEST_CASE("the [cpu-kinds] tests with oneDNN's bookings off: the configurations 
 }
 
 TEST_CASE("the [serial] [cpu-kinds] tests on every kind emulated, at 1 and 4 threads, with the bookings off",
-          "[predict][isa-limit]") {
+          "[predict][isa-limit][serial]") {
   // Alone on the cores (tests/serial_tests.cmake): where their peak needs every thread running at once, a neighbour
   // on the cores would let the threads run one after another.
   std::vector<std::string> envs = {"TVIE_TEST_THREADS=1", "TVIE_TEST_THREADS=4", "TVIE_ONEDNN_BOOKINGS=0"};

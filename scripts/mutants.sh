@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Proves that the suite can fail: every mutant of scripts/mutants.txt (a named one-line change of lib/: a sign, a
+# dropped division, a category added twice, a skipped all-reduce, a percentile off by one, an error path that exits
+# 0 ...) is applied to a scratch copy of this commit, built incrementally and tested: first the tests its record
+# names, then, where they all pass, the whole suite. Prints the table (mutant, killed by which test, or SURVIVED)
+# and writes it to docs/results/cpu-mutants.txt. Exit code 1 when a mutant survives or does not build.
+# Run it whenever a change touches what tvie measures. The scratch copy and its build folder live in
+# $TVIE_HOME/mutants (the first run builds everything there, about as long as scripts/build.sh; later runs are
+# incremental). Usage: scripts/mutants.sh [NAME-REGEX]  (only the mutants whose name matches; no table written)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+require_committed_tree scripts/mutants.sh docs/results/cpu-mutants.txt
+scratch="$TVIE_HOME/mutants"
+commit="$(git -C "$TVIE_ROOT" rev-parse HEAD)"
+mkdir -p "$scratch"
+[ -d "$scratch/src/.git" ] || git clone -q "$TVIE_ROOT" "$scratch/src"
+# Only the files that differ are rewritten: the scratch build stays incremental from one run to the next.
+git -C "$scratch/src" fetch -q "$TVIE_ROOT" HEAD
+git -C "$scratch/src" checkout -q --detach -f "$commit"
+say "mutants: building the scratch copy of $commit in $scratch/build"
+TVIE_BUILD_DIR="$scratch/build" "$scratch/src/scripts/build.sh"
+only=()
+[ $# -gt 0 ] && only=(--only "$1")
+header="# scripts/mutants.sh at commit $(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD), $(date -u +%F)
+# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores
+# each mutant: the tests its record in scripts/mutants.txt names, then (where they miss it) every test"
+python3 "$TVIE_ROOT/scripts/mutants.py" --src "$scratch/src" --build "$scratch/build" \
+  --list "$scratch/src/scripts/mutants.txt" --jobs "$TVIE_JOBS" --header "$header" \
+  --out "$TVIE_ROOT/docs/results/cpu-mutants.txt" "${only[@]}"

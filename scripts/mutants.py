@@ -10,6 +10,7 @@ import argparse
 import datetime
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -80,6 +81,8 @@ def matching(build, pattern):
 
 
 def main():
+    # Stopped (SIGTERM, SIGINT), the run still puts the mutated file back (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     ap = argparse.ArgumentParser()
     ap.add_argument("--src", required=True)
     ap.add_argument("--build", required=True)

@@ -1,16 +1,22 @@
 // build/bin/tvie end to end: bad input gets one line naming the option, exit code 2 and no file.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -988,5 +994,180 @@ TEST_CASE("cli: --config FILE.json sets a command's options, the command line wi
     CHECK(missing.exit_code == 2);
     CHECK(line_count(missing.out) == 1);
     CHECK(missing.out.find("a readable JSON file") != std::string::npos);
+  }
+}
+
+namespace {
+// The bytes of a file ("" when it cannot be read), to check that a refused run left an input as it was.
+std::string bytes_of(const fs::path& p) { return tvie::test::read_text(p); }
+}  // namespace
+
+TEST_CASE("cli: an output is never an input or another output; special files are refused, links written through",
+          "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const fs::path path = dir.path / name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const fs::path config = write("cfg.json", R"({"model": "mlp", "steps": 1, "warmup": 0, "device": "cpu"})");
+  // A real report, as plan --from reads it.
+  const fs::path report = dir.path / "report.json";
+  REQUIRE(
+      run_cli("compare --model mlp --steps 1 --warmup 0 --device cpu --quiet --json " + report.string()).exit_code ==
+      0);
+  const std::string config_bytes = bytes_of(config), report_bytes = bytes_of(report);
+  struct Case {
+    std::string args;
+    std::vector<std::string> needles;
+  };
+  const fs::path out = dir.path / "out.json";
+  const std::vector<Case> cases = {
+      {"compare --config " + config.string() + " --json " + config.string(), {"--json", "it is the --config file"}},
+      // The same file by another name: a relative path with a dot segment.
+      {"compare --config " + config.string() + " --json " + (dir.path / "." / "cfg.json").string(),
+       {"--json", "--config"}},
+      {"plan --model mlp --no-host --cards t4 --from " + report.string() + " --json " + report.string(),
+       {"--json", "it is the --from file"}},
+      {"compare --model mlp --steps 1 --json " + out.string() + " --csv " + out.string(),
+       {"--csv", "the json output is written there"}},
+      {"compare --model mlp --steps 1 --json " + out.string() + " --html " + out.string(), {"--html", "json"}},
+      {"train --model mlp --steps 1 --json " + out.string() + " --save-parameters " + out.string(),
+       {"--save-parameters", "json"}},
+      {"compare --model mlp --steps 1 --json /dev/null", {"--json", "not a regular file"}},
+  };
+  for (const auto& c : cases) {
+    const Run r = run_cli(c.args);
+    INFO("tvie " << c.args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    for (const auto& needle : c.needles) CHECK(r.out.find(needle) != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+    CHECK(bytes_of(config) == config_bytes);  // the inputs as they were
+    CHECK(bytes_of(report) == report_bytes);
+  }
+  // A FIFO is refused before anything runs (a reader would wait on it; a rename would replace it).
+  const fs::path fifo = dir.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const Run to_fifo = run_cli("compare --model mlp --steps 1 --json " + fifo.string());
+  INFO(to_fifo.out);
+  CHECK(to_fifo.exit_code == 2);
+  CHECK(to_fifo.out.find("not a regular file") != std::string::npos);
+  CHECK(fs::is_fifo(fifo));
+  // A symbolic link is written through: the link stays, its file gets the report.
+  const fs::path target = dir.path / "target.json", link = dir.path / "link.json";
+  fs::create_symlink(target.filename(), link);
+  const Run through = run_cli("compare --model mlp --steps 1 --warmup 0 --device cpu --quiet --json " + link.string());
+  INFO(through.out);
+  REQUIRE(through.exit_code == 0);
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::is_regular_file(target));
+  CHECK(read_json(link)["model"]["name"] == "mlp/tiny");
+}
+
+namespace {
+// Whether a process is gone: no such process, or a zombie nobody has reaped yet.
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  const std::string stat = tvie::test::read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
+}
+}  // namespace
+
+TEST_CASE("cli: a launcher stopped by a signal stops its ranks; killed, it takes them with it", "[cli]") {
+  for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
+    INFO("signal " << sig);
+    tvie::test::TempDir dir("tvie-cli");
+    // Each rank writes its pid and sleeps a minute.
+    const std::string rank_cmd = "echo $$ > " + dir.path.string() + "/rank$RANK.pid; exec sleep 60";
+    const pid_t launcher = ::fork();
+    REQUIRE(launcher >= 0);
+    if (launcher == 0) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(TVIE_CLI_PATH, TVIE_CLI_PATH, "launch", "--nproc", "2", "--grace-s", "2", "--", "sh", "-c",
+              rank_cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::vector<pid_t> ranks;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (ranks.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+      ranks.clear();
+      for (const char* name : {"rank0.pid", "rank1.pid"}) {
+        const std::string text = tvie::test::read_text(dir.path / name);
+        if (!text.empty() && text.back() == '\n') ranks.push_back(static_cast<pid_t>(std::stol(text)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(ranks.size() == 2);
+    ::kill(launcher, sig);
+    int status = 0;
+    const auto stop_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (::waitpid(launcher, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < stop_by)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(process_gone(launcher));
+    if (sig == SIGKILL) {
+      CHECK(WIFSIGNALED(status));
+    } else {
+      REQUIRE(WIFEXITED(status));
+      CHECK(WEXITSTATUS(status) == 128 + sig);  // as a shell reports a process stopped by that signal
+    }
+    // No rank outlives its launcher (with SIGKILL: PR_SET_PDEATHSIG sends each SIGTERM).
+    const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (const pid_t rank : ranks) {
+      while (!process_gone(rank) && std::chrono::steady_clock::now() < gone_by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      CHECK(process_gone(rank));
+      if (!process_gone(rank)) ::kill(rank, SIGKILL);
+    }
+  }
+}
+
+TEST_CASE("cli: non-finite numbers are refused with one line, by the option's own check", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path out = dir.path / "out.json";
+  for (const std::string args :
+       {"train --model mlp --lr inf", "train --model mlp --lr nan", "train --model mlp --lr 1e400",
+        "train --model mlp --clip -inf", "compare --model mlp --weight-decay inf", "serve --model mlp --qps inf",
+        "serve --model mlp --qps 1e400", "plan --model mlp --serve-qps inf", "plan --model mlp --p99-ms nan",
+        "allreduce -f inf"}) {
+    const Run r = run_cli(args + " --json " + out.string());
+    INFO("tvie " << args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    CHECK(r.out.find("accepted: a finite number") != std::string::npos);
+    const std::string option = args.substr(args.rfind(" -") + 1, args.rfind(' ') - args.rfind(" -") - 1);
+    CHECK(r.out.find(option) != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+  }
+  // The library refuses them too, for a program that sets the fields itself.
+  tvie::TrainSettings t;
+  t.learning_rate = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(tvie::validate(t), Catch::Contains("a finite number > 0"));
+  tvie::ServeSettings s;
+  s.target_qps = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(tvie::validate(s), Catch::Contains("a finite number > 0"));
+}
+
+TEST_CASE("cli: --config refuses a directory, a file over 1 MiB and values nested deeper than 16, with one line",
+          "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path deep = dir.path / "deep.json", big = dir.path / "big.json";
+  // {"batch": [[[[...]]]]} nested 100,000 deep: parsed whole, it crashed the tool (SIGSEGV).
+  std::ofstream(deep) << "{\"batch\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  std::ofstream(big) << "{\"model\": \"" << std::string(2 << 20, 'x') << "\"}";
+  const fs::path out = dir.path / "out.json";
+  for (const auto& [file, needle] :
+       {std::pair{deep.string(), "nested at most 16 deep"}, std::pair{big.string(), "at most 1 MiB"},
+        std::pair{dir.path.string(), "this is a directory"}}) {
+    const Run r = run_cli("compare --model mlp --steps 1 --config " + file + " --json " + out.string());
+    INFO(file << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    CHECK(r.out.find("--config") != std::string::npos);
+    CHECK(r.out.find(needle) != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
   }
 }

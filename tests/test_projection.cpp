@@ -59,6 +59,13 @@ TEST_CASE("sharding accounting: ZeRO stages split what they say, and the cards n
   CHECK(cards_needed(w, gb80, ShardingStage::gradients) == 3);            // 32 + 96/n + 2.5 <= 80: n >= 2.11
   CHECK(cards_needed(w, gb80, ShardingStage::parameters) == 2);           // 128/n + 2.5 <= 80: n >= 1.65
   CHECK(cards_needed(w, 2'000'000'000, ShardingStage::parameters) == 0);  // activations alone do not fit
+  // A shard is whole bytes, rounded up: 10 bytes of optimizer state over 3 cards are 4 on each (3 would leave one
+  // byte on no card).
+  PredictedTrainingMemory odd = w;
+  odd.optimizer_state = 10;
+  odd.peak = odd.parameters + odd.gradients + 10 + odd.activations + odd.batch + 500'000'000;
+  CHECK(shard_training_memory(odd, 3, ShardingStage::optimizer).optimizer_state == 4);
+  CHECK(shard_training_memory(odd, 10, ShardingStage::optimizer).optimizer_state == 1);
   PredictedTrainingMemory unknown;
   CHECK_THROWS_AS(shard_training_memory(unknown, 2, ShardingStage::none), InvalidArgument);
   CHECK_THROWS_AS(shard_training_memory(w, 0, ShardingStage::none), InvalidArgument);

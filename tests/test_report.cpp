@@ -432,3 +432,45 @@ TEST_CASE("energy: no counter is a reason, not zero joules", "[energy]") {
     CHECK(r.joules_per_sample == -1);
   }
 }
+
+TEST_CASE("JSON: each ledger category under its own key (distinct bytes in, the same bytes out)", "[report]") {
+  // A measured ledger never tells the keys apart where two categories hold the same bytes (gradients equal the
+  // parameters in every precision): here each field has bytes of its own.
+  TrainReport r;
+  auto& m = r.training.memory;
+  m.parameters = 1001, m.gradients = 1002, m.optimizer_state = 1003, m.activations = 1004, m.weight_copies = 1005;
+  m.loss_scaler = 1006, m.comm_buffers = 1007, m.other = -1008, m.peak = 1009, m.peak_reserved = 1010, m.batch = 1011;
+  const auto j = nlohmann::json::parse(to_json_string(r));
+  const auto& jm = j.at("training").at("memory");
+  CHECK(jm.at("parameters") == 1001);
+  CHECK(jm.at("gradients") == 1002);
+  CHECK(jm.at("optimizer_state") == 1003);
+  CHECK(jm.at("activations") == 1004);
+  CHECK(jm.at("weight_copies") == 1005);
+  CHECK(jm.at("loss_scaler") == 1006);
+  CHECK(jm.at("comm_buffers") == 1007);
+  CHECK(jm.at("other") == -1008);
+  CHECK(jm.at("peak") == 1009);
+  CHECK(jm.at("peak_reserved") == 1010);
+  CHECK(jm.at("batch") == 1011);
+}
+
+TEST_CASE("console and JSON say when the ranks' parameters differ after the run", "[report]") {
+  // A working run never shows it (the ranks agree, tests/test_dist.cpp compares their files): a report that says
+  // they differ must print so.
+  TrainReport r;
+  r.distributed = DistributedResult{};
+  r.distributed->backend = "gloo";
+  r.distributed->world_size = 2;
+  const auto console = [&] {
+    std::ostringstream out;
+    ConsoleReporter(out).report(r);
+    return out.str();
+  };
+  r.distributed->parameters_identical = true;
+  CHECK(console().find("parameters identical on every rank after the run: yes") != std::string::npos);
+  CHECK(nlohmann::json::parse(to_json_string(r))["training"]["distributed"]["parameters_identical"] == true);
+  r.distributed->parameters_identical = false;
+  CHECK(console().find("parameters identical on every rank after the run: NO") != std::string::npos);
+  CHECK(nlohmann::json::parse(to_json_string(r))["training"]["distributed"]["parameters_identical"] == false);
+}

@@ -97,6 +97,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ts.fusion = parse_script_fusion(o->fusion);
       workload = make_torchscript_workload(ts);
     }
+    o->output.inputs = {{"--torchscript", o->script_path}};
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);

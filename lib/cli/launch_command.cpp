@@ -2,11 +2,13 @@
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS=1 unless set). If one rank fails, the others
 // get --grace-s to stop by themselves (their collectives fail and name the lost rank), then they are terminated.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -29,6 +31,10 @@ struct LaunchOptions {
   int64_t grace_s = 30;
   std::vector<std::string> command;
 };
+
+// A signal the launcher was asked to stop by (SIGINT, SIGTERM, SIGHUP), for the wait loop to pass on to the ranks.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void note_stop_signal(int sig) { g_stop_signal = sig; }
 
 std::string self_path() {
   char buf[PATH_MAX] = {0};
@@ -64,7 +70,9 @@ Runner add_launch_command(CLI::App& app) {
   add_field_option(cmd, "--master-port", o->master_port, "Its port (0: a free one)", "launch.master_port")
       ->capture_default_str();
   add_field_option(cmd, "--grace-s", o->grace_s,
-                   "After a rank fails, seconds the others get to stop by themselves before they are terminated",
+                   "After a rank fails, or the launcher is stopped by SIGINT, SIGTERM or SIGHUP (passed on to every "
+                   "rank), seconds the ranks get to stop by themselves before they are terminated; a launcher killed "
+                   "outright takes its ranks with it (each gets SIGTERM)",
                    "launch.grace_s")
       ->capture_default_str();
   cmd->add_option("command", o->command, "The command every rank runs, after --; 'tvie' means this tvie");
@@ -93,11 +101,22 @@ Runner add_launch_command(CLI::App& app) {
     std::cout.flush();
     std::cerr.flush();
 
+    // Stopped by a signal, the launcher passes it on to every rank and waits for them as for a failed rank;
+    // killed (SIGKILL), it takes its ranks with it: each gets SIGTERM when the launcher dies (PR_SET_PDEATHSIG).
+    struct sigaction stop {};
+    stop.sa_handler = note_stop_signal;
+    sigemptyset(&stop.sa_mask);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &stop, nullptr);
+    const pid_t launcher = ::getpid();
     std::map<pid_t, int64_t> running;  // pid -> rank
     for (int64_t rank = 0; rank < o->nproc; ++rank) {
       const pid_t pid = ::fork();
       if (pid < 0) throw Error(cat("tvie launch: fork(): ", std::strerror(errno)));
       if (pid == 0) {
+        for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != launcher) ::_exit(128 + SIGTERM);  // the launcher died before the line above
+        if (g_stop_signal != 0) ::_exit(128 + g_stop_signal);
         ::setenv("RANK", std::to_string(rank).c_str(), 1);
         ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
         ::setenv("WORLD_SIZE", std::to_string(o->nproc).c_str(), 1);
@@ -120,9 +139,21 @@ Runner add_launch_command(CLI::App& app) {
     int exit_code = 0;
     bool failed = false, terminated = false;
     clock::time_point deadline{};
+    int forwarded = 0;  // the stop signal passed on to the ranks
     while (!running.empty()) {
+      if (g_stop_signal != 0 && forwarded == 0) {
+        forwarded = g_stop_signal;
+        std::cerr << "tvie launch: " << ::strsignal(forwarded) << "; passed on to the " << running.size()
+                  << " ranks, which get " << o->grace_s << " s to stop\n";
+        for (const auto& [p, r] : running) ::kill(p, forwarded);
+        if (!failed) {
+          failed = true;
+          exit_code = 128 + forwarded;
+          deadline = clock::now() + std::chrono::seconds(o->grace_s);
+        }
+      }
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, failed ? WNOHANG : 0);
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
       if (pid > 0) {
         const int64_t rank = running[pid];
         running.erase(pid);

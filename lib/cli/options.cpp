@@ -1,5 +1,8 @@
 #include "options.hpp"
 
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -17,6 +20,19 @@ std::map<const CLI::App*, std::map<std::string, std::string>>& field_table() {
 }
 
 }  // namespace
+
+const CLI::Validator& finite_number() {
+  static const CLI::Validator finite(
+      [](std::string& text) -> std::string {
+        // strtod gives inf for "inf" and for a number past the range ("1e400").
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool number = end != text.c_str() && *end == '\0';
+        return number && std::isfinite(v) ? "" : "got '" + text + "'; accepted: a finite number";
+      },
+      "", "finite");
+  return finite;
+}
 
 void record_field(const CLI::App* cmd, const std::string& field, const std::string& label) {
   field_table()[cmd][field] = label;
@@ -74,11 +90,41 @@ void apply_log_level(const OutputOptions& o) {
   if (o.quiet) log::set_level(log::Level::error);
 }
 
+namespace {
+// Whether two paths name the same file: the same absolute path once symbolic links and dot segments are resolved,
+// or (both existing) the same inode.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
+  const auto resolved = [](const std::string& p) {
+    std::error_code e;
+    const auto r = fs::weakly_canonical(fs::absolute(p, e), e);
+    return e ? fs::absolute(p, e).lexically_normal() : r;
+  };
+  return resolved(a) == resolved(b);
+}
+}  // namespace
+
 void check_outputs(const OutputOptions& o) {
-  if (!o.json_path.empty()) check_output_path(o.json_path, "json");
-  if (!o.csv_path.empty()) check_output_path(o.csv_path, "csv");
-  if (!o.html_path.empty()) check_output_path(o.html_path, "html");
-  if (!o.trace_path.empty()) check_output_path(o.trace_path, "trace");
+  std::vector<std::pair<std::string, std::string>> outputs = {
+      {"json", o.json_path}, {"csv", o.csv_path}, {"html", o.html_path}, {"trace", o.trace_path}};
+  outputs.insert(outputs.end(), o.more_outputs.begin(), o.more_outputs.end());
+  std::vector<std::pair<std::string, std::string>> inputs = o.inputs;
+  if (!config_file_path().empty()) inputs.emplace_back("--config", config_file_path());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [field, path] = outputs[i];
+    if (path.empty()) continue;
+    check_output_path(path, field);
+    for (const auto& [input_field, input] : inputs)
+      if (!input.empty() && same_file(path, input))
+        throw InvalidArgument(field, path,
+                              "a file other than the command's input (it is the " + input_field +
+                                  " file, which the output would overwrite)");
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].second.empty() && same_file(path, outputs[j].second))
+        throw InvalidArgument(field, path, "a file of its own (the " + outputs[j].first + " output is written there)");
+  }
 }
 
 void add_train_options(CLI::App* cmd, TrainOptions& o) {

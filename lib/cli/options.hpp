@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -28,11 +29,16 @@ void record_field(const CLI::App* cmd, const std::string& field, const std::stri
 // The flag recorded for `field` in `cmd`; the field itself when none was.
 std::string option_for_field(const CLI::App* cmd, const std::string& field);
 
-// add_option / add_flag that also record the settings field the option sets.
+// Refuses inf, nan and numbers past a double's range ("1e400") before any settings see them.
+const CLI::Validator& finite_number();
+
+// add_option / add_flag that also record the settings field the option sets. A floating-point option takes finite
+// numbers only.
 template <typename T>
 CLI::Option* add_field_option(CLI::App* cmd, const std::string& flags, T& value, const std::string& help,
                               const std::string& field) {
   auto* option = cmd->add_option(flags, value, help);
+  if constexpr (std::is_floating_point_v<T>) option->check(finite_number());
   record_field(cmd, field, option->get_name());
   return option;
 }
@@ -55,12 +61,16 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
 struct OutputOptions {
   std::string json_path, csv_path, html_path, trace_path;
   bool verbose = false, quiet = false;
+  // What else the command reads, as (its option, path), and writes, as (settings field, path): an output may be
+  // neither an input nor another output (check_outputs). The --config file counts as an input of every command.
+  std::vector<std::pair<std::string, std::string>> inputs, more_outputs;
 };
 void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv = true,
                         const std::string& json_help = "Also write the report as JSON to this file (atomically)");
 // The log level the flags ask for.
 void apply_log_level(const OutputOptions& o);
-// Every output path can be written (checked before anything runs; creates nothing).
+// Every output path can be written (checked before anything runs; creates nothing), and none is an input of the
+// command or another of its outputs (the same file by another name included): InvalidArgument naming the option.
 void check_outputs(const OutputOptions& o);
 
 // Every training option (--batch --accumulate --steps --warmup --optimizer --lr ... --seed).

@@ -129,6 +129,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     validate(s);
     select_accelerators(accelerator_catalog(), s.cards);  // an unknown id fails before anything else
     const auto workload = zoo_workload(o->model);
+    o->output.inputs = {{"--from", o->from}};
     check_outputs(o->output);
     emit(run_plan(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;

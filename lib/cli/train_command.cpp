@@ -42,6 +42,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     const auto workload = zoo_workload(o->model);
     RunOptions run = run_options(o->model.device, argv);
     run.save_parameters = o->save_parameters;
+    o->output.more_outputs = {{"save_parameters", o->save_parameters}};
     // Only a run that trains has parameters to write: not the slices' or the largest batch's probes.
     if (!o->save_parameters.empty() && (!o->slices.layers.empty() || o->max_batch.find))
       throw InvalidArgument("save_parameters", o->save_parameters,

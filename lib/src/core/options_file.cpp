@@ -1,6 +1,8 @@
 // tvie/options_file.hpp: a JSON object of options, read with nlohmann-json.
 #include <tvie/options_file.hpp>
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -15,14 +17,31 @@ using nlohmann::json;
 // A scalar as the command line would spell it: strings as they are, numbers as JSON writes them.
 std::string scalar_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+// An options file is a flat object of scalars and arrays of them: anything deeper or larger is not one, and is
+// refused before it is built (a value nested 100,000 deep would exhaust the stack).
+constexpr int kMaxDepth = 16;
+constexpr std::uintmax_t kMaxBytes = 1 << 20;
+struct TooDeep {};
+
 }  // namespace
 
 std::vector<OptionsFileEntry> read_options_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw InvalidArgument("config", path, "a readable JSON file (this is a directory)");
+  if (fs::is_regular_file(status) && fs::file_size(path, ec) > kMaxBytes)
+    throw InvalidArgument("config", path, "a JSON file of at most 1 MiB");
   std::ifstream in(path);
   if (!in.good()) throw InvalidArgument("config", path, "a readable JSON file");
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(in, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    throw InvalidArgument("config", path, "a JSON object of options (values nested at most 16 deep)");
   } catch (const json::parse_error& e) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     const std::string what = e.what();

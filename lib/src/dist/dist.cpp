@@ -435,7 +435,8 @@ void validate(const AllreduceSweepSettings& s) {
   if (s.min_bytes < 1) throw InvalidArgument("allreduce.min_bytes", cat(s.min_bytes), "an integer >= 1");
   if (s.max_bytes < s.min_bytes)
     throw InvalidArgument("allreduce.max_bytes", cat(s.max_bytes), cat("an integer >= min_bytes (", s.min_bytes, ")"));
-  if (!(s.factor > 1)) throw InvalidArgument("allreduce.factor", cat(s.factor), "a number > 1");
+  if (!(s.factor > 1 && std::isfinite(s.factor)))
+    throw InvalidArgument("allreduce.factor", cat(s.factor), "a finite number > 1");
   if (s.iters < 1) throw InvalidArgument("allreduce.iters", cat(s.iters), "an integer >= 1");
   if (s.warmup < 0) throw InvalidArgument("allreduce.warmup", cat(s.warmup), "an integer >= 0");
   if (s.dtype != "fp32" && s.dtype != "fp64" && s.dtype != "int32")

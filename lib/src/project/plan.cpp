@@ -30,8 +30,10 @@ namespace tvie {
 void validate(const PlanSettings& s) {
   validate(s.train);
   validate(s.infer);
-  if (!(s.serve_qps >= 0)) throw InvalidArgument("plan.serve_qps", cat(s.serve_qps), "a rate >= 0 (0: none)");
-  if (!(s.p99_ms >= 0)) throw InvalidArgument("plan.p99_ms", cat(s.p99_ms), "a bound >= 0 ms (0: none)");
+  if (!(s.serve_qps >= 0 && std::isfinite(s.serve_qps)))
+    throw InvalidArgument("plan.serve_qps", cat(s.serve_qps), "a finite rate >= 0 (0: none)");
+  if (!(s.p99_ms >= 0 && std::isfinite(s.p99_ms)))
+    throw InvalidArgument("plan.p99_ms", cat(s.p99_ms), "a finite bound >= 0 ms (0: none)");
   if (s.serve_qps > 0 && s.p99_ms <= 0)
     throw InvalidArgument("plan.p99_ms", "none", "a p99 bound in ms with --serve-qps (e.g. --p99-ms 100)");
   if (s.train_tokens < 0) throw InvalidArgument("plan.train_tokens", cat(s.train_tokens), ">= 0 (0: none)");

@@ -31,7 +31,8 @@ Scenario parse_scenario(const std::string& text, const std::string& field) {
 }
 
 void validate(const ServeSettings& s) {
-  if (!(s.target_qps > 0)) throw InvalidArgument("serve.target_qps", cat(s.target_qps), "a number > 0");
+  if (!(s.target_qps > 0 && std::isfinite(s.target_qps)))
+    throw InvalidArgument("serve.target_qps", cat(s.target_qps), "a finite number > 0");
   if (s.max_batch < 1) throw InvalidArgument("serve.max_batch", cat(s.max_batch), "an integer >= 1");
   if (s.max_queue_delay_us < 0)
     throw InvalidArgument("serve.max_queue_delay_us", cat(s.max_queue_delay_us), "an integer >= 0");

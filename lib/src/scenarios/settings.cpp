@@ -1,6 +1,7 @@
 #include <tvie/settings.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include <c10/core/Device.h>
 
@@ -19,7 +20,7 @@ void require_at_least(const std::string& field, int64_t value, int64_t minimum) 
 }
 
 void require_positive(const std::string& field, double value) {
-  if (!(value > 0.0)) throw InvalidArgument(field, cat(value), "a number > 0");
+  if (!(value > 0.0 && std::isfinite(value))) throw InvalidArgument(field, cat(value), "a finite number > 0");
 }
 
 }  // namespace
@@ -100,9 +101,10 @@ void validate(const TrainSettings& s) {
                           cat("a divisor of the batch size ", s.batch_size));
   require_positive("train.learning_rate", s.learning_rate);
   if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
-  if (!(s.weight_decay >= 0.0)) throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a number >= 0");
-  if (!(s.clip_grad_norm >= 0.0))
-    throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a number >= 0 (0: off)");
+  if (!(s.weight_decay >= 0.0 && std::isfinite(s.weight_decay)))
+    throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a finite number >= 0");
+  if (!(s.clip_grad_norm >= 0.0 && std::isfinite(s.clip_grad_norm)))
+    throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a finite number >= 0 (0: off)");
   require_at_least("train.checkpoint_every", s.checkpoint_every, 0);
   require_at_least("train.data_batches", s.data_batches, 1);
   require_at_least("train.loss_every", s.loss_every, 0);

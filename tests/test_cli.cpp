@@ -1002,7 +1002,7 @@ namespace {
 std::string bytes_of(const fs::path& p) { return tvie::test::read_text(p); }
 }  // namespace
 
-TEST_CASE("cli: an output is never an input or another output; special files are refused, links written through",
+TEST_CASE("cli: an output is never an input or another output: special files are refused, links written through",
           "[cli]") {
   tvie::test::TempDir dir("tvie-cli");
   const auto write = [&](const std::string& name, const std::string& text) {
@@ -1075,7 +1075,7 @@ bool process_gone(pid_t pid) {
 }
 }  // namespace
 
-TEST_CASE("cli: a launcher stopped by a signal stops its ranks; killed, it takes them with it", "[cli]") {
+TEST_CASE("cli: a launcher stopped by a signal stops its ranks, and killed, it takes them with it", "[cli]") {
   for (const int sig : {SIGTERM, SIGINT, SIGKILL}) {
     INFO("signal " << sig);
     tvie::test::TempDir dir("tvie-cli");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tvie needs and is missing; idempotent (a second run with everything present takes seconds).
 #  - Debian packages: compiler, CMake, spdlog, fmt, Catch2 v2, CLI11, nlohmann-json (apt-get, as root or via sudo);
-#    with TVIE_WITH_BROWSER=1 (scripts/test.sh) also chromium, for the HTML report's browser test
+#    with TVIE_WITH_BROWSER=1 (scripts/test.sh) also chromium, for the HTML report's browser test; with
+#    TVIE_WITH_FUZZ=1 (scripts/test.sh) clang, for the --config fuzz test
 #  - LibTorch: the PyPI torch==2.14.1 wheel in a virtual environment outside the clone
 #    ($TVIE_VENV, default ~/.cache/tvie/venv-torch-2.14.1). Skipped when the user brings their own:
 #    TVIE_PYTHON=<python with torch> or CMAKE_PREFIX_PATH containing a LibTorch.
@@ -37,6 +38,15 @@ if [ "${TVIE_WITH_BROWSER:-0}" = "1" ] && ! command -v chromium >/dev/null 2>&1 
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium; } >&2 \
     || say "could not install chromium: the [browser] tests will report it missing"
+fi
+
+# clang (libFuzzer and the sanitizers) for the --config fuzz test (scripts/fuzz.sh; scripts/test.sh asks for it with
+# TVIE_WITH_FUZZ=1). A failed install is not fatal: that test then reports itself skipped, saying why.
+if [ "${TVIE_WITH_FUZZ:-0}" = "1" ] && ! command -v clang++ >/dev/null 2>&1; then
+  say "installing clang (libFuzzer, for the --config fuzz test)"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq clang; } >&2 \
+    || say "could not install clang: the fuzz test will report itself skipped"
 fi
 
 # --- Gloo headers ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # The [browser] test needs chromium: the set-up installs it; in CI its absence fails the test instead of skipping it.
 export TVIE_WITH_BROWSER=1
+export TVIE_WITH_FUZZ=1
 if [ "${CI:-}" = "true" ]; then export TVIE_REQUIRE_BROWSER="${TVIE_REQUIRE_BROWSER:-1}"; fi
 "$TVIE_ROOT/scripts/build.sh"
 cd "$TVIE_BUILD_DIR"

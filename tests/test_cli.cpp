@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -340,7 +341,7 @@ TEST_CASE("cli: serve refuses bad settings with one line", "[cli]") {
            {"infer --model gpt --slice-layers 1,2 --batch 1 --dtype fp32,bf16", "--dtype: got 'fp32,bf16'"},
            {"cards --cards t4,k80", "--cards: got 'k80'; accepted: all, or ids separated by commas"},
            {"plan --model gpt --cards t4,k80", "--cards: got 'k80'; accepted: all, or ids separated by commas"},
-           {"plan --model gpt --serve-qps 100", "--p99-ms: got 'none'; accepted: a p99 bound in ms"},
+           {"plan --model gpt --serve-qps 100", "--p99-ms: got '0 (none)'; accepted: a p99 bound > 0 in ms"},
            {"plan --model gpt --train-tokens 100 --train-samples 5", "--train-samples: got '5'"},
            {"plan --model gpt --usable-memory 1.5", "--usable-memory: got '1.5'; accepted: a fraction in (0, 1]"},
            {"plan --model gpt --infer-dtype int4", "--infer-dtype: got 'int4'"},
@@ -981,8 +982,10 @@ TEST_CASE("cli: --config FILE.json sets a command's options, the command line wi
     };
     refused(R"({"model": "mlp",)", {"--config", "not JSON", "parse error at line"});
     refused("[1, 2]", {"--config", "a JSON object of options", "batch"});
-    refused(R"({"batchsize": 8})", {"--config", "\"batchsize\"", "long options of tvie compare", "accumulate, batch,"});
+    refused(R"({"batchsize": 8})",
+            {"--config", "\"batchsize\"", "long options of tvie compare", "accumulate, allow-non-finite-loss, batch,"});
     refused(R"({"config": "other.json"})", {"--config", "\"config\"", "long options of tvie compare"});
+    refused(R"({"lr": 1e400})", {"--config", "number overflow parsing '1e400'"});
     refused(R"({"quiet": "yes"})", {"--config", "\"quiet\": \"yes\"", "true or false"});
     refused(R"({"batch": {"n": 8}})", {"--config", "\"batch\"", "a string, a number, true or false, or an array"});
     refused(R"({"batch": [8, null]})", {"--config", "\"batch\": [8,null]", "an array of strings and numbers"});
@@ -1170,4 +1173,137 @@ TEST_CASE("cli: --config refuses a directory, a file over 1 MiB and values neste
     CHECK(r.out.find(needle) != std::string::npos);
     CHECK_FALSE(fs::exists(out));
   }
+}
+
+TEST_CASE("cli: the bad inputs of tests/bad_inputs.txt, one row each: exit 2, one line naming the option, no file",
+          "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path out = dir.path / "out.json";
+  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/tests/bad_inputs.txt");
+  REQUIRE(in);
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, '\t');) fields.push_back(field);
+    REQUIRE(fields.size() >= 2);  // the arguments and at least one needle
+    ++rows;
+    const Run r = run_cli(fields[0] + " --json " + out.string());
+    INFO("tvie " << fields[0] << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    for (size_t k = 1; k < fields.size(); ++k) CHECK(r.out.find(fields[k]) != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+    CHECK(fs::is_empty(dir.path));
+  }
+  CHECK(rows >= 26);  // the file read whole
+}
+
+TEST_CASE("cli: a diverging run says from which step, keeps the points, writes its report and exits 3", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path out = dir.path / "out.json";
+  // AdamW's steps are about the learning rate: at 1e30 the weights overflow fp32 within a few steps.
+  const std::string args = "train --model mlp --lr 1e30 --steps 4 --warmup 0 --loss-every 1 --json " + out.string();
+  const Run r = run_cli(args);
+  INFO(r.out);
+  CHECK(r.exit_code == 3);
+  CHECK(r.out.find("loss: NOT FINITE from step ") != std::string::npos);
+  REQUIRE(fs::exists(out));
+  const auto j = nlohmann::json::parse(tvie::test::read_text(out));
+  const auto& loss = j.at("training").at("loss");
+  const int64_t non_finite = loss.at("non_finite_steps").get<int64_t>();
+  const int64_t first = loss.at("first_non_finite_step").get<int64_t>();
+  CHECK(non_finite >= 1);
+  CHECK(first >= 2);  // step 1's loss is the untrained model's
+  // Every recorded step is a point (--loss-every 1: the ledger step 1, steps 3 to 6; step 2's loss is not kept),
+  // the diverged ones as null (JSON has no inf or NaN).
+  const auto& curve = loss.at("curve");
+  CHECK(curve.size() == 5);
+  int64_t nulls = 0;
+  for (const auto& p : curve) nulls += p.at("loss").is_null();
+  CHECK(nulls == non_finite);
+  // Asked to go on: the same run exits 0.
+  fs::remove(out);
+  const Run allowed = run_cli(args + " --allow-non-finite-loss");
+  CHECK(allowed.exit_code == 0);
+  CHECK(fs::exists(out));
+}
+
+TEST_CASE("cli: allreduce sizes that round to one element count make one row", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path out = dir.path / "out.json";
+  // fp32: 3 and 6 bytes are both one element; 12 and 24 bytes three and six.
+  const Run r = run_cli("allreduce -b 3 -e 24 --iters 1 --warmup 0 --json " + out.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(tvie::test::read_text(out));
+  std::vector<int64_t> counts;
+  for (const auto& row : j.at("allreduce").at("rows")) counts.push_back(row.at("count").get<int64_t>());
+  CHECK(counts == std::vector<int64_t>{1, 3, 6});
+}
+
+TEST_CASE("cli: an infer row whose predicted peak exceeds the free memory does not fit, unrun, and the sweep goes on",
+          "[cli]") {
+  const Run r = run_cli("infer --model mlp --batch 4,100000000000 --steps 1 --warmup 0 -q");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("\n4      fp32") != std::string::npos);
+  CHECK(r.out.find("100000000000 fp32  does not fit: inference mlp/tiny at batch 100000000000 does not fit on cpu: "
+                   "predicted peak ") != std::string::npos);
+}
+
+TEST_CASE(
+    "cli: infer's CSV counts int8's packs in parameter_bytes as the console does, errors as absolute and relative",
+    "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path csv = dir.path / "sweep.csv", json = dir.path / "sweep.json";
+  const Run r = run_cli("infer --model mlp --batch 2 --dtype fp32,int8 --steps 1 --warmup 0 -q --csv " + csv.string() +
+                        " --json " + json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(csv);
+  std::string header, fp32, int8;
+  std::getline(in, header);
+  std::getline(in, fp32);
+  std::getline(in, int8);
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream split(line);
+    for (std::string cell; std::getline(split, cell, ',');) out.push_back(cell);
+    if (!line.empty() && line.back() == ',') out.emplace_back();
+    return out;
+  };
+  const auto names = cells(header);
+  const auto column = [&](const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    REQUIRE(it != names.end());
+    return static_cast<size_t>(it - names.begin());
+  };
+  const auto row = cells(int8);
+  REQUIRE(row.size() == names.size());
+  REQUIRE(cells(fp32).size() == names.size());
+  CHECK(row[column("dtype")] == "int8");
+  const auto j = nlohmann::json::parse(tvie::test::read_text(json));
+  const auto& memory = j.at("inference_sweep").at("rows").at(1).at("result").at("memory");
+  const int64_t parameters = memory.at("parameters").get<int64_t>();
+  const int64_t packs = memory.at("packed_weights").get<int64_t>();
+  CHECK(std::stoll(row[column("parameter_bytes")]) == parameters + packs);
+  CHECK(std::stoll(row[column("packed_weight_bytes")]) == packs);
+  const auto& accuracy = j.at("inference_sweep").at("rows").at(1).at("accuracy_vs_fp32");
+  CHECK(std::stod(row[column("max_abs_error")]) == Approx(accuracy.at("max_abs_error").get<double>()));
+  CHECK(std::stod(row[column("mean_abs_error")]) == Approx(accuracy.at("mean_abs_error").get<double>()));
+  CHECK(std::stod(row[column("mean_abs_error_relative")]) ==
+        Approx(accuracy.at("mean_abs_error").get<double>() / accuracy.at("reference_mean_abs").get<double>()));
+  CHECK(cells(fp32)[column("max_abs_error")].empty());  // fp32 is the reference
+}
+
+TEST_CASE("cli: under tvie launch a bad input is printed once, by rank 0, and every rank exits 2", "[cli][dist]") {
+  const Run r = run_cli("launch --nproc 2 -- tvie train --model mlp --batch 0");
+  INFO(r.out);
+  CHECK(r.exit_code == 2);
+  size_t lines = 0;
+  for (size_t at = r.out.find("--batch: got '0'"); at != std::string::npos; at = r.out.find("--batch: got '0'", at + 1))
+    ++lines;
+  CHECK(lines == 1);
 }

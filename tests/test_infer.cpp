@@ -409,4 +409,25 @@ TEST_CASE("max-QPS search: doubles to a bracket, then bisects", "[infer]") {
   // Nothing passes: max 0.
   const auto none = search_max_qps(10, 2, [](double) { return false; });
   CHECK(none.max_qps == 0);
+  // Halving stops at the lowest rate allowed (a probe below it would run too long) ...
+  tried.clear();
+  const auto floor = search_max_qps(
+      40, 2,
+      [&](double q) {
+        tried.push_back(q);
+        return false;
+      },
+      9);
+  CHECK(tried == std::vector<double>{40, 20, 10});
+  CHECK(floor.max_qps == 0);
+  // ... and once lower rates are hopeless (the caller's judgement, after each miss).
+  tried.clear();
+  search_max_qps(
+      40, 2,
+      [&](double q) {
+        tried.push_back(q);
+        return false;
+      },
+      0, [&] { return tried.size() >= 2; });
+  CHECK(tried == std::vector<double>{40, 20});
 }

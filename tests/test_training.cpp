@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <limits>
 
 #include "helpers.hpp"
@@ -344,15 +346,24 @@ TEST_CASE("training::summarize_phases: step totals, per-phase medians and shares
   CHECK(training::summarize_phases({}, true).phases[0].share == 0);
 }
 
-TEST_CASE("training::loss_curve: step 1, every N steps, the last, NaNs skipped", "[training][pure]") {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> losses = {5, nan, 4, 3.5, 3, 2.5, 2};  // step 2's loss is not kept
+TEST_CASE("training::loss_curve: step 1, every N steps, the last, unrecorded steps skipped, diverged ones kept",
+          "[training][pure]") {
+  std::vector<std::optional<double>> losses = {5, std::nullopt, 4, 3.5, 3, 2.5, 2};  // step 2's loss is not kept
   const auto every2 = training::loss_curve(losses, 2);
   const std::vector<std::pair<int64_t, double>> expected2 = {{1, 5}, {4, 3.5}, {6, 2.5}, {7, 2}};
   CHECK(every2 == expected2);
-  // 0: about ten points; 7 steps -> every step, the NaN skipped.
+  // 0: about ten points; 7 steps -> every step, the unrecorded one skipped.
   CHECK(training::loss_curve(losses, 0).size() == 6);
-  std::vector<double> hundred(100, 1.0);
+  // A NaN or inf loss is a point wherever it falls: step 3 (not on the every-2 grid) and step 5.
+  losses[2] = std::numeric_limits<double>::infinity();
+  losses[4] = std::numeric_limits<double>::quiet_NaN();
+  const auto diverged = training::loss_curve(losses, 2);
+  REQUIRE(diverged.size() == 6);
+  CHECK(diverged[1].first == 3);
+  CHECK(std::isinf(diverged[1].second));
+  CHECK(diverged[3].first == 5);
+  CHECK(std::isnan(diverged[3].second));
+  std::vector<std::optional<double>> hundred(100, 1.0);
   const auto auto_every = training::loss_curve(hundred, 0);  // every 10: 1, 10, 20, ..., 100
   CHECK(auto_every.size() == 11);
   CHECK(auto_every.front().first == 1);

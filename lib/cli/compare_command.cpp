@@ -49,6 +49,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
 
   return [o, cmd, argv]() {
     apply_log_level(o->output);
+    refuse_search_options_without_search(o->max_batch, /*with_cpu_limit=*/true);
     CompareSettings s;
     s.train = train_settings(o->train);
     s.infer_dtype_auto = o->infer_dtype == "auto";
@@ -63,6 +64,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.steps = cmd->count("--infer-steps") > 0 ? o->infer_steps : s.train.steps;
     s.infer.warmup_steps = s.train.warmup_steps;
     s.infer.seed = s.train.seed;
+    s.infer.check_free_memory = s.train.check_free_memory;  // --force: both modes
     s.infer.cuda_graph = o->infer_cuda_graph;
     s.infer.profile_classes = s.train.profile_classes;  // one more training step and one more inference batch
     const auto workload = zoo_workload(o->model);
@@ -84,8 +86,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
       return 0;
     }
-    emit(run_compare(*workload, s, run_options(o->model.device, argv)), o->output);
-    return 0;
+    const CompareReport report = run_compare(*workload, s, run_options(o->model.device, argv));
+    emit(report, o->output);
+    return training_exit_code(report.training, o->train);
   };
 }
 

@@ -1,4 +1,5 @@
 // `tvie infer`: inference only, a sweep over batch sizes and precisions with accuracy against fp32.
+#include <algorithm>
 #include <sstream>
 
 #include <tvie/tvie.hpp>
@@ -15,6 +16,7 @@ struct InferOptions {
   std::string batches = "1,2,4,...,256";
   std::string dtypes = "fp32";
   InferSweepSettings settings;
+  bool force = false;
   MaxBatchOptions max_batch;
   SliceOptions slices;
   std::string script_path, input_shape, fusion = "none";
@@ -25,7 +27,12 @@ std::vector<InferenceDtype> parse_dtype_list(const std::string& text) {
   std::vector<InferenceDtype> dtypes;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) dtypes.push_back(parse_inference_dtype(item, "infer_sweep.dtypes"));
+  while (std::getline(in, item, ',')) {
+    const auto dtype = parse_inference_dtype(item, "infer_sweep.dtypes");
+    if (std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end())
+      throw InvalidArgument("infer_sweep.dtypes", text, "a list of fp32, fp16, bf16, int8, fp8, each once");
+    dtypes.push_back(dtype);
+  }
   if (dtypes.empty()) throw InvalidArgument("infer_sweep.dtypes", text, "a list of fp32, fp16, bf16, int8, fp8");
   return dtypes;
 }
@@ -63,7 +70,8 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   add_field_option(cmd, "--torchscript", o->script_path,
                    "Run this TorchScript file (torch.jit.save) instead of a zoo model; needs --input-shape",
-                   "torchscript.path");
+                   "torchscript.path")
+      ->check(non_empty_path());
   add_field_option(cmd, "--input-shape", o->input_shape, "TorchScript: one sample's input shape, e.g. 3,32,32",
                    "torchscript.input_shape");
   add_field_option(cmd, "--vocab", o->vocab,
@@ -74,6 +82,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "TorchScript: none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)",
                    "torchscript.fusion")
       ->capture_default_str();
+  add_force_flag(cmd, o->force);
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/false);
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
@@ -81,17 +90,27 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
 
   return [o, argv]() {
     apply_log_level(o->output);
+    refuse_search_options_without_search(o->max_batch, /*with_cpu_limit=*/false);
     auto s = o->settings;
+    s.check_free_memory = !o->force;
     s.batch_sizes = parse_int_series(o->batches, "infer_sweep.batch_sizes");
     s.dtypes = parse_dtype_list(o->dtypes);
     std::unique_ptr<Workload> workload;
     if (o->script_path.empty()) {
+      // The TorchScript options describe a script's inputs: with a zoo model they would be ignored.
+      if (o->vocab != 0) throw InvalidArgument("torchscript.vocab_size", cat(o->vocab), "0 without --torchscript");
+      if (!o->input_shape.empty())
+        throw InvalidArgument("torchscript.input_shape", o->input_shape, "nothing without --torchscript");
+      if (o->fusion != "none") throw InvalidArgument("torchscript.fusion", o->fusion, "none without --torchscript");
       workload = zoo_workload(o->model);
     } else {
       TorchScriptSettings ts;
       ts.path = o->script_path;
       ts.input_shape =
           o->input_shape.empty() ? std::vector<int64_t>{} : parse_int_series(o->input_shape, "torchscript.input_shape");
+      if (o->vocab < 0)
+        throw InvalidArgument("torchscript.vocab_size", cat(o->vocab),
+                              "an integer >= 0 (0: fp32 inputs; V: token ids in [0, V))");
       ts.token_input = o->vocab > 0;
       ts.vocab_size = o->vocab;
       ts.fusion = parse_script_fusion(o->fusion);

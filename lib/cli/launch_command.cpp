@@ -1,6 +1,7 @@
 // `tvie launch --nproc N -- COMMAND...`: N local processes with the torchrun environment (RANK, WORLD_SIZE,
 // LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; OMP_NUM_THREADS=1 unless set). If one rank fails, the others
 // get --grace-s to stop by themselves (their collectives fail and name the lost rank), then they are terminated.
+#include <netdb.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -29,6 +30,7 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int64_t master_port = 0;  // 0: a free port
   int64_t grace_s = 30;
+  std::string config;  // refused: the ranks' command takes --config, after --
   std::vector<std::string> command;
 };
 
@@ -75,6 +77,15 @@ Runner add_launch_command(CLI::App& app) {
                    "outright takes its ranks with it (each gets SIGTERM)",
                    "launch.grace_s")
       ->capture_default_str();
+  // Refused as it is parsed (before the generic --config handling of lib/cli/config_file.cpp could read it).
+  cmd->add_option("--config", o->config,
+                  "Not taken by launch (its options are few): give the ranks' command its --config, after --")
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            return "got '" + path + "'; accepted: nothing before --: the ranks' command takes it, e.g. tvie launch " +
+                   "-- tvie train --config " + path;
+          },
+          "", "after --"));
   cmd->add_option("command", o->command, "The command every rank runs, after --; 'tvie' means this tvie");
   record_field(cmd, "launch.command", "COMMAND (after --)");
 
@@ -85,6 +96,12 @@ Runner add_launch_command(CLI::App& app) {
     if (o->grace_s < 0) throw InvalidArgument("launch.grace_s", cat(o->grace_s), "an integer >= 0");
     if (o->command.empty())
       throw InvalidArgument("launch.command", "", "a command after --, e.g. -- tvie train --model gpt");
+    // Every rank would retry the rendezvous with an address no resolver knows, each printing c10d's warnings.
+    addrinfo* resolved = nullptr;
+    if (getaddrinfo(o->master_addr.c_str(), nullptr, nullptr, &resolved) != 0)
+      throw InvalidArgument("launch.master_addr", o->master_addr,
+                            "a host name or address this machine resolves (rank 0's host; 127.0.0.1 on one node)");
+    freeaddrinfo(resolved);
     std::vector<std::string> command = o->command;
     if (command[0] == "tvie") command[0] = self_path();
     // --master-port 0: a free port, held bound until the ranks have exited (tvie::ReservedPort), so that no other
@@ -124,6 +141,7 @@ Runner add_launch_command(CLI::App& app) {
         ::setenv("MASTER_ADDR", o->master_addr.c_str(), 1);
         ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
         if (set_threads) ::setenv("OMP_NUM_THREADS", "1", 1);
+        ::setenv("TVIE_LAUNCHED", "1", 1);  // tvie's ranks leave a bad-input line to rank 0 (lib/cli/main.cpp)
         std::vector<char*> args;
         for (auto& a : command) args.push_back(a.data());
         args.push_back(nullptr);

@@ -1,7 +1,9 @@
 // build/bin/tvie: the command-line tool. Bad input: one line on stderr naming the option and the
 // accepted values, exit code 2, no output file.
+#include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <string>
 
 #include <tvie/tvie.hpp>
 
@@ -12,6 +14,14 @@ namespace {
 
 constexpr int kUsageError = 2;
 constexpr int kRunError = 1;
+
+// Under `tvie launch` every rank parses the same command line: its bad input is printed once, by rank 0 (the
+// others exit 2 quietly). A rank started by hand with RANK set still prints its own.
+bool prints_usage_errors() {
+  const char* launched = std::getenv("TVIE_LAUNCHED");
+  const char* rank = std::getenv("RANK");
+  return launched == nullptr || rank == nullptr || std::string(rank) == "0";
+}
 
 }  // namespace
 
@@ -55,7 +65,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tvie: error: " << e.what() << " (see tvie --help)\n";
+    if (prints_usage_errors()) std::cerr << "tvie: error: " << e.what() << " (see tvie --help)\n";
     return kUsageError;
   }
 
@@ -66,14 +76,23 @@ int main(int argc, char** argv) {
       apply_config_file(sub);  // --config's options, before anything runs
       return run();
     } catch (const tvie::InvalidArgument& e) {
+      if (!prints_usage_errors()) return kUsageError;
       std::cerr << name << ": error: " << tvie::cli::option_for_field(sub, e.field()) << ": got '" << e.value()
                 << "'; accepted: " << e.accepted() << "\n";
       return kUsageError;
     } catch (const tvie::ConfigurationMismatch& e) {
       std::cerr << name << ": error: " << e.what() << "\n";
       return kUsageError;
+    } catch (const tvie::PredictedOutOfMemory& e) {
+      // Refused before anything was built: a setting to change, as a bad value is.
+      if (!prints_usage_errors()) return kUsageError;
+      std::cerr << name << ": does not fit: " << e.what() << "\n";
+      return kUsageError;
     } catch (const tvie::OutOfMemory& e) {
       std::cerr << name << ": out of memory: " << e.what() << "\n";
+      return kRunError;
+    } catch (const c10::Error& e) {
+      std::cerr << name << ": error: " << e.what_without_backtrace() << "\n";  // one line, not LibTorch's frames
       return kRunError;
     } catch (const std::exception& e) {
       std::cerr << name << ": error: " << e.what() << "\n";

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,34 @@ const CLI::Validator& finite_number() {
       },
       "", "finite");
   return finite;
+}
+
+CLI::Validator whole_number(long long lowest, unsigned long long highest) {
+  return CLI::Validator(
+      [lowest, highest](std::string& text) -> std::string {
+        const std::string accepted =
+            lowest == 0 ? cat("a whole number from 0 to ", highest) : cat("a whole number, at most ", highest);
+        const char* begin = text.c_str();
+        const char* end = begin + text.size();
+        bool in_range = false;
+        if (!text.empty() && text[0] == '-') {
+          long long v = 0;
+          const auto [p, ec] = std::from_chars(begin, end, v);
+          in_range = ec == std::errc() && p == end && v >= lowest;
+        } else {
+          unsigned long long v = 0;
+          const auto [p, ec] = std::from_chars(begin, end, v);
+          in_range = ec == std::errc() && p == end && v <= highest;
+        }
+        return in_range ? "" : "got '" + text + "'; accepted: " + accepted;
+      },
+      "", "whole");
+}
+
+const CLI::Validator& non_empty_path() {
+  static const CLI::Validator path(
+      [](std::string& text) -> std::string { return text.empty() ? "got ''; accepted: a file path" : ""; }, "", "path");
+  return path;
 }
 
 void record_field(const CLI::App* cmd, const std::string& field, const std::string& label) {
@@ -72,14 +101,16 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
 }
 
 void add_output_options(CLI::App* cmd, OutputOptions& o, bool with_csv, const std::string& json_help) {
-  add_field_option(cmd, "--json", o.json_path, json_help, "json");
+  add_field_option(cmd, "--json", o.json_path, json_help, "json")->check(non_empty_path());
   if (with_csv)
     add_field_option(cmd, "--csv", o.csv_path,
                      "Write the report's table as CSV here (atomically; one header row, units in the column names)",
-                     "csv");
+                     "csv")
+        ->check(non_empty_path());
   add_field_option(cmd, "--html", o.html_path,
                    "Write the report as one self-contained HTML page with SVG charts here (atomically; no network)",
-                   "html");
+                   "html")
+      ->check(non_empty_path());
   cmd->add_flag("-v,--verbose", o.verbose, "Log debug messages");
   cmd->add_flag("-q,--quiet", o.quiet, "Log only errors");
   add_config_option(cmd);
@@ -169,10 +200,27 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the initial weights and the synthetic data", "train.seed")
       ->capture_default_str();
+  add_force_flag(cmd, o.force);
+  add_field_flag(cmd, "--allow-non-finite-loss", o.allow_non_finite_loss,
+                 "Exit 0 when the loss becomes inf or NaN (the report says from which step); without it such a run "
+                 "writes its report and exits 3",
+                 "allow_non_finite_loss");
+}
+
+void add_force_flag(CLI::App* cmd, bool& force) {
+  add_field_flag(cmd, "--force", force,
+                 "Run even when the predicted peak exceeds the device's free memory (CUDA: cudaMemGetInfo; CPU: "
+                 "MemAvailable); without it such a run is refused before anything is built",
+                 "check_free_memory");
+}
+
+int training_exit_code(const TrainingResult& training, const TrainOptions& o) {
+  return training.non_finite_losses > 0 && !o.allow_non_finite_loss ? kDivergedExit : 0;
 }
 
 TrainSettings train_settings(const TrainOptions& o) {
   TrainSettings t = o.settings;
+  t.check_free_memory = !o.force;
   t.optimizer = parse_optimizer(o.optimizer);
   t.precision = parse_train_precision(o.precision);
   t.checkpoint_every = parse_checkpoint(o.checkpoint);
@@ -243,6 +291,9 @@ std::vector<int64_t> parse_int_series(const std::string& text, const std::string
       throw InvalidArgument(field, text, accepted);
     const int64_t ratio = out[out.size() - 1] / out[out.size() - 2];
     const int64_t end = number(items[i + 1]);
+    // The series continues upward to its end: "1,2,4,...,3" has nothing to continue to.
+    if (end <= out.back())
+      throw InvalidArgument(field, text, accepted + " (the number after '...' above the one before it)");
     for (int64_t v = out.back() * ratio; v < end; v *= ratio) out.push_back(v);
   }
   if (out.empty()) throw InvalidArgument(field, text, accepted);
@@ -304,6 +355,17 @@ void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limi
     record_field(cmd, "max_batch.cpu_memory_limit_mb", "--cpu-memory-limit-mb");
 }
 
+void refuse_search_options_without_search(const MaxBatchOptions& o, bool with_cpu_limit) {
+  if (o.find) return;
+  const MaxBatchSettings defaults;
+  if (with_cpu_limit && o.settings.cpu_memory_limit_mb != defaults.cpu_memory_limit_mb)
+    throw InvalidArgument("max_batch.cpu_memory_limit_mb", cat(o.settings.cpu_memory_limit_mb),
+                          "only with --find-max-batch (the limit emulates a device for the search; a run's predicted "
+                          "peak is checked against the host's memory)");
+  if (o.settings.max_batch != defaults.max_batch)
+    throw InvalidArgument("max_batch.max_batch", cat(o.settings.max_batch), "only with --find-max-batch");
+}
+
 void refuse_csv_with_slices(const OutputOptions& output) {
   if (!output.csv_path.empty())
     throw InvalidArgument("csv", output.csv_path,
@@ -318,7 +380,8 @@ void add_trace_option(CLI::App* cmd, OutputOptions& o) {
   add_field_option(cmd, "--trace", o.trace_path,
                    "Write the timed steps' phases and the inference batches as a Chrome trace (Perfetto, "
                    "chrome://tracing) here (atomically)",
-                   "trace");
+                   "trace")
+      ->check(non_empty_path());
 }
 
 void refuse_trace_with_max_batch(const OutputOptions& output) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -31,14 +32,21 @@ std::string option_for_field(const CLI::App* cmd, const std::string& field);
 
 // Refuses inf, nan and numbers past a double's range ("1e400") before any settings see them.
 const CLI::Validator& finite_number();
+// Refuses what is not a whole number in [lowest, highest] ("1.5", "99999999999999999999"; CLI11's own conversion
+// would clamp the latter to the type's largest value, or fail without saying what is accepted).
+CLI::Validator whole_number(long long lowest, unsigned long long highest);
+// Refuses an empty path ("--json ''" would otherwise ask for no file and write none).
+const CLI::Validator& non_empty_path();
 
 // add_option / add_flag that also record the settings field the option sets. A floating-point option takes finite
-// numbers only.
+// numbers only, an integer one whole numbers its type holds.
 template <typename T>
 CLI::Option* add_field_option(CLI::App* cmd, const std::string& flags, T& value, const std::string& help,
                               const std::string& field) {
   auto* option = cmd->add_option(flags, value, help);
   if constexpr (std::is_floating_point_v<T>) option->check(finite_number());
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    option->check(whole_number(std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
   record_field(cmd, field, option->get_name());
   return option;
 }
@@ -77,8 +85,16 @@ void check_outputs(const OutputOptions& o);
 struct TrainOptions {
   TrainSettings settings;
   std::string optimizer = "adamw", precision = "fp32", checkpoint = "none";
+  bool force = false;  // --force: no check of the predicted peak against the free memory
+  bool allow_non_finite_loss = false;
 };
 void add_train_options(CLI::App* cmd, TrainOptions& o);
+// --force: run even when the predicted peak exceeds the device's free memory (check_free_memory off).
+void add_force_flag(CLI::App* cmd, bool& force);
+// The exit code of a command whose training diverged (a loss became inf or NaN), after its report is written;
+// --allow-non-finite-loss makes it 0.
+constexpr int kDivergedExit = 3;
+int training_exit_code(const TrainingResult& training, const TrainOptions& o);
 // The settings, with the string-valued options parsed.
 TrainSettings train_settings(const TrainOptions& o);
 
@@ -99,6 +115,9 @@ struct MaxBatchOptions {
   MaxBatchSettings settings;
 };
 void add_max_batch_options(CLI::App* cmd, MaxBatchOptions& o, bool with_cpu_limit);
+// The search's own options without --find-max-batch would be ignored: InvalidArgument naming the option
+// (--cpu-memory-limit-mb where `with_cpu_limit`, --max-batch-up-to).
+void refuse_search_options_without_search(const MaxBatchOptions& o, bool with_cpu_limit);
 
 // --slice-layers K1,K2 [--slice-vocab V1,V2] (train, infer, compare): the model emulated by slices at its real width.
 struct SliceOptions {

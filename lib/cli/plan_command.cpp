@@ -83,7 +83,8 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "A tvie JSON report (compare or train; decode for a generation's prefill and decoding step) "
                    "measured on a catalog card or this host: calibrates the estimates of the cards of its "
                    "architecture",
-                   "from");
+                   "from")
+      ->check(non_empty_path());
   add_field_flag(cmd, "--measure", o->measure,
                  "Run the workload here first (--device; --steps timed steps after --warmup; with --new-tokens also "
                  "--steps generations of one request) and calibrate the estimates of this device's architecture "

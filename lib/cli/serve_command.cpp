@@ -12,6 +12,7 @@ struct ServeOptions {
   OutputOptions output;
   std::string scenario = "server", dtype = "fp32";
   ServeSettings settings;
+  bool force = false;
   bool find_max_qps = false;
   MaxQpsSearch search;
 };
@@ -42,10 +43,17 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   add_field_option(cmd, "--min-duration-ms", s.min_duration_ms, "...over at least this long", "serve.min_duration_ms")
       ->capture_default_str();
-  add_field_option(cmd, "--dtype", o->dtype, "Weights: fp32, fp16 (CUDA), bf16", "serve.dtype")->capture_default_str();
+  add_field_option(cmd, "--max-run-s", s.max_run_s,
+                   "server: refuse a run whose requests would arrive over longer than this (--queries / --qps); "
+                   "--find-max-qps halves no lower",
+                   "serve.max_run_s")
+      ->capture_default_str();
+  add_field_option(cmd, "--dtype", o->dtype, "Weights: fp32, fp16 (CUDA), bf16, int8, fp8 (CUDA sm_89+)", "serve.dtype")
+      ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the weights, the request data and the arrival schedule",
                    "serve.seed")
       ->capture_default_str();
+  add_force_flag(cmd, o->force);
   add_field_flag(cmd, "--find-max-qps", o->find_max_qps,
                  "server: search the highest QPS whose run is valid with p99 latency <= --p99-ms, starting at --qps",
                  "serve.max_qps_search");
@@ -60,6 +68,7 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
   return [o, argv]() {
     apply_log_level(o->output);
     auto s = o->settings;
+    s.check_free_memory = !o->force;
     s.scenario = parse_scenario(o->scenario);
     s.dtype = parse_inference_dtype(o->dtype, "serve.dtype");
     if (o->find_max_qps) s.max_qps_search = o->search;

@@ -35,9 +35,11 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--save-parameters", o->save_parameters,
                    "Write the trained parameters here after the run (torch::save of a tensor list in the module's "
                    "parameters() order; with data parallelism every rank writes FILE.rankN)",
-                   "save_parameters");
+                   "save_parameters")
+      ->check(non_empty_path());
   return [o, cmd, argv]() {
     apply_log_level(o->output);
+    refuse_search_options_without_search(o->max_batch, /*with_cpu_limit=*/true);
     const TrainSettings settings = train_settings(o->train);
     const auto workload = zoo_workload(o->model);
     RunOptions run = run_options(o->model.device, argv);
@@ -69,15 +71,16 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     }
     if (!distributed) {
       check_outputs(o->output);
-      emit(run_train(*workload, settings, run), o->output);
-      return 0;
+      const TrainReport report = run_train(*workload, settings, run);
+      emit(report, o->output);
+      return training_exit_code(report.training, o->train);
     }
     const DistEnv env = start_rank();
     const DistSettings dist = dist_settings(o->dist);
     if (env.rank == 0) check_outputs(o->output);
     const TrainReport report = run_train_data_parallel(*workload, settings, dist, run);
     if (report.rank == 0) emit(report, o->output);
-    return 0;
+    return training_exit_code(report.training, o->train);  // every rank: the losses are the ranks' mean
   };
 }
 

@@ -2,6 +2,7 @@
 //   InvalidArgument  a user's setting is wrong (names the field, the value and what is accepted)
 //   DeviceUnavailable  a device was asked for that this machine does not have
 //   OutOfMemory      an allocation failed during a run (a result for sweeps, not a crash)
+//   PredictedOutOfMemory  a run refused before it starts: its predicted peak exceeds the free memory
 //   CommunicationError  a collective or the rendezvous failed (a peer died, hung past the timeout, ...)
 //   ConfigurationMismatch  ranks of one job were started with different settings
 #pragma once
@@ -40,6 +41,11 @@ class DeviceUnavailable : public InvalidArgument {
 class OutOfMemory : public Error {
  public:
   using Error::Error;
+};
+// Refused before anything was built: the run's predicted peak exceeds the device's free memory.
+class PredictedOutOfMemory : public OutOfMemory {
+ public:
+  using OutOfMemory::OutOfMemory;
 };
 
 class CommunicationError : public Error {

@@ -116,6 +116,7 @@ struct InferSweepSettings {
   // CPU only: emulate a device with this much free memory for tensors (0: none). An allocation beyond it
   // fails as a CUDA out-of-memory would, and the row reads "does not fit".
   int64_t cpu_memory_limit_mb = 0;
+  bool check_free_memory = true;  // a row whose predicted peak exceeds the free memory does not fit, unrun
 };
 void validate(const InferSweepSettings& settings, const c10::Device& device);
 

@@ -20,6 +20,10 @@ struct OptionsFileEntry {
 // InvalidArgument("config", ...) naming the file (and the key) for a file that cannot be read, text that is not
 // JSON (with nlohmann's line and column), a document that is not an object, or a value that is null, an object,
 // an empty array or an array holding anything but strings and numbers.
+// Directories, files over 1 MiB and values nested deeper than 16 are refused the same way.
 std::vector<OptionsFileEntry> read_options_file(const std::string& path);
+// The same checks on text already read (`path` names it in messages): what read_options_file parses, and what the
+// fuzz target (tests/fuzz/config_fuzz.cpp) feeds.
+std::vector<OptionsFileEntry> parse_options_file(const std::string& text, const std::string& path);
 
 }  // namespace tvie

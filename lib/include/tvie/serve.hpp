@@ -44,6 +44,12 @@ struct ServeSettings {
   int64_t min_duration_ms = 2000;     // ...over at least this long (0: no minimum)
   InferenceDtype dtype = InferenceDtype::fp32;
   uint64_t seed = 0;  // arrival schedule and request data
+  // server: a run whose requests arrive over more than this (query_count / target_qps) is refused; the QPS search
+  // halves no lower than a rate whose probe would take this long.
+  double max_run_s = 600;
+  // The model and its request pool (a batch of max(max_batch, 64)) refused before they are built when their
+  // predicted peak exceeds the device's free memory (PredictedOutOfMemory; TrainSettings::check_free_memory).
+  bool check_free_memory = true;
   // run_serve: search the highest server QPS that meets the bound, starting at target_qps (server only).
   std::optional<MaxQpsSearch> max_qps_search;
 };
@@ -133,20 +139,26 @@ struct QpsProbe {
 
 struct MaxQpsResult {
   double p99_bound_ms = 0;
-  double max_qps = 0;            // highest probed QPS that met the bound (0: none did)
-  double first_miss_qps = 0;     // lowest probed QPS above it that missed (0: none missed)
+  double max_qps = 0;         // highest probed QPS that met the bound (0: none did)
+  double first_miss_qps = 0;  // lowest probed QPS above it that missed (0: none missed)
+  double lowest_qps = 0;      // halving stops above this rate: a probe below it would run past max_run_s
+  // Halving stopped early: the p99 fell by less than 10% when the rate halved, so the service time alone misses
+  // the bound and lower rates would only take longer.
+  bool latency_floor = false;
   std::vector<QpsProbe> probes;  // in the order run
   ServeResult at_max;            // the run at max_qps
 };
 
 // The search itself, over any pass/fail test: from start_qps, double while `meets` (at most 16 times) or
-// halve until it does (at most 8 times), then bisect refine_steps times between the last pass and the
-// first miss. max_qps 0: nothing passed; first_miss_qps 0: nothing failed.
+// halve until it does (at most 8 times, never below lowest_qps, and not once `hopeless` says lower rates cannot
+// pass), then bisect refine_steps times between the last pass and the first miss. max_qps 0: nothing passed;
+// first_miss_qps 0: nothing failed.
 struct QpsBracket {
   double max_qps = 0;
   double first_miss_qps = 0;
 };
-QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets);
+QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets,
+                          double lowest_qps = 0, const std::function<bool()>& hopeless = {});
 
 // Starts at base.target_qps, doubles (or halves) until the bound is bracketed, then bisects. One model
 // copy serves every probe; each probe issues what validity needs: base.min_query_count requests, or

@@ -60,6 +60,9 @@ struct TrainSettings {
   // One more step after the timed ones, under LibTorch's profiler: the forward's and backward's time by operator
   // class (tvie/class_times.hpp; TrainingResult::time_by_class), which `tvie plan --from` calibrates class by class.
   bool profile_classes = false;
+  // Refuse the run before anything is built (PredictedOutOfMemory) when its predicted peak exceeds the device's
+  // free memory (CUDA: cudaMemGetInfo; CPU: the host's MemAvailable, or less under a cgroup's memory.max).
+  bool check_free_memory = true;
 };
 
 struct InferSettings {
@@ -72,6 +75,7 @@ struct InferSettings {
   // One more batch after the timed ones, under LibTorch's profiler: its time by operator class
   // (InferenceResult::time_by_class), which `tvie plan --from` calibrates class by class.
   bool profile_classes = false;
+  bool check_free_memory = true;  // as TrainSettings::check_free_memory
 };
 
 // run_compare (tvie/run.hpp): the model is the Workload, the device is in RunOptions.

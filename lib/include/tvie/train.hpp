@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <optional>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -185,6 +186,9 @@ struct TrainingResult {
   double first_loss = 0;                               // loss of the first (ledger) step
   double final_loss = 0;                               // loss of the last step
   std::vector<std::pair<int64_t, double>> loss_curve;  // (step number from 1, loss), every loss_every steps
+  // Recorded steps whose loss is inf or NaN (the run diverged; the curve keeps them), and the first such step.
+  int64_t non_finite_losses = 0;
+  int64_t first_non_finite_step = 0;
   // Loss scaling (amp-fp16 only).
   bool loss_scaling = false;
   double initial_scale = 0;
@@ -218,9 +222,9 @@ struct PhaseSummary {
 };
 PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, bool with_communication);
 
-// The loss curve from every recorded step's loss (NaN: not kept): step 1, every `every` steps (0: about
-// ten points) and the last step, skipping the NaNs.
-std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& losses, int64_t every);
+// The loss curve from every step's loss (nullopt: not recorded): step 1, every `every` steps (0: about ten points)
+// and the last recorded step, each recorded inf or NaN loss too (a diverging run's curve shows where).
+std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<std::optional<double>>& losses, int64_t every);
 
 // Samples/s, tokens/s, model FLOPs per step and achieved TFLOPS from the mean step time.
 struct Throughput {

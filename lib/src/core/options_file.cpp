@@ -34,16 +34,27 @@ std::vector<OptionsFileEntry> read_options_file(const std::string& path) {
     throw InvalidArgument("config", path, "a JSON file of at most 1 MiB");
   std::ifstream in(path);
   if (!in.good()) throw InvalidArgument("config", path, "a readable JSON file");
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw InvalidArgument("config", path, "a readable JSON file");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxBytes) throw InvalidArgument("config", path, "a JSON file of at most 1 MiB");  // a pipe
+  return parse_options_file(text, path);
+}
+
+std::vector<OptionsFileEntry> parse_options_file(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxBytes) throw InvalidArgument("config", path, "a JSON file of at most 1 MiB");
   json doc;
   try {
-    doc = json::parse(in, [](int depth, json::parse_event_t, json&) {
+    doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
       if (depth > kMaxDepth) throw TooDeep{};
       return true;
     });
   } catch (const TooDeep&) {
     throw InvalidArgument("config", path, "a JSON object of options (values nested at most 16 deep)");
-  } catch (const json::parse_error& e) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+  } catch (const json::exception& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ...", or for a number
+    // no double holds "[json.exception.out_of_range.406] number overflow parsing '1e400'".
     const std::string what = e.what();
     const auto at = what.find("] ");
     throw InvalidArgument(

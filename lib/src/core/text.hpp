@@ -59,4 +59,22 @@ inline std::string bytes_text(int64_t bytes) {
   return buffer;
 }
 
+// "12.0 s", "4.3 min", "2.1 h", "16,000 years": a duration for a message, in the largest unit that reads well.
+inline std::string duration_text(double seconds) {
+  char buffer[64];
+  if (seconds < 120)
+    std::snprintf(buffer, sizeof buffer, "%.1f s", seconds);
+  else if (seconds < 7200)
+    std::snprintf(buffer, sizeof buffer, "%.1f min", seconds / 60);
+  else if (seconds < 3 * 86400)
+    std::snprintf(buffer, sizeof buffer, "%.1f h", seconds / 3600);
+  else if (seconds < 3 * 365.25 * 86400)
+    std::snprintf(buffer, sizeof buffer, "%.0f days", seconds / 86400);
+  else if (seconds < 1e15)
+    return with_commas(static_cast<int64_t>(seconds / (365.25 * 86400))) + " years";
+  else
+    std::snprintf(buffer, sizeof buffer, "%.2g years", seconds / (365.25 * 86400));
+  return buffer;
+}
+
 }  // namespace tvie::detail

@@ -459,8 +459,14 @@ AllreduceSweepResult measure_allreduce_sweep(Communicator& comm, const Allreduce
   using clock = std::chrono::steady_clock;
   double busbw_sum = 0;
   int64_t busbw_count = 0;
-  for (int64_t bytes = s.min_bytes; bytes <= s.max_bytes;) {
+  // Sizes grow by the factor (at least a byte); each row is a whole number of elements, and a size that rounds to
+  // the element count of the row before it (-b 3 with 4-byte elements) makes no second row.
+  const auto grown = [&](int64_t bytes) {
+    return std::max(static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * s.factor)), bytes + 1);
+  };
+  for (int64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes = grown(bytes)) {
     const int64_t count = std::max<int64_t>(1, bytes / elem);
+    if (!r.rows.empty() && r.rows.back().count == count) continue;
     AllreduceRow row;
     row.count = count;
     row.bytes = count * elem;
@@ -515,8 +521,6 @@ AllreduceSweepResult measure_allreduce_sweep(Communicator& comm, const Allreduce
     busbw_count += 2;
     r.total_wrong += std::max<int64_t>(0, row.out_of_place_wrong) + std::max<int64_t>(0, row.in_place_wrong);
     r.rows.push_back(row);
-    const auto next = static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * s.factor));
-    bytes = std::max(next, bytes + 1);
   }
   r.average_busbw_gbs = busbw_count > 0 ? busbw_sum / static_cast<double>(busbw_count) : 0;
   return r;

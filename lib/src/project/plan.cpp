@@ -35,7 +35,8 @@ void validate(const PlanSettings& s) {
   if (!(s.p99_ms >= 0 && std::isfinite(s.p99_ms)))
     throw InvalidArgument("plan.p99_ms", cat(s.p99_ms), "a finite bound >= 0 ms (0: none)");
   if (s.serve_qps > 0 && s.p99_ms <= 0)
-    throw InvalidArgument("plan.p99_ms", "none", "a p99 bound in ms with --serve-qps (e.g. --p99-ms 100)");
+    throw InvalidArgument("plan.p99_ms", s.p99_ms == 0 ? "0 (none)" : cat(s.p99_ms),
+                          "a p99 bound > 0 in ms with --serve-qps (e.g. --p99-ms 100)");
   if (s.train_tokens < 0) throw InvalidArgument("plan.train_tokens", cat(s.train_tokens), ">= 0 (0: none)");
   if (s.train_samples < 0) throw InvalidArgument("plan.train_samples", cat(s.train_samples), ">= 0 (0: none)");
   if (s.train_tokens > 0 && s.train_samples > 0)

@@ -181,7 +181,7 @@ void ledger_notes(std::ostream& out, const TrainingResult& t, bool with_inferenc
 }
 
 void training_details(std::ostream& out, const TrainingResult& t, const DistributedResult* distributed) {
-  out << "phases of the timed training steps (p50, share of the step time):";
+  out << "phases of the timed training steps (p50; share of all timed steps' time):";
   const bool optimizer_in_graph = t.cuda_graph && t.cuda_graph_scope.find("optimizer eager") == std::string::npos;
   for (const auto& p : t.phases) {
     // A graph replays forward and backward (and the optimizer, unless eager) as one: no separate time.
@@ -190,8 +190,12 @@ void training_details(std::ostream& out, const TrainingResult& t, const Distribu
     out << "  " << name << " " << ms(p.p50_ms) << " (" << fmt("%.1f%%", 100.0 * p.share) << ")";
   }
   out << "\nloss:";
-  for (const auto& [step, loss] : t.loss_curve) out << "  " << step << ": " << fmt("%.4f", loss);
+  for (const auto& [step, loss] : t.loss_curve)
+    out << "  " << step << ": " << (std::isnan(loss) ? "NaN" : fmt("%.4f", loss));  // inf prints as "inf"
   out << "  (step: loss; step 1 is the first ledger step)\n";
+  if (t.non_finite_losses > 0)
+    out << "loss: NOT FINITE from step " << t.first_non_finite_step << " (" << t.non_finite_losses
+        << " recorded steps): the run diverged (a lower --lr, --clip or amp's loss scaling may hold it)\n";
   if (t.loss_scaling)
     out << "loss scaling: scale " << fmt("%g", t.initial_scale) << " -> " << fmt("%g", t.final_scale) << ", "
         << t.skipped_steps << " of " << t.optimizer_steps << " steps skipped (inf/NaN gradients)\n";
@@ -291,7 +295,19 @@ void ConsoleReporter::report(const ServeReport& r) {
            p.valid ? "yes" : "no", p.meets ? "yes" : "no"},
           ws);
     if (q.max_qps <= 0) {
-      out << "result: no QPS tried met the bound; nothing below is measured at a passing rate\n";
+      // The lowest rate tried says how far the bound is out of reach.
+      const QpsProbe* lowest = nullptr;
+      for (const auto& p : q.probes)
+        if (!lowest || p.target_qps < lowest->target_qps) lowest = &p;
+      out << "result: no rate meets p99 <= " << fmt("%g", q.p99_bound_ms) << " ms";
+      if (lowest)
+        out << "; the lowest probe's (" << fmt("%.2f", lowest->target_qps) << " QPS) p99 was "
+            << fmt("%.3f", lowest->p99_ms) << " ms";
+      if (q.latency_floor)
+        out << " (halving the rate left the p99 within 10%: the service time alone misses the bound)\n";
+      else
+        out << " (the search halves no lower than " << fmt("%.3g", q.lowest_qps)
+            << " QPS: a probe's requests would arrive over more than --max-run-s)\n";
       return;
     }
     out << "result: max QPS " << fmt("%.2f", q.max_qps);

@@ -320,9 +320,15 @@ Section loss_section(const TrainingResult& t) {
   svg::LineChart chart("loss", "Training loss", {"optimizer step", false, svg::Format::number},
                        {"loss (mean over the batch)", false, svg::Format::number});
   svg::Series s{"loss", {}, svg::Style::dots};
-  for (const auto& [step, loss] : t.loss_curve) s.points.emplace_back(static_cast<double>(step), loss);
+  for (const auto& [step, loss] : t.loss_curve)
+    if (std::isfinite(loss)) s.points.emplace_back(static_cast<double>(step), loss);
+  if (s.points.empty()) return {};
   chart.series.push_back(s);
-  return {"Loss", "The loss of the synthetic task at the recorded steps (it should fall).", svg::render(chart)};
+  std::string what = "The loss of the synthetic task at the recorded steps (it should fall).";
+  if (t.non_finite_losses > 0)
+    what += cat(" The loss is not finite from step ", t.first_non_finite_step, " (", t.non_finite_losses,
+                " recorded steps, not drawn): the run diverged.");
+  return {"Loss", what, svg::render(chart)};
 }
 
 void add(std::vector<Section>& sections, Section s) {

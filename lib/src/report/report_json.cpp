@@ -223,7 +223,12 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"model_flops_per_step", t.model_flops_per_step},
               {"achieved_tflops", t.achieved_tflops}}},
             {"energy", energy_json(t.energy, t.joules_per_sample)},
-            {"loss", {{"first", t.first_loss}, {"final", t.final_loss}, {"curve", curve}}}};
+            {"loss",
+             {{"first", t.first_loss},
+              {"final", t.final_loss},
+              {"curve", curve},
+              {"non_finite_steps", t.non_finite_losses},
+              {"first_non_finite_step", t.first_non_finite_step}}}};
   if (s.profile_classes) j["time_by_class"] = time_by_class_json(t.time_by_class);
   if (t.loss_scaling)
     j["loss_scaling"] = {
@@ -715,10 +720,10 @@ std::string to_json_string(const ServeReport& r, int indent) {
                         {"queries", p.queries},
                         {"valid", p.valid},
                         {"meets", p.meets}});
-    j["serving"]["max_qps_search"] = {{"p99_bound_ms", r.search->p99_bound_ms},
-                                      {"max_qps", r.search->max_qps},
-                                      {"first_miss_qps", r.search->first_miss_qps},
-                                      {"probes", probes}};
+    j["serving"]["max_qps_search"] = {
+        {"p99_bound_ms", r.search->p99_bound_ms},     {"max_qps", r.search->max_qps},
+        {"first_miss_qps", r.search->first_miss_qps}, {"lowest_qps", r.search->lowest_qps},
+        {"latency_floor", r.search->latency_floor},   {"probes", probes}};
   }
   return j.dump(indent);
 }
@@ -992,20 +997,28 @@ std::string to_csv_string(const TrainReport& r) { return ledger_csv(&r.training,
 std::string to_csv_string(const InferReport& r) {
   std::string out =
       "batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
-      "activation_bytes,peak_bytes,mean_abs_error_relative,top1_agreement";
+      "packed_weight_bytes,activation_bytes,peak_bytes,max_abs_error,mean_abs_error,mean_abs_error_relative,"
+      "top1_agreement";
   for (const auto& row : r.sweep.rows) {
     out += cat("\n", row.batch_size, ",", to_string(row.dtype), ",", row.fits ? 1 : 0);
     if (!row.fits) {
-      out += ",,,,,,,,,";
+      out += ",,,,,,,,,,,,";
       continue;
     }
     const auto& x = row.result;
+    // parameter_bytes as the console's "weights": the inference copy's parameters with int8's packs (also alone).
     out += cat(",", x.latency.mean, ",", x.latency.p50, ",", x.latency.p99, ",", x.samples_per_s, ",",
-               x.memory.parameters, ",", x.memory.activations, ",", x.memory.peak, ",");
-    if (row.has_accuracy && row.accuracy.reference_mean_abs > 0)
-      out += cat(row.accuracy.mean_abs_error / row.accuracy.reference_mean_abs, ",", row.accuracy.top1_agreement);
+               x.memory.parameters + x.memory.packed_weights, ",", x.memory.packed_weights, ",", x.memory.activations,
+               ",", x.memory.peak, ",");
+    // The errors against fp32 as the console prints them (absolute), and the mean relative to fp32's mean |output|.
+    if (row.has_accuracy)
+      out +=
+          cat(row.accuracy.max_abs_error, ",", row.accuracy.mean_abs_error, ",",
+              row.accuracy.reference_mean_abs > 0 ? cat(row.accuracy.mean_abs_error / row.accuracy.reference_mean_abs)
+                                                  : std::string(),
+              ",", row.accuracy.top1_agreement);
     else
-      out += ",";
+      out += ",,,";
   }
   return out;
 }

@@ -469,9 +469,11 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings,
   report.inference_work = inference_batch_work(workload, one);
   report.host_class = host_cpu_class(report.context.host.cpu_features_usable);
   report.host_clock_ghz = host_clock_ghz();
+  const size_t catalog_cards = cards.size();
   if (settings.include_host)
     if (auto host = local_host_accelerator()) cards.push_back(*host);
-  log::info(cat("projecting ", workload.name(), " onto ", cards.size(), " cards (nothing runs: analytic + catalog)"));
+  log::info(cat("projecting ", workload.name(), " onto ", catalog_cards, " catalog cards",
+                cards.size() > catalog_cards ? " and this host" : "", " (nothing runs: analytic + catalog)"));
   report.cards = plan_cards(workload, settings, cards);
   return report;
 }

@@ -5,7 +5,12 @@
 #include <tvie/layers.hpp>
 #include <tvie/log.hpp>
 
+#include "core/text.hpp"
 #include "measure/glibc_heap.hpp"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 #if TVIE_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -34,6 +39,58 @@ int64_t device_free_bytes(const c10::Device& device) {
   (void)device;
   return -1;
 #endif
+}
+
+namespace {
+// One number from a file of the kernel's ("max" and a missing file: -1).
+int64_t read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return static_cast<int64_t>(std::stoull(text));
+}
+}  // namespace
+
+FreeMemory free_memory(const c10::Device& device) {
+  FreeMemory f;
+  if (device.is_cuda()) {
+    f.bytes = device_free_bytes(device);
+    f.source = "cudaMemGetInfo";
+    return f;
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") {
+      f.bytes = kib * 1024;
+      f.source = "the host's MemAvailable";
+    }
+  }
+  // cgroup v2: a container's limit less what it already uses, where that is lower.
+  const int64_t max = read_number("/sys/fs/cgroup/memory.max");
+  const int64_t current = read_number("/sys/fs/cgroup/memory.current");
+  if (max > 0 && current >= 0 && (f.bytes < 0 || max - current < f.bytes)) {
+    f.bytes = std::max<int64_t>(0, max - current);
+    f.source = "the cgroup's memory.max less memory.current";
+  }
+  return f;
+}
+
+void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what) {
+  if (predicted_peak <= 0) return;
+  const FreeMemory free = free_memory(device);
+  if (free.bytes < 0 || predicted_peak <= free.bytes) return;
+  throw PredictedOutOfMemory(cat(what, " does not fit on ", device.str(), ": predicted peak ",
+                                 bytes_text(predicted_peak), " > ", bytes_text(free.bytes), " free (", free.source,
+                                 "); lower --batch (or --seq, --preset), or --force runs it anyway"));
+}
+
+bool is_cpu_allocation_failure(const std::exception& e) {
+  return dynamic_cast<const c10::Error*>(&e) != nullptr &&
+         std::string(e.what()).find("can't allocate memory") != std::string::npos;
 }
 
 void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype) {

@@ -50,6 +50,20 @@ void release_cached_memory(const c10::Device& device);
 // CUDA: the device's free memory now (cudaMemGetInfo), after CUDA is initialised; -1 on other devices.
 int64_t device_free_bytes(const c10::Device& device);
 
+// What a run can still take on `device`, and where that figure comes from: CUDA's free memory, or the host's
+// MemAvailable (/proc/meminfo) lowered to what a cgroup's memory.max leaves. bytes < 0: not known.
+struct FreeMemory {
+  int64_t bytes = -1;
+  std::string source;
+};
+FreeMemory free_memory(const c10::Device& device);
+// PredictedOutOfMemory when `predicted_peak` (> 0: predicted) exceeds the free memory: "`what` does not fit on
+// DEVICE: predicted peak ... > ... free (source); lower --batch ..., or --force". Nothing when either is unknown.
+void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what);
+// LibTorch's CPU allocator reports a failed allocation as a plain c10::Error ("can't allocate memory"): whether
+// `e` is one.
+bool is_cpu_allocation_failure(const std::exception& e);
+
 void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype);
 
 // Floating dtype of an inference copy: fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear

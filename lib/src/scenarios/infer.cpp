@@ -92,6 +92,9 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
   auto probe = make_memory_probe(device);
   InferenceResult r;
   r.predicted = predict_inference_memory(workload, settings, device);
+  if (settings.check_free_memory)
+    detail::refuse_beyond_free_memory(r.predicted.peak, device,
+                                      cat("inference ", workload.name(), " at batch ", settings.batch_size));
   try {
     InferenceSession session(workload, settings, device, weights, probe.get());
     r.memory = session.ledger_batch(*probe, &r.memory_timeline);  // eager, also with cuda_graph
@@ -130,6 +133,10 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
   } catch (const c10::OutOfMemoryError&) {
     throw OutOfMemory(
         cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
+  } catch (const c10::Error& e) {
+    if (!detail::is_cpu_allocation_failure(e)) throw;
+    throw OutOfMemory(cat("inference ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
+                          device.str(), " (the host refused an allocation)"));
   }
   r.memory_counter = probe->counter_description();
   r.dtype = settings.dtype;

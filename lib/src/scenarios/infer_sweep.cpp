@@ -20,6 +20,7 @@ InferSettings row_settings(const InferSweepSettings& s, int64_t batch, Inference
   one.dtype = dtype;
   one.seed = s.seed;
   one.cuda_graph = s.cuda_graph;
+  one.check_free_memory = s.check_free_memory;
   return one;
 }
 
@@ -47,6 +48,14 @@ OutputAgreement compare_outputs(const torch::Tensor& reference, const torch::Ten
 void validate(const InferSweepSettings& s, const c10::Device& device) {
   if (s.batch_sizes.empty())
     throw InvalidArgument("infer_sweep.batch_sizes", "", "a list of integers >= 1, e.g. 1,8,64");
+  // A row per batch size (in the order given): a size listed twice would be a second row of the same figures.
+  for (size_t i = 1; i < s.batch_sizes.size(); ++i)
+    if (std::find(s.batch_sizes.begin(), s.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i), s.batch_sizes[i]) !=
+        s.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      std::string list;
+      for (int64_t b : s.batch_sizes) list += (list.empty() ? "" : ",") + cat(b);
+      throw InvalidArgument("infer_sweep.batch_sizes", list, "batch sizes each listed once");
+    }
   if (s.dtypes.empty()) throw InvalidArgument("infer_sweep.dtypes", "", "a list of fp32, fp16, bf16, int8, fp8");
   if (s.cpu_memory_limit_mb < 0)
     throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb),

@@ -99,8 +99,8 @@ int64_t predicted_largest(const MaxBatchSettings& s, int64_t limit, Peak predict
 
 // One probe: `work` under the emulated limit (CPU); out-of-memory -> does not fit, the cache handed back.
 template <typename Work>
-MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::Device& device, Work work,
-                         log::Progress& progress) {
+MaxBatchProbe probe_once(SearchMode mode, int64_t batch, const MaxBatchSettings& s, const c10::Device& device,
+                         Work work, log::Progress& progress) {
   progress.next(cat("batch ", batch));
   const auto start = std::chrono::steady_clock::now();
   MaxBatchProbe p;
@@ -122,7 +122,7 @@ MaxBatchProbe probe_once(int64_t batch, const MaxBatchSettings& s, const c10::De
   // Each probe on its own line with its time, so that a search cut short by a time limit shows where it was.
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f s", p.seconds);
-  log::info(cat("max-batch probe: batch ", batch,
+  log::info(cat("max-batch probe (", to_string(mode), "): batch ", batch,
                 p.fits ? cat(" fits (peak ", detail::bytes_text(p.peak_bytes), ")") : std::string(" does not fit"),
                 ", ", seconds));
   return p;
@@ -144,7 +144,7 @@ MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSett
   log::Progress progress("max-batch search (training), probe", 0);
   auto result = search_max_batch(s, [&](int64_t batch) {
     return probe_once(
-        batch, s, device,
+        SearchMode::training, batch, s, device,
         [&](int64_t b) {
           auto probe = make_memory_probe(device);
           Trainer trainer(workload, at(b), device, probe.get());
@@ -176,6 +176,7 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
     i.batch_size = batch;
     i.steps = 1;  // the ledger batch and one timed batch
     i.warmup_steps = 0;
+    i.check_free_memory = false;  // the probes measure where the limit is; the prediction is reported beside them
     return i;
   };
   MaxBatchResult limits;
@@ -183,7 +184,8 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
   log::Progress progress("max-batch search (inference), probe", 0);
   auto result = search_max_batch(s, [&](int64_t batch) {
     return probe_once(
-        batch, s, device, [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; }, progress);
+        SearchMode::inference, batch, s, device,
+        [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; }, progress);
   });
   result.mode = SearchMode::inference;
   result.limit_bytes = limits.limit_bytes;

@@ -11,6 +11,7 @@
 #include "core/compat.hpp"
 #include "core/enum_names.hpp"
 #include "scenarios/harness.hpp"
+#include <tvie/predict.hpp>
 #include "core/text.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -39,6 +40,15 @@ void validate(const ServeSettings& s) {
   if (s.query_count < 1) throw InvalidArgument("serve.query_count", cat(s.query_count), "an integer >= 1");
   if (s.min_query_count < 0) throw InvalidArgument("serve.min_query_count", cat(s.min_query_count), "an integer >= 0");
   if (s.min_duration_ms < 0) throw InvalidArgument("serve.min_duration_ms", cat(s.min_duration_ms), "an integer >= 0");
+  if (!(s.max_run_s > 0 && std::isfinite(s.max_run_s)))
+    throw InvalidArgument("serve.max_run_s", cat(s.max_run_s), "a finite number of seconds > 0");
+  // A server run lasts about query_count / target_qps: one far past the bound is a typo, not a measurement.
+  const double expected_s = static_cast<double>(s.query_count) / s.target_qps;
+  if (s.scenario == Scenario::server && !s.max_qps_search && expected_s > s.max_run_s)
+    throw InvalidArgument(
+        "serve.target_qps", cat(s.target_qps),
+        cat("a rate at which ", s.query_count, " requests arrive within ", s.max_run_s,
+            " s (--max-run-s; at this rate they take about ", detail::duration_text(expected_s), ")"));
   if (s.max_qps_search) {
     validate(*s.max_qps_search);
     if (s.scenario != Scenario::server)
@@ -179,6 +189,10 @@ InferenceSession make_serving_session(const Workload& workload, const ServeSetti
   infer.batch_size = std::max<int64_t>(settings.max_batch, 64);
   infer.dtype = settings.dtype;
   infer.seed = settings.seed;
+  if (settings.check_free_memory)
+    detail::refuse_beyond_free_memory(predict_inference_memory(workload, infer, device).peak, device,
+                                      cat("serving ", workload.name(), " (a request pool of ", infer.batch_size,
+                                          " samples, batches up to ", settings.max_batch, ")"));
   return InferenceSession(workload, infer, device);
 }
 
@@ -229,7 +243,8 @@ ServeResult measure_serving(const Workload& workload, const ServeSettings& setti
   return serve_with(session, settings, device);
 }
 
-QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets) {
+QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets,
+                          double lowest_qps, const std::function<bool()>& hopeless) {
   // Bracket: double from the start while the bound holds, or halve until it does (at most
   // kMaxDoublings / kMaxHalvings runs; halving makes runs longer), then bisect between the last pass and
   // the first miss, as LoadGen's peak-performance search does.
@@ -247,7 +262,7 @@ QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::fun
     }
   } else {
     b.first_miss_qps = qps;
-    for (int i = 0; i < kMaxHalvings && b.max_qps == 0; ++i) {
+    for (int i = 0; i < kMaxHalvings && b.max_qps == 0 && qps / 2 >= lowest_qps && !(hopeless && hopeless()); ++i) {
       qps /= 2;
       if (meets(qps))
         b.max_qps = qps;
@@ -281,8 +296,9 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
   MaxQpsResult r;
   r.p99_bound_ms = search.p99_bound_ms;
   log::Progress progress(cat("max-QPS search (p99 <= ", search.p99_bound_ms, " ms), run"), 0);
+  // Halving stops where a probe's min_query_count requests would arrive over more than max_run_s.
+  r.lowest_qps = static_cast<double>(std::max<int64_t>(1, base.min_query_count)) / base.max_run_s;
   auto probe = [&](double qps) {
-    progress.next(cat(qps, " QPS"));
     ServeSettings s = base;
     s.target_qps = qps;
     // As LoadGen: as many queries as validity needs: the minimum count, and enough to fill the minimum
@@ -291,6 +307,7 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     s.query_count = std::max<int64_t>(
         {1, base.min_query_count,
          static_cast<int64_t>(std::ceil(1.1 * qps * static_cast<double>(base.min_duration_ms) / 1e3))});
+    progress.next(cat(qps, " QPS, about ", detail::duration_text(static_cast<double>(s.query_count) / qps)));
     ServeResult result = serve_with(session, s, device);
     QpsProbe p;
     p.target_qps = qps;
@@ -307,7 +324,14 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     }
     return p.meets;
   };
-  const auto bracket = search_max_qps(base.target_qps, search.refine_steps, probe);
+  // Lower rates cannot help once halving the rate leaves the p99 within 10%: the latency is the service time's.
+  const auto hopeless = [&] {
+    const size_t n = r.probes.size();
+    if (n < 2 || r.probes[n - 1].meets || r.probes[n - 2].meets || !r.probes[n - 1].valid) return false;
+    r.latency_floor = r.probes[n - 1].p99_ms >= 0.9 * r.probes[n - 2].p99_ms;
+    return r.latency_floor;
+  };
+  const auto bracket = search_max_qps(base.target_qps, search.refine_steps, probe, r.lowest_qps, hopeless);
   r.first_miss_qps = bracket.first_miss_qps;
   return r;
 }

@@ -317,13 +317,14 @@ PhaseSummary summarize_phases(const std::vector<std::vector<double>>& per_step, 
   return out;
 }
 
-std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<double>& losses, int64_t every) {
+std::vector<std::pair<int64_t, double>> loss_curve(const std::vector<std::optional<double>>& losses, int64_t every) {
   const int64_t n = static_cast<int64_t>(losses.size());
   if (every <= 0) every = std::max<int64_t>(1, n / 10);
   std::vector<std::pair<int64_t, double>> curve;
   for (int64_t i = 0; i < n; ++i) {
-    const double loss = losses[static_cast<size_t>(i)];
-    if (!std::isnan(loss) && (i == 0 || (i + 1) % every == 0 || i == n - 1)) curve.emplace_back(i + 1, loss);
+    const auto& loss = losses[static_cast<size_t>(i)];
+    if (loss && (i == 0 || (i + 1) % every == 0 || i == n - 1 || !std::isfinite(*loss)))
+      curve.emplace_back(i + 1, *loss);
   }
   return curve;
 }
@@ -384,6 +385,9 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
   TrainingResult r;
   r.predicted = predict_training_memory(workload, settings, static_cast<bool>(hooks.make_gradient_hook), device);
   log::info("memory plan (predicted before the run): " + describe(r.predicted));
+  if (settings.check_free_memory)
+    detail::refuse_beyond_free_memory(r.predicted.peak, device,
+                                      cat("training ", workload.name(), " at batch ", settings.batch_size));
   std::vector<torch::Tensor> losses;  // one per step, read after the loop
   bool with_hook = false;
   try {
@@ -450,6 +454,10 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
   } catch (const c10::OutOfMemoryError&) {
     throw OutOfMemory(
         cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ", device.str()));
+  } catch (const c10::Error& e) {
+    if (!detail::is_cpu_allocation_failure(e)) throw;
+    throw OutOfMemory(cat("training ", workload.name(), " at batch ", settings.batch_size, " does not fit on ",
+                          device.str(), " (the host refused an allocation)"));
   }
   std::vector<double> loss_values;  // read once, after the timed steps (no sync inside the loop)
   loss_values.reserve(losses.size());
@@ -457,7 +465,17 @@ TrainingResult measure_training(const Workload& workload, const TrainSettings& s
     loss_values.push_back(l.defined() ? l.detach().to(torch::kCPU, torch::kFloat64).item<double>()
                                       : std::numeric_limits<double>::quiet_NaN());
   if (hooks.reduce_losses) hooks.reduce_losses(loss_values);
-  r.loss_curve = training::loss_curve(loss_values, settings.loss_every);
+  std::vector<std::optional<double>> recorded(loss_values.size());
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (!losses[i].defined()) continue;
+    recorded[i] = loss_values[i];
+    if (std::isfinite(loss_values[i])) continue;
+    if (r.non_finite_losses++ == 0) r.first_non_finite_step = static_cast<int64_t>(i) + 1;
+  }
+  if (r.non_finite_losses > 0)
+    log::warn(cat("the loss is not finite from step ", r.first_non_finite_step, " (", r.non_finite_losses,
+                  " recorded steps): the run diverged"));
+  r.loss_curve = training::loss_curve(recorded, settings.loss_every);
   r.final_loss = r.loss_curve.back().second;
 
   r.memory_counter = probe->counter_description();

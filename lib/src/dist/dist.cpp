@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -449,6 +450,11 @@ AllreduceSweepResult measure_allreduce_sweep(Communicator& comm, const Allreduce
                   "measure_allreduce_sweep: validated settings (validate(AllreduceSweepSettings) first)");
   const auto dtype = s.dtype == "fp64" ? torch::kFloat64 : s.dtype == "int32" ? torch::kInt32 : torch::kFloat32;
   const int64_t elem = static_cast<int64_t>(c10::elementSize(dtype));
+  // The largest size holds at least three buffers of its bytes (the input, the output and the expected sum).
+  const int64_t largest = std::max<int64_t>(1, s.max_bytes / elem) * elem;
+  if (largest <= std::numeric_limits<int64_t>::max() / 3)
+    detail::refuse_beyond_free_memory(3 * largest, device, cat("the all-reduce sweep up to ", largest, " bytes"),
+                                      "lower -e/--max-bytes");
   const int64_t n = comm.world_size();
   AllreduceSweepResult r;
   r.backend = comm.backend_name();

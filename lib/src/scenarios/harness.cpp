@@ -79,13 +79,14 @@ FreeMemory free_memory(const c10::Device& device) {
   return f;
 }
 
-void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what) {
+void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what,
+                               const std::string& remedy) {
   if (predicted_peak <= 0) return;
   const FreeMemory free = free_memory(device);
   if (free.bytes < 0 || predicted_peak <= free.bytes) return;
   throw PredictedOutOfMemory(cat(what, " does not fit on ", device.str(), ": predicted peak ",
                                  bytes_text(predicted_peak), " > ", bytes_text(free.bytes), " free (", free.source,
-                                 "); lower --batch (or --seq, --preset), or --force runs it anyway"));
+                                 "); ", remedy));
 }
 
 bool is_cpu_allocation_failure(const std::exception& e) {

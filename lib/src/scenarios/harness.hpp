@@ -58,8 +58,11 @@ struct FreeMemory {
 };
 FreeMemory free_memory(const c10::Device& device);
 // PredictedOutOfMemory when `predicted_peak` (> 0: predicted) exceeds the free memory: "`what` does not fit on
-// DEVICE: predicted peak ... > ... free (source); lower --batch ..., or --force". Nothing when either is unknown.
-void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what);
+// DEVICE: predicted peak ... > ... free (source); `remedy`". Nothing when either is unknown.
+void refuse_beyond_free_memory(int64_t predicted_peak, const c10::Device& device, const std::string& what,
+                               const std::string& remedy =
+                                   "lower --batch (or --seq, --preset), or --force runs it "
+                                   "anyway");
 // LibTorch's CPU allocator reports a failed allocation as a plain c10::Error ("can't allocate memory"): whether
 // `e` is one.
 bool is_cpu_allocation_failure(const std::exception& e);

@@ -192,7 +192,8 @@ InferenceSession make_serving_session(const Workload& workload, const ServeSetti
   if (settings.check_free_memory)
     detail::refuse_beyond_free_memory(predict_inference_memory(workload, infer, device).peak, device,
                                       cat("serving ", workload.name(), " (a request pool of ", infer.batch_size,
-                                          " samples, batches up to ", settings.max_batch, ")"));
+                                          " samples, batches up to ", settings.max_batch, ")"),
+                                      "lower --max-batch (or --preset, --dtype), or --force runs it anyway");
   return InferenceSession(workload, infer, device);
 }
 

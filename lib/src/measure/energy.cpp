@@ -107,8 +107,8 @@ class NvmlMeter final : public EnergyMeter {
     return meter;
   }
   // NVML stays loaded once initialised: a library that may have started threads of its own is not safe to unload
-  // (the [gpu] test of tvie plan --measure died of a segmentation fault seconds after the process had unloaded NVML,
-  // 2026-12-04, cause not established; PyTorch never unloads it either).
+  // (a process that unloaded NVML has died of a segmentation fault seconds later, cause not established; PyTorch
+  // never unloads it either).
   ~NvmlMeter() override {
     if (initialised_)
       shutdown_();

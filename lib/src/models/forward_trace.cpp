@@ -189,8 +189,7 @@ namespace {
 // steps of 64 floats; and 128 bytes of the scratchpad's alignment. Equal to oneDNN's bookings for 720 products (a
 // Linear's three on 60 random shapes, 8-300 rows, 32-600 x 32-320 features, 1-4 threads:
 // scripts/onednn-bookings/matmul.py) and to LibTorch's allocations where measured (scripts/op-scratch.py, 1, 2 and
-// 4 threads, odd shapes). Until 2026-12-04 the rule was m x n x 4 in 512-byte steps: equal where m x n is a
-// multiple of 128 at 1 or 2 threads (the zoo's shapes), 256 bytes over or up to 8% under elsewhere. Inside a
+// 4 threads, odd shapes). Inside a
 // parallel region (the flash attention's products) oneDNN sees one thread.
 int64_t emulated_accumulator(int64_t m, int64_t n, int64_t threads) {
   const auto block = [&](int64_t t) {
@@ -243,7 +242,7 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
       // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 for 720 of 720 products (the [cpu-kinds]
       // test of the bookings; docs/results/cpu-bf16-matmul-scratch-avx512.md, where the written-out fit below is
       // -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements this
-      // project has (an Intel Xeon, 2026-11: the pure-bf16 mlp's peak +2.0%,
+      // project has (an Intel Xeon: the pure-bf16 mlp's peak +2.0%,
       // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
       products = onednn::bf16_linear_bookings(rows, in, out, sum, threads).value_or(onednn::LinearProducts{});
     } else if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
@@ -262,10 +261,8 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
     // Backward runs the two products one after the other, each gradient allocated before its product's scratch;
     // the sweep counts both gradients throughout the op, so what the op holds above them is the larger product's
     // scratch less the gradient not yet written then. Which comes first is autograd's order, the same on every
-    // kind of CPU (LibTorch's profiler on an AMD EPYC, 2026-12-04): addmm's backward (a 2-D input with a bias)
+    // kind of CPU (LibTorch's profiler on an AMD EPYC): addmm's backward (a 2-D input with a bias)
     // writes the input gradient first; mm's and matmul's (no bias, or a 3-D input) the weight gradient first.
-    // Until 2026-12-04 the brgemm kernels took the weight gradient first everywhere: the mlp's pure-bf16 peak was
-    // +2.2% at 4 threads (the input gradient's scratch, larger there, counted beside the weight gradient).
     const int64_t dx = x.requires_grad ? rows * in * compute_bytes() : 0, dw = in * out * compute_bytes();
     if (!x.requires_grad)
       scratch = weight_grad;  // the batch needs no gradient: one product
@@ -295,7 +292,7 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   parameter_gradients(in * out);  // a tied weight's too: backward reaches the head first
   if (bias) parameter_gradients(out);
   // addmm's backward (a 2-D input with a bias) writes the bias's gradient last, once the products' scratch is gone:
-  // the sweep counts it beside the scratch (the pure-bf16 and amp-bf16 mlp +256 and +512 bytes until 2026-12-03).
+  // the sweep counts it beside the scratch.
   if (bias && x.dims == 2 && scratch > 0) scratch = std::max<int64_t>(0, scratch - out * weight_bytes());
   if (training()) {
     // Under accumulation the op's new gradients lie beside the accumulated ones until autograd adds them in. On a
@@ -449,13 +446,13 @@ Sym ForwardTrace::conv2d(const Sym& x, int64_t cin, int64_t cout, int64_t k, int
   //    the AMD EPYC);
   //    with AMX and no bookings: backward copies the saved input (a contiguous clone; measured on the Xeon);
   //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward, the weight
-  //    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp; until 2026-12-03
-  //    a fit, cnn tiny's step 6.2% under; checked on an Intel Xeon and an AMD EPYC);
+  //    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp;
+  //    checked on an Intel Xeon and an AMD EPYC);
   //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes
-  //    its output in blocks and reorders it (until 2026-12-03 only the output's copy was counted, and resnet tiny's
-  //    inference working set at batches 2 to 4 was 12-16% under, its last stage's weights copied); backward in
+  //    its output in blocks and reorders it (the input's and the weights' copies count too: without them resnet
+  //    tiny's inference working set at batches 2 to 4 is 12-16% under); backward in
   //    blocks of 8 channels with the weight-gradient kernels' reducers, strided backward data channels-last with its
-  //    scratchpad (models/onednn_scratch.cpp, from oneDNN's bookings; until 2026-12-03 a fit within 20%).
+  //    scratchpad (models/onednn_scratch.cpp, from oneDNN's bookings).
   int64_t scratch = 0;
   if (!query_.cuda) {
     const int64_t columns = k != 1 || stride != 1 ? batch() * cin * k * k * out_hw * out_hw : 0;
@@ -635,8 +632,8 @@ Sym ForwardTrace::embedding(const Sym& indices, int64_t h, int64_t vocab, bool t
   // this one is a tensor beside it until autograd adds the two. Autograd's input buffer adds them out of place
   // once the op has returned (its incoming gradient freed), so for a moment the head's part, this one and their
   // sum are three [V, h] tensors; then the parts go and AccumulateGrad keeps the sum (or adds it into the
-  // accumulated gradient). The sum was missing until 2026-12-04: gpt2-small's SGD step 11.9% under (its [V, h] is
-  // 147 MiB in fp32); the tiny presets' peaks lie elsewhere.
+  // accumulated gradient). Without the sum gpt2-small's SGD step is 11.9% under (its [V, h] is 147 MiB in fp32);
+  // the tiny presets' peaks lie elsewhere.
   if (!tied) parameter_gradients(vocab * h);
   const int64_t tied_gradient = tied && training() ? vocab * h * weight_bytes() : 0;
   current_.tied_grad_closed = tied_gradient;
@@ -670,8 +667,8 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
   if (!query_.cuda) {
     // LibTorch's CPU flash kernel (FlashAttentionKernel.cpp) works in blocks of qs query rows and kvs key positions
     // (qs 32, 64 from 192 positions, 256 from 768; kvs 512; neither more than the positions), each thread in its
-    // own buffers, which the trace missed until 2026-12-04 (gpt, bert and llama tiny's bf16 inference at batch 1
-    // and 4 threads, 1.4 KiB under on an Intel Xeon's own kernels, 13.5 KiB on ATen's AVX2 ones; hidden at 2 threads):
+    // own buffers (without them gpt, bert and llama tiny's bf16 inference at batch 1 and 4 threads is 1.4 KiB under
+    // on an Intel Xeon's own kernels, 13.5 KiB on ATen's AVX2 ones; hidden at 2 threads):
     //  - forward, beside its output and log-sum-exp: per thread the fp32 scores, row maxima and sums and output
     //    rows, and for 2-byte inputs the scores in that dtype;
     //  - backward, beside the three input gradients: per thread the fp32 scores and their gradient (both again in
@@ -681,7 +678,7 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
     //    were alive together).
     // Measured with tvie's counting allocator and LibTorch's profiler (which sees the calling thread's allocations
     // only) on an Intel Xeon (AVX-512 without avx512_bf16), 1, 2 and 4 threads, 32 to 800 positions, head sizes 16
-    // and 64, fp32 and bf16; the brgemm products on an AMD EPYC with avx512_bf16 (2026-12-04).
+    // and 64, fp32 and bf16; the brgemm products on an AMD EPYC with avx512_bf16.
     const int64_t T = at::get_num_threads(), d = q.elements / (B * a * S);
     const int64_t qs = std::min<int64_t>(S >= 768 ? 256 : S >= 192 ? 64 : 32, S), kvs = std::min<int64_t>(512, K);
     {
@@ -694,8 +691,8 @@ Sym ForwardTrace::attention(const Sym& q, const Sym& k, const Sym& v, int64_t B,
       // kvs x d over qs rows (the scores transposed, "ba"), and dQ, qs x d over kvs, each adding into the gradient
       // (a sum). oneDNN's emulating gemm books for the one thread it sees inside the loop; its brgemm kernels
       // (avx512_bf16, AMX) for all the process's threads, in every thread (tvie's counting allocator on an AMD EPYC
-      // with avx512_bf16, 2026-12-04: gpt tiny at 800 positions, 2 threads, each thread's dV product 362,240 bytes,
-      // the booking at 2 threads, 181,376 at 1; the trace had none of it until then, 724 KiB under).
+      // with avx512_bf16: gpt tiny at 800 positions, 2 threads, each thread's dV product 362,240 bytes, the booking
+      // at 2 threads, 181,376 at 1).
       const auto kernels = cpu_bf16_matmul_kernels();
       int64_t product = 0;
       if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {

@@ -196,7 +196,7 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace
   const trace::ForwardTrace::Hold residual(t, x);
   // The normed input lives until the layer returns, through down's product and the residual sum, as it does in
   // the layer (and in Hugging Face's, whose MLP holds its argument): in inference that is one [B, S, h] tensor
-  // more at down's scratch (llama tiny's bf16 working set was 4-8 KiB under at batches 1 and 2 until 2026-12-03).
+  // more at down's scratch.
   const trace::Sym n = t.rms_norm(x, h);
   const size_t gate_first = t.ops_traced();
   size_t up_first = 0;
@@ -210,8 +210,8 @@ trace::Sym trace_layer(trace::ForwardTrace& t, const LlamaConfig& c, const trace
   }
   // Backward runs the up branch first (its nodes were created later): the product's gradient for the gate's branch
   // waits through up's backward, and up's gradient of the normed input through the gate branch's (LibTorch's
-  // allocation events, 2026-12-04: llama tiny's checkpointed bf16 step at 4 threads was 10 KiB under, the wait
-  // hidden at 2 threads by down's larger scratch).
+  // allocation events: without it llama tiny's checkpointed bf16 step at 4 threads is 10 KiB under; at 2 threads
+  // down's larger scratch hides the wait).
   t.hold_input_gradient(up_first, up_first + 1, gated_bytes);
   t.hold_input_gradient(gate_first, up_first, n.bytes());
   return t.add(x, t.linear(m, c.d_ff, h, false));

@@ -95,9 +95,7 @@ int64_t l2_cache_bytes_per_core() {
 // at most 256 rows at a time (more are cut in equal chunks).
 // A fit to LibTorch 2.14.1's profiler on an AMD EPYC with avx512_bf16: the forward of 360 bf16 Linears (1 to 4
 // threads, 8 to 300 rows, 32 to 600 input and 32 to 320 output features, each thread count in a process of its own:
-// oneDNN keeps the primitives it made for the thread count it first saw) equal to the byte. The first fit (until
-// 2026-12-03) split rows whenever the split left at least 16 and held them at 256: 296 of the 360 to the byte, the
-// rest 5-37% off (llama tiny's bf16 inference working set 4-8 KiB under at batches 1 and 2).
+// oneDNN keeps the primitives it made for the thread count it first saw) equal to the byte.
 int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
   const int64_t kp = std::min<int64_t>(round_up(k, 32), 512), blocks = ceil_div(n, 64);
   const int64_t split = threads / std::gcd(blocks, threads);
@@ -111,7 +109,7 @@ int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
 // per thread bytes. Same fit; held at 512 rows. The fallback only, where oneDNN's own bookings cannot be asked (the
 // trace takes those first): against the bookings, which equal LibTorch's allocations on that EPYC, 60 random
 // shapes (8-300 rows, 32-600 x 32-320 features) were equal for 48, 26, 18 and 13 of 60 at 1, 2, 3 and 4 threads,
-// -67.8% .. +253.1% off for the rest (2026-12-04, docs/results/cpu-bf16-matmul-scratch-avx512.md); with it the
+// -67.8% .. +253.1% off for the rest (docs/results/cpu-bf16-matmul-scratch-avx512.md); with it the
 // tiny presets' peaks were still equal to the byte at 1, 2 and 4 threads (their shapes' weight gradients equal, or
 // not what decides the peak).
 // oneDNN sizes these buffers from a search over its blockings (brgemm_matmul_utils.cpp), which this does not follow.
@@ -485,9 +483,9 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
 // 1 to 4 threads: 219 convolutions (cnn and resnet tiny/small at batches 8 and 16; ResNet-50 and other widths at
 // batches 1-5, channels 3-1024, kernels 1/3/5/7, strides 1/2): the backward peak equal to the byte for 208, the
 // rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`). That
-// was before 2026-12-04's 1x1 configuration (thread groups over channels, the rtus stride in balance()); with it,
+// was without the 1x1 configuration (thread groups over channels, the rtus stride in balance()); with it,
 // on an Intel Xeon emulating bf16 (AVX-512 without avx512_bf16): 246 of 246 equal to the byte, both phases
-// (docs/results/cpu-bf16-conv-scratch-avx512-emulated.md); and on the AMD EPYC again (2026-12-04): the forward
+// (docs/results/cpu-bf16-conv-scratch-avx512-emulated.md); and on the AMD EPYC again: the forward
 // equal for 246 of 246, the backward for 237, the rest the strided input gradient's fit (within 3.6%;
 // docs/results/cpu-bf16-conv-scratch-avx512.md).
 

@@ -115,8 +115,7 @@ ActivationEstimate estimate_with_loss(const ActivationQuery& query, Forward forw
 // is x's gradient, held in x's buffer while the branch runs its backward. The projection, created after the branch,
 // runs its backward first (autograd takes the later nodes first): the sum's gradient is held only through its
 // convolution (the branch's last op still needs it), and then the projection's input gradient, x-sized, waits in x's
-// buffer through the whole branch (until 2026-12-03 the trace held the sum's gradient there: resnet tiny's peak on
-// AVX2 8 KiB under at batch 8, cnn's resnet18-cifar 512 KiB).
+// buffer through the whole branch.
 template <typename Branch>
 trace::Sym trace_residual_block(trace::ForwardTrace& t, const trace::Sym& x, int64_t cin, int64_t cout, int64_t stride,
                                 int64_t out, Branch branch) {

@@ -261,8 +261,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
   m.optimizer_state = probe.allocated_bytes() - after_backward + m.gradients;
   // This step's batch goes (after the ledger's differences, which count it) before the second step takes its
   // own: a step holds one batch (on CUDA its copy on the device, in pure bf16 a floating input's bf16 copy); kept,
-  // it was counted twice in the peak (until 2026-12-03: resnet tiny's pure-bf16 peak 48 KiB over a step's, cnn
-  // tiny's 12 KiB).
+  // it would be counted twice in the peak.
   first = Batch{};
   batch = Batch{};
   // The peak is that of a steady-state step too: from the second step on, the optimizer state is live

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "helpers.hpp"
+#include "scenarios/qps_search.hpp"
 
 namespace fs = std::filesystem;
 using namespace tvie;
@@ -386,6 +387,32 @@ TEST_CASE("TorchScript settings are validated", "[infer]") {
       CHECK_THAT(e.accepted(), Catch::Contains("torch.jit.save"));
     }
   }
+}
+
+TEST_CASE("max-QPS search: the time left, announced before each probe, bounds what follows", "[infer]") {
+  // A probe at q runs 64 / q seconds. Each announced figure is the worked bound of qps_search.hpp, and never less
+  // than the probes that actually follow.
+  const auto seconds = [](double q) { return 64 / q; };
+  const auto check = [&](double start, double lowest, const std::function<bool(double)>& meets,
+                         const std::vector<std::pair<double, double>>& expected) {
+    std::vector<std::pair<double, double>> said;
+    tvie::detail::search_max_qps_announcing(start, 2, meets, lowest, {}, seconds,
+                                            [&](double q, double rest_s) { said.emplace_back(q, rest_s); });
+    REQUIRE(said.size() == expected.size());
+    for (size_t i = 0; i < said.size(); ++i) {
+      INFO("probe " << i << " at " << said[i].first << " QPS");
+      CHECK(said[i].first == expected[i].first);
+      CHECK(said[i].second == Approx(expected[i].second).epsilon(1e-4));
+      double after = 0;
+      for (size_t j = i + 1; j < said.size(); ++j) after += seconds(said[j].first);
+      CHECK(after <= said[i].second + 1e-9);
+    }
+  };
+  // Bracketed from below: 50 passes; 2q, 4q ... or a halving series could follow (1.28 s x 510 halved down to
+  // 50/256 QPS, then two refinements at that rate: 1,308.16 s); then 100 passes, 200 misses, bisection.
+  check(50, 0, [](double q) { return q <= 137; }, {{50, 1308.16}, {100, 2.56}, {200, 1.28}, {150, 0.64}, {125, 0}});
+  // Nothing passes: halving down to the lowest rate (9 QPS) and two refinements at the lowest rate probed.
+  check(40, 9, [](double) { return false; }, {{40, 22.4}, {20, 19.2}, {10, 12.8}});
 }
 
 TEST_CASE("max-QPS search: doubles to a bracket, then bisects", "[infer]") {

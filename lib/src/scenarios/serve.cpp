@@ -11,6 +11,7 @@
 #include "core/compat.hpp"
 #include "core/enum_names.hpp"
 #include "scenarios/harness.hpp"
+#include "scenarios/qps_search.hpp"
 #include <tvie/predict.hpp>
 #include "core/text.hpp"
 #include <tvie/device.hpp>
@@ -246,16 +247,45 @@ ServeResult measure_serving(const Workload& workload, const ServeSettings& setti
 
 QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::function<bool(double)>& meets,
                           double lowest_qps, const std::function<bool()>& hopeless) {
+  return detail::search_max_qps_announcing(start_qps, refine_steps, meets, lowest_qps, hopeless, {}, {});
+}
+
+QpsBracket detail::search_max_qps_announcing(double start_qps, int64_t refine_steps,
+                                             const std::function<bool(double)>& meets, double lowest_qps,
+                                             const std::function<bool()>& hopeless,
+                                             const std::function<double(double)>& probe_seconds,
+                                             const std::function<void(double, double)>& announce) {
   // Bracket: double from the start while the bound holds, or halve until it does (at most
   // kMaxDoublings / kMaxHalvings runs; halving makes runs longer), then bisect between the last pass and
   // the first miss, as LoadGen's peak-performance search does.
   constexpr int kMaxDoublings = 16, kMaxHalvings = 8;
+  const auto refine = static_cast<double>(refine_steps);
+  // The longest the rest can take after a pass at q with n doublings left, or a miss at q with n halvings left.
+  const auto after_pass = [&](double q, int n) {
+    double s = refine * probe_seconds(q);
+    for (int j = 1; j <= n; ++j) s += probe_seconds(q * std::ldexp(1.0, j));
+    return s;
+  };
+  const auto after_miss = [&](double q, int n) {
+    double s = 0, lowest = q;
+    for (int j = 1; j <= n && q * std::ldexp(1.0, -j) >= lowest_qps; ++j) {
+      lowest = q * std::ldexp(1.0, -j);
+      s += probe_seconds(lowest);
+    }
+    return s + (lowest < q ? refine * probe_seconds(lowest) : 0.0);
+  };
+  const auto say = [&](double q, double rest_s) {
+    if (announce && probe_seconds) announce(q, rest_s);
+  };
   QpsBracket b;
   double qps = start_qps;
+  say(qps, probe_seconds ? std::max(after_pass(qps, kMaxDoublings), after_miss(qps, kMaxHalvings)) : 0.0);
   if (meets(qps)) {
     b.max_qps = qps;
     for (int i = 0; i < kMaxDoublings && b.first_miss_qps == 0; ++i) {
       qps *= 2;
+      say(qps,
+          probe_seconds ? std::max(after_pass(qps, kMaxDoublings - i - 1), refine * probe_seconds(b.max_qps)) : 0.0);
       if (meets(qps))
         b.max_qps = qps;
       else
@@ -265,6 +295,7 @@ QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::fun
     b.first_miss_qps = qps;
     for (int i = 0; i < kMaxHalvings && b.max_qps == 0 && qps / 2 >= lowest_qps && !(hopeless && hopeless()); ++i) {
       qps /= 2;
+      say(qps, probe_seconds ? std::max(refine * probe_seconds(qps), after_miss(qps, kMaxHalvings - i - 1)) : 0.0);
       if (meets(qps))
         b.max_qps = qps;
       else
@@ -274,6 +305,7 @@ QpsBracket search_max_qps(double start_qps, int64_t refine_steps, const std::fun
   if (b.max_qps == 0 || b.first_miss_qps == 0) return b;  // not bracketed
   for (int64_t i = 0; i < refine_steps; ++i) {
     const double mid = (b.max_qps + b.first_miss_qps) / 2;
+    say(mid, probe_seconds ? static_cast<double>(refine_steps - i - 1) * probe_seconds(b.max_qps) : 0.0);
     if (meets(mid))
       b.max_qps = mid;
     else
@@ -299,16 +331,25 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
   log::Progress progress(cat("max-QPS search (p99 <= ", search.p99_bound_ms, " ms), run"), 0);
   // Halving stops where a probe's min_query_count requests would arrive over more than max_run_s.
   r.lowest_qps = static_cast<double>(std::max<int64_t>(1, base.min_query_count)) / base.max_run_s;
+  // As LoadGen: as many queries as validity needs: the minimum count, and enough to fill the minimum duration at
+  // this rate, plus 10% so that validity does not hang on the Poisson draw (a larger --queries would make
+  // halved-rate probes needlessly long).
+  const auto queries_at = [&](double qps) {
+    return std::max<int64_t>(
+        {1, base.min_query_count,
+         static_cast<int64_t>(std::ceil(1.1 * qps * static_cast<double>(base.min_duration_ms) / 1e3))});
+  };
+  const auto probe_seconds = [&](double qps) { return static_cast<double>(queries_at(qps)) / qps; };
+  double rest_s = 0;  // the longest the search can take after the current probe
+  const auto announce = [&](double qps, double rest) {
+    rest_s = rest;
+    progress.next(cat(qps, " QPS, about ", detail::duration_text(probe_seconds(qps)), "; then at most about ",
+                      detail::duration_text(rest), " more"));
+  };
   auto probe = [&](double qps) {
     ServeSettings s = base;
     s.target_qps = qps;
-    // As LoadGen: as many queries as validity needs: the minimum count, and enough to fill the minimum
-    // duration at this rate, plus 10% so that validity does not hang on the Poisson draw (a larger
-    // --queries would make halved-rate probes needlessly long).
-    s.query_count = std::max<int64_t>(
-        {1, base.min_query_count,
-         static_cast<int64_t>(std::ceil(1.1 * qps * static_cast<double>(base.min_duration_ms) / 1e3))});
-    progress.next(cat(qps, " QPS, about ", detail::duration_text(static_cast<double>(s.query_count) / qps)));
+    s.query_count = queries_at(qps);
     ServeResult result = serve_with(session, s, device);
     QpsProbe p;
     p.target_qps = qps;
@@ -318,7 +359,8 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     p.valid = result.valid;
     p.meets = result.valid && result.latency_ms.p99 <= search.p99_bound_ms;
     r.probes.push_back(p);
-    log::info(cat("  QPS ", qps, ": p99 ", p.p99_ms, " ms, ", p.meets ? "meets" : "misses", " the bound"));
+    log::info(cat("  QPS ", qps, ": p99 ", p.p99_ms, " ms, ", p.meets ? "meets" : "misses",
+                  " the bound (the search: at most about ", detail::duration_text(rest_s), " more)"));
     if (p.meets && qps > r.max_qps) {
       r.max_qps = qps;
       r.at_max = std::move(result);
@@ -332,7 +374,8 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     r.latency_floor = r.probes[n - 1].p99_ms >= 0.9 * r.probes[n - 2].p99_ms;
     return r.latency_floor;
   };
-  const auto bracket = search_max_qps(base.target_qps, search.refine_steps, probe, r.lowest_qps, hopeless);
+  const auto bracket = detail::search_max_qps_announcing(base.target_qps, search.refine_steps, probe, r.lowest_qps,
+                                                         hopeless, probe_seconds, announce);
   r.first_miss_qps = bracket.first_miss_qps;
   return r;
 }

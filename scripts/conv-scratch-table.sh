@@ -82,7 +82,7 @@ if [ "$dtype" = matmul ]; then
     echo "CPU allocator). Bookings: the scratchpad oneDNN books for it, asked of the oneDNN inside LibTorch"
     echo "(lib/src/models/onednn_bookings.cpp), which the prediction takes first. Fit: the rule written out for a"
     echo "LibTorch that cannot be asked (onednn::brgemm_bf16_scratch and brgemm_bf16_weight_grad_scratch,"
-    echo "lib/src/models/onednn_scratch.cpp). How the prediction uses them: docs/metrics.md, \"bf16 matmuls on oneDNN\"."
+    echo "lib/src/models/onednn_scratch.cpp). How the prediction uses them: docs/prediction.md, \"Kernel scratch on the CPU\"."
     echo
     "$TVIE_BUILD_DIR/bin/matmul_scratch_table"
   } >"$tmp"

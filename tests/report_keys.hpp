@@ -1,4 +1,4 @@
-// The JSON reports against their documentation: docs/metrics.md lists every key path of every report kind
+// The JSON reports against their documentation: docs/reports.md lists every key path of every report kind
 // in blocks that begin with "```keys KIND" (one path a line; "?" after a path: present only in some runs).
 #pragma once
 
@@ -15,8 +15,8 @@
 
 namespace tvie::test {
 
-inline std::string metrics_doc() {
-  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/metrics.md");
+inline std::string reports_doc() {
+  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/reports.md");
   REQUIRE(in.good());
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -54,13 +54,13 @@ inline void add_documented_keys(const std::string& doc, const std::string& block
     }
     for (const auto& p : paths) (opt ? keys.optional : keys.required).insert(p);
   }
-  INFO("```keys " << block << " in docs/metrics.md");
+  INFO("```keys " << block << " in docs/reports.md");
   REQUIRE(found);
 }
 
 inline DocumentedKeys documented_keys(const std::string& kind) {
   DocumentedKeys keys;
-  add_documented_keys(metrics_doc(), kind, false, keys);
+  add_documented_keys(reports_doc(), kind, false, keys);
   return keys;
 }
 
@@ -88,7 +88,7 @@ inline void check_documented(const nlohmann::json& report, const std::string& ki
   std::set<std::string> actual;
   collect_key_paths(report, "", actual);
   for (const auto& key : actual) {
-    INFO(kind << " report key " << key << " is not in docs/metrics.md (```keys " << kind << ")");
+    INFO(kind << " report key " << key << " is not in docs/reports.md (```keys " << kind << ")");
     CHECK((doc.required.count(key) + doc.optional.count(key)) == 1);
   }
   for (const auto& key : doc.required) {
@@ -97,9 +97,9 @@ inline void check_documented(const nlohmann::json& report, const std::string& ki
   }
 }
 
-// "## JSON report (schema_version N)" in docs/metrics.md.
+// "## JSON report (schema_version N)" in docs/reports.md.
 inline int documented_schema_version() {
-  const std::string doc = metrics_doc(), marker = "## JSON report (schema_version ";
+  const std::string doc = reports_doc(), marker = "## JSON report (schema_version ";
   const auto at = doc.find(marker);
   REQUIRE(at != std::string::npos);
   return std::stoi(doc.substr(at + marker.size()));

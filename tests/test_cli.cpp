@@ -423,7 +423,7 @@ std::string save_conv_bn_script(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("cli: every report kind writes the keys docs/metrics.md lists, and no other", "[cli][report]") {
+TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no other", "[cli][report]") {
   tvie::test::TempDir dir("tvie-cli");
   const auto json = [&](const std::string& name) { return (dir.path / (name + ".json")).string(); };
   const std::vector<std::pair<std::string, std::string>> runs = {

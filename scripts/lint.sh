@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lint: clang-tidy with the root .clang-tidy on every C++ file of lib/, examples/ and bench/ (warnings are
-# errors), clang-format's check, and the layering rules of docs/library.md. Its own build folder
+# errors), clang-format's check, the layering rules of docs/library.md, no dates in lib/ and no docs paragraph
+# over 1,200 characters. Its own build folder
 # (build-lint: configured without precompiled headers, which clang cannot read from GCC; nothing is built).
 # Usage: scripts/lint.sh [files...]   (default: all)
 set -euo pipefail
@@ -49,6 +50,17 @@ layer_rule "the lower layers do not include the runners or reporters" '#include 
 # address 0 (tests/helpers.hpp, remove_tree, says more).
 if git grep -nE 'remove_all\(' -- 'lib/*' 'tests/*' 'examples/*' 'bench/*' | grep -v '^tests/helpers.hpp:'; then
   echo "lint: std::filesystem::remove_all: use tvie::test::remove_tree (tests/helpers.hpp) or POSIX nftw" >&2
+  rc=1
+fi
+
+# Comments say what the code does now: no dates in lib/'s code (history is in git and CHANGELOG.md).
+if git grep -nE '20[0-9]{2}-[01][0-9]-[0-3][0-9]' -- 'lib/*.cpp' 'lib/*.hpp' 'lib/*.in'; then
+  echo "lint: a date in lib/: say what the code does now (history goes to git and CHANGELOG.md)" >&2
+  rc=1
+fi
+# The docs read as a manual: no paragraph over 1,200 characters.
+if ! python3 scripts/doc-paragraphs.py >&2; then
+  echo "lint: docs: split the paragraphs above (scripts/doc-paragraphs.py)" >&2
   rc=1
 fi
 

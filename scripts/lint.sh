@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lint: clang-tidy with the root .clang-tidy on every C++ file of lib/, examples/ and bench/ (warnings are
-# errors), clang-format's check, the layering rules of docs/library.md, no dates in lib/ and no docs paragraph
+# errors), clang-format's check, the layering rules of docs/architecture.md, no dates in lib/ and no docs paragraph
 # over 1,200 characters. Its own build folder
 # (build-lint: configured without precompiled headers, which clang cannot read from GCC; nothing is built).
 # Usage: scripts/lint.sh [files...]   (default: all)
@@ -34,17 +34,20 @@ if stale; then
 fi
 
 rc=0
-# 1. Layering (docs/library.md): what may not include what.
+# 1. Layering (docs/architecture.md): what may not include what.
 layer_rule() {  # layer_rule "what" pattern files...
   local what="$1" pattern="$2"; shift 2
   if grep -nE "$pattern" "$@"; then echo "lint: layering: $what" >&2; rc=1; fi
 }
-layer_rule "training knows nothing of distribution" '#include <tvie/dist\.hpp>|#include "dist/' \
+layer_rule "training knows nothing of distribution" '#include <tvie/dist\.hpp>|#include "distributed/' \
   lib/include/tvie/train.hpp lib/src/scenarios/train.cpp
 layer_rule "the command line builds no report and no JSON by hand (parse -> run -> emit)" \
   'nlohmann|to_json_string|to_csv_string|Report report;|report\.(context|result|settings) =' lib/cli/*.cpp lib/cli/*.hpp
-layer_rule "the lower layers do not include the runners or reporters" '#include <tvie/(run|report)\.hpp>' \
-  lib/src/core/* lib/src/measure/* lib/src/models/* lib/src/scenarios/* lib/src/dist/*
+# Every include against the order of the layers (docs/architecture.md's table).
+if ! python3 scripts/layers.py >&2; then
+  echo "lint: layering: an include goes up a layer, or a file is in no layer (docs/architecture.md)" >&2
+  rc=1
+fi
 
 # No std::filesystem::remove_all: the LibTorch 2.11 build of the GPU machine exports one from libtorch.so that jumps to
 # address 0 (tests/helpers.hpp, remove_tree, says more).

@@ -12,7 +12,7 @@
 #include <array>
 #include <string>
 
-#include <tvie/predict.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie {
 

@@ -8,7 +8,7 @@
 
 #include <c10/core/Device.h>
 
-#include <tvie/settings.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie {
 

@@ -88,6 +88,6 @@ struct InferenceMemory {
   bool packed_weights_measured = true;
 };
 
-// The predicted ledgers (PredictedTrainingMemory, PredictedInferenceMemory) are in tvie/predict.hpp.
+// The predicted ledgers (PredictedTrainingMemory, PredictedInferenceMemory) are in tvie/ledger.hpp.
 
 }  // namespace tvie

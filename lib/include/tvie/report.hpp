@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include <tvie/output_files.hpp>
 #include <tvie/run.hpp>
 
 namespace tvie {
@@ -46,13 +47,6 @@ class ConsoleReporter : public Reporter {
  private:
   std::ostream& out_;
 };
-
-// Throws InvalidArgument(field, path, ...) unless `path` names a regular file that can be created or replaced
-// (not a directory, a FIFO, a device or a socket). Creates nothing.
-void check_output_path(const std::string& path, const std::string& field);
-// Writes `content`, exactly, to `path` through a temporary file in the same directory and a rename, so that a
-// reader never sees half a file; a symbolic link is written through, to its file. Throws tvie::Error when it cannot.
-void write_file_atomically(const std::string& path, const std::string& content);
 
 // --- the files: each report rendered by a format's to_X_string, then written atomically ---
 

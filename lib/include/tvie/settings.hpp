@@ -8,37 +8,14 @@
 
 #include <c10/core/Device.h>
 
+#include <tvie/ledger.hpp>
 #include <tvie/precision.hpp>
 
 namespace tvie {
 
-enum class OptimizerKind { sgd, sgd_momentum, adam, adamw };
-// Inference weights. fp32/fp16/bf16: a converted copy of the whole model. int8: every tvie::nn::Linear holds
-// int8 weights (CPU: dynamic quantisation through quantized::linear_dynamic; CUDA: at::_int_mm), the rest
-// stays fp32. fp8: tvie::nn::Linear weights in e4m3 through at::_scaled_mm (CUDA, compute capability 8.9+),
-// the rest in bf16.
-enum class InferenceDtype { fp32, fp16, bf16, int8, fp8 };
-// Training precision: fp32; amp-bf16 / amp-fp16: fp32 master weights, autocast around forward and loss
-// (amp-fp16 with dynamic loss scaling, CUDA only); bf16: pure bf16 weights, gradients and optimizer state.
-enum class TrainPrecision { fp32, amp_bf16, amp_fp16, bf16 };
-
-std::string to_string(OptimizerKind kind);
-std::string to_string(InferenceDtype dtype);
-std::string to_string(TrainPrecision precision);
-// Parse the command-line spelling ("adamw", "sgd-momentum", "bf16" ...); throws InvalidArgument(field, ...).
-OptimizerKind parse_optimizer(const std::string& text, const std::string& field = "train.optimizer");
-InferenceDtype parse_inference_dtype(const std::string& text, const std::string& field = "infer.dtype");
-TrainPrecision parse_train_precision(const std::string& text, const std::string& field = "train.precision");
 // "none" -> 0, "blocks" -> 1, "every-K" -> K (checkpoint every K-th block).
 int64_t parse_checkpoint(const std::string& text, const std::string& field = "train.checkpoint_every");
 std::string checkpoint_to_string(int64_t every);
-std::vector<std::string> train_precision_names();
-std::vector<std::string> optimizer_names();
-std::vector<std::string> inference_dtype_names();
-// Bytes of optimizer state per parameter byte: sgd 0, sgd_momentum 1 (momentum buffer), adam/adamw 2
-// (first and second moments).
-int64_t optimizer_state_multiplier(OptimizerKind kind);
-
 struct TrainSettings {
   int64_t batch_size = 8;    // samples per optimizer step, split into `accumulate` micro-batches
   int64_t steps = 20;        // timed optimizer steps

@@ -24,8 +24,8 @@
 
 namespace tvie {
 
-struct ActivationQuery;     // tvie/predict.hpp
-struct ActivationEstimate;  // tvie/predict.hpp
+struct ActivationQuery;     // tvie/ledger.hpp
+struct ActivationEstimate;  // tvie/ledger.hpp
 
 struct Batch {
   torch::Tensor input;   // what forward() takes: token ids [B, S], features [B, F], images [B, C, H, W] ...
@@ -78,7 +78,7 @@ class Workload {
     return -1;
   }
   // The activation bytes of one forward (and loss, when training), from a symbolic trace of the model's
-  // operators (tvie/predict.hpp). Default: not known (the prediction then has no activation figure).
+  // operators (tvie/ledger.hpp). Default: not known (the prediction then has no activation figure).
   virtual ActivationEstimate estimate_activations(const ActivationQuery& query) const;
 };
 

@@ -5,7 +5,7 @@
 #include "core/compat.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
-#include <tvie/predict.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie {
 

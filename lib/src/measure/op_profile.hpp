@@ -1,5 +1,5 @@
 // LibTorch's profiler (Kineto) run around a piece of work, and what its aten operators are: the class each belongs
-// to (matmul, convolution, attention, normalisation, elementwise: the classes the projection uses, tvie/predict.hpp)
+// to (matmul, convolution, attention, normalisation, elementwise: the classes the projection uses, tvie/ledger.hpp)
 // and how they nest. Two users: counting the work of a workload without a trace (profiled_work, tvie/projection.hpp)
 // and timing a training step or inference batch by class (tvie/class_times.hpp).
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <tvie/class_times.hpp>
-#include <tvie/predict.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie::detail {
 

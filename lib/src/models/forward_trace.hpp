@@ -67,7 +67,8 @@
 #include <vector>
 
 #include <tvie/layers.hpp>
-#include <tvie/predict.hpp>
+#include <tvie/cpu_kernels.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie::trace {
 

@@ -17,7 +17,8 @@
 #include <torch/torch.h>
 
 #include <tvie/memory.hpp>
-#include <tvie/predict.hpp>
+#include <tvie/cpu_kernels.hpp>
+#include <tvie/ledger.hpp>
 
 namespace tvie::trace::onednn {
 

@@ -7,7 +7,8 @@
 
 #include <tvie/layers.hpp>
 #include <tvie/models.hpp>
-#include <tvie/predict.hpp>
+#include <tvie/cpu_kernels.hpp>
+#include <tvie/ledger.hpp>
 #include <tvie/workload.hpp>
 
 namespace tvie::zoo {

@@ -16,7 +16,7 @@
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
-#include <tvie/report.hpp>
+#include <tvie/output_files.hpp>
 
 namespace tvie {
 

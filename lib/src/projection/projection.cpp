@@ -35,22 +35,6 @@ RooflineTime roofline_time(double flops, double bytes, double peak_tflops, doubl
   return t;
 }
 
-const char* to_string(OpClass op_class) {
-  switch (op_class) {
-    case OpClass::matmul:
-      return "matmul";
-    case OpClass::convolution:
-      return "convolution";
-    case OpClass::attention:
-      return "attention";
-    case OpClass::normalization:
-      return "normalization";
-    case OpClass::elementwise:
-      return "elementwise";
-  }
-  return "?";
-}
-
 namespace {
 
 // The traced work, or the profiler's for a workload without a trace. The profiler counts fp32 tensors: in a

@@ -61,6 +61,11 @@ if git grep -nE '20[0-9]{2}-[01][0-9]-[0-3][0-9]' -- 'lib/*.cpp' 'lib/*.hpp' 'li
   echo "lint: a date in lib/: say what the code does now (history goes to git and CHANGELOG.md)" >&2
   rc=1
 fi
+# docs/results/ has an index by question that lists every file (scripts/results-index.py writes it).
+if ! python3 scripts/results-index.py --check >&2; then
+  echo "lint: docs/results/README.md's index: run scripts/results-index.py" >&2
+  rc=1
+fi
 # The docs read as a manual: no paragraph over 1,200 characters.
 if ! python3 scripts/doc-paragraphs.py >&2; then
   echo "lint: docs: split the paragraphs above (scripts/doc-paragraphs.py)" >&2

@@ -24,6 +24,10 @@ only=()
 header="# scripts/mutants.sh at commit $(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD), $(date -u +%F)
 # machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores
 # each mutant: the tests its record in scripts/mutants.txt names, then (where they miss it) every test"
+rc=0
 python3 "$TVIE_ROOT/scripts/mutants.py" --src "$scratch/src" --build "$scratch/build" \
   --list "$scratch/src/scripts/mutants.txt" --jobs "$TVIE_JOBS" --header "$header" \
-  --out "$TVIE_ROOT/docs/results/cpu-mutants.txt" "${only[@]}"
+  --out "$TVIE_ROOT/docs/results/cpu-mutants.txt" "${only[@]}" || rc=$?
+# The table is a file of docs/results/: its index lists it.
+[ ${#only[@]} -eq 0 ] && python3 "$TVIE_ROOT/scripts/results-index.py"
+exit "$rc"

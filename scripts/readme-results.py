@@ -6,6 +6,7 @@ A block is marked `<!-- results:NAME ... -->` ... `<!-- end results:NAME -->` an
 docs/results/NAME.txt (a code block) or docs/results/NAME.md (as is)."""
 import pathlib
 import re
+import subprocess
 import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -27,3 +28,6 @@ for page in pages:
     new = re.sub(r"<!-- results:([\w.-]+)[^\n]*-->\n.*?<!-- end results:\1 -->", fill, text, flags=re.S)
     page.write_text(new)
     print(f"{page.relative_to(root)}: result blocks filled", file=sys.stderr)
+
+# The index of docs/results/ by question, with every file the runs above may have added.
+subprocess.run([sys.executable, str(root / "scripts" / "results-index.py")], check=True)

@@ -1,4 +1,5 @@
-// The JSON report (schema: docs/reports.md), built with nlohmann-json and written atomically.
+// The JSON report of every kind (schema: docs/reports.md), built with nlohmann-json. CSV: report_csv.cpp; the
+// Chrome trace: report_trace.cpp; writing files: tvie/output_files.hpp.
 #include <tvie/report.hpp>
 
 #include <tvie/dist.hpp>
@@ -387,18 +388,6 @@ std::string to_json_string(const AllreduceReport& report, int indent) {
   return j.dump(indent);
 }
 
-std::string to_csv_string(const AllreduceReport& report) {
-  const auto& r = report.result;
-  std::string csv =
-      "bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
-      "ip_wrong";
-  for (const auto& x : r.rows)
-    csv += cat("\n", x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
-               x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs, ",",
-               x.in_place_busbw_gbs, ",", x.in_place_wrong);
-  return csv;
-}
-
 std::string to_json_string(const TrainReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings, r.training, r.distributed ? &*r.distributed : nullptr);
@@ -420,14 +409,6 @@ std::string to_json_string(const CompareReport& r, int indent) {
               {"throughput_ratio", r.throughput_ratio}};
   return j.dump(indent);
 }
-
-namespace {
-[[noreturn]] void no_csv(const char* kind) {
-  throw InvalidArgument("csv", kind, "a report that is one table (not slices); use --json for this one");
-}
-}  // namespace
-
-std::string to_csv_string(const SliceReport&) { no_csv("--slice-layers"); }
 
 std::string to_json_string(const MaxBatchReport& r, int indent) {
   const auto& s = r.settings;
@@ -529,15 +510,6 @@ std::string to_json_string(const ZooReport& r, int indent) {
   return j.dump(indent);
 }
 
-std::string to_csv_string(const ZooReport& r) {
-  std::string out = "model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source";
-  for (const auto& p : r.presets)
-    out += cat("\n", p.model, ",", p.preset, ",", p.facts.parameter_count, ",", p.facts.buffer_bytes, ",",
-               std::llround(p.facts.forward_flops_per_sample), ",", p.facts.tokens_per_sample, ",", p.blocks, ",",
-               detail::csv_quoted(p.source));
-  return out;
-}
-
 std::string to_json_string(const CardsReport& r, int indent) {
   json j;
   j["schema_version"] = kReportSchemaVersion;
@@ -597,32 +569,6 @@ std::string to_json_string(const CardsReport& r, int indent) {
                   {"cpu_classes", classes},
                   {"host_class", r.host_class}};
   return j.dump(indent);
-}
-
-std::string to_csv_string(const CardsReport& r) {
-  std::string out = "id,name,memory_gb,memory_bandwidth_gbs";
-  for (const auto& field : accelerator_peak_fields()) out += "," + field;
-  out += ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
-  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
-  const auto quoted = detail::csv_quoted;
-  for (const auto& a : r.cards) {
-    out += cat("\n", a.id, ",", quoted(a.name), ",", cell(a.memory_gb), ",", cell(a.memory_bandwidth_gbs));
-    for (const auto& field : accelerator_peak_fields()) out += "," + cell(a.peak(field));
-    const CloudCost hour = cloud_cost(a, 1);
-    out += cat(",", cell(a.tdp_w), ",", cell(a.interconnect_gbs), ",", a.price ? cell(a.price->usd) : "", ",",
-               a.price ? a.price->kind : "", ",", cell(hour.low_usd), ",", cell(hour.high_usd), ",", hour.listings);
-  }
-  return out;
-}
-
-std::string to_csv_string(const MaxBatchReport& r) {
-  std::string out = "mode,batch,fits,peak_bytes,seconds";
-  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
-    if (!result) continue;
-    for (const auto& p : result->probes)
-      out += cat("\n", to_string(result->mode), ",", p.batch, ",", p.fits ? 1 : 0, ",", p.peak_bytes, ",", p.seconds);
-  }
-  return out;
 }
 
 std::string to_json_string(const ServeReport& r, int indent) {
@@ -851,289 +797,5 @@ std::string to_json_string(const PlanReport& r, int indent) {
   j["cards"] = cards;
   return j.dump(indent);
 }
-
-std::string to_csv_string(const PlanReport& r) {
-  std::string out =
-      "card,memory_gb,train_fits,train_peak_bytes,train_largest_batch,train_step_ms_projected_bound,"
-      "train_step_ms_projected_estimate,train_samples_per_s_projected_estimate,train_mfu_estimate,train_cards,"
-      "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
-      "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
-      "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
-      "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
-      "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high,infer_first_token_ms_projected_estimate,"
-      "infer_time_per_output_token_ms_projected_estimate,infer_tokens_per_s_projected_estimate";
-  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
-  for (const auto& c : r.cards) {
-    const auto& t = c.training;
-    const auto& i = c.inference;
-    out += cat(
-        "\n", c.card.id, ",", c.card.memory_gb, ",", t.fits ? 1 : 0, ",", t.peak_bytes, ",", t.largest_batch, ",",
-        t.supported ? cat(t.step.bound_s * 1e3) : "", ",", t.supported ? cat(t.step.estimate_s * 1e3) : "", ",",
-        t.supported ? cat(t.samples_per_s.estimate) : "", ",", t.mfu_estimate, ",", t.cards, ",", to_string(t.stage),
-        ",", t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", ",", i.fits ? 1 : 0, ",", i.largest_batch,
-        ",", i.supported ? cat(i.latency.bound_s * 1e3) : "", ",", i.supported ? cat(i.latency.estimate_s * 1e3) : "",
-        ",", i.best_batch, ",", i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate),
-        ",", i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd), ",", cell(t.budget_usd.low_usd), ",",
-        cell(t.budget_usd.high_usd), ",", cell(i.usd_per_million.low_usd), ",", cell(i.usd_per_million.high_usd));
-    const GenerationPlan& g = i.generation;
-    const bool generated = g.new_tokens > 0 && i.supported;
-    out += cat(",", generated ? cat(g.prefill.estimate_s * 1e3) : "", ",",
-               generated && g.new_tokens > 1 ? cat(g.time_per_output_token_s.estimate * 1e3) : "", ",",
-               generated ? cat(g.tokens_per_s.estimate) : "");
-  }
-  return out;
-}
-
-// --- CSV of the console's tables: one header row, units in the column names, an empty cell where a figure does
-// not apply ---
-namespace {
-
-std::string csv_bytes(int64_t bytes) { return bytes < 0 ? std::string() : cat(bytes); }
-
-// The ledger: one row per category, training's and inference's measured and predicted bytes.
-std::string ledger_csv(const TrainingResult* t, const InferenceResult* i) {
-  std::string out = "category";
-  if (t) out += ",training_bytes,training_predicted_bytes";
-  if (i) out += ",inference_bytes,inference_predicted_bytes";
-  struct Row {
-    const char* name;
-    int64_t train, train_predicted, infer, infer_predicted;
-  };
-  const TrainingMemory tm = t ? t->memory : TrainingMemory{};
-  const PredictedTrainingMemory tp = t ? t->predicted : PredictedTrainingMemory{};
-  const InferenceMemory im = i ? i->memory : InferenceMemory{};
-  const PredictedInferenceMemory ip = i ? i->predicted : PredictedInferenceMemory{};
-  const std::vector<Row> rows = {{"parameters", tm.parameters, tp.parameters, im.parameters, ip.parameters},
-                                 {"packed_weights", -1, -1, im.packed_weights, ip.packed_weights},
-                                 {"gradients", tm.gradients, tp.gradients, -1, -1},
-                                 {"optimizer_state", tm.optimizer_state, tp.optimizer_state, -1, -1},
-                                 {"activations", tm.activations, tp.activations, im.activations, ip.activations},
-                                 {"weight_copies", tm.weight_copies, tp.weight_copies, -1, -1},
-                                 {"loss_scaler", tm.loss_scaler, tp.loss_scaler, -1, -1},
-                                 {"comm_buffers", tm.comm_buffers, tp.comm_buffers, -1, -1},
-                                 {"other", tm.other, -1, im.other, -1},
-                                 {"batch", tm.batch, tp.batch, im.batch, ip.batch},
-                                 {"peak", tm.peak, tp.peak, im.peak, ip.peak},
-                                 {"peak_reserved", tm.peak_reserved, -1, im.peak_reserved, -1}};
-  for (const auto& r : rows) {
-    out += cat("\n", r.name);
-    if (t) out += cat(",", csv_bytes(r.train), ",", csv_bytes(r.train_predicted));
-    if (i) out += cat(",", csv_bytes(r.infer), ",", csv_bytes(r.infer_predicted));
-  }
-  return out;
-}
-
-std::string summary_cells(const Summary& s) {
-  return cat(s.count, ",", s.mean, ",", s.p50, ",", s.p90, ",", s.p95, ",", s.p99, ",", s.p999, ",", s.max);
-}
-constexpr const char* kSummaryColumns = "count,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,p99_9_ms,max_ms";
-
-}  // namespace
-
-std::string to_csv_string(const CompareReport& r) { return ledger_csv(&r.training, &r.inference); }
-std::string to_csv_string(const TrainReport& r) { return ledger_csv(&r.training, nullptr); }
-
-std::string to_csv_string(const InferReport& r) {
-  std::string out =
-      "batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
-      "packed_weight_bytes,activation_bytes,peak_bytes,max_abs_error,mean_abs_error,mean_abs_error_relative,"
-      "top1_agreement";
-  for (const auto& row : r.sweep.rows) {
-    out += cat("\n", row.batch_size, ",", to_string(row.dtype), ",", row.fits ? 1 : 0);
-    if (!row.fits) {
-      out += ",,,,,,,,,,,,";
-      continue;
-    }
-    const auto& x = row.result;
-    // parameter_bytes as the console's "weights": the inference copy's parameters with int8's packs (also alone).
-    out += cat(",", x.latency.mean, ",", x.latency.p50, ",", x.latency.p99, ",", x.samples_per_s, ",",
-               x.memory.parameters + x.memory.packed_weights, ",", x.memory.packed_weights, ",", x.memory.activations,
-               ",", x.memory.peak, ",");
-    // The errors against fp32 as the console prints them (absolute), and the mean relative to fp32's mean |output|.
-    if (row.has_accuracy)
-      out +=
-          cat(row.accuracy.max_abs_error, ",", row.accuracy.mean_abs_error, ",",
-              row.accuracy.reference_mean_abs > 0 ? cat(row.accuracy.mean_abs_error / row.accuracy.reference_mean_abs)
-                                                  : std::string(),
-              ",", row.accuracy.top1_agreement);
-    else
-      out += ",,,";
-  }
-  return out;
-}
-
-std::string to_csv_string(const ServeReport& r) {
-  const auto& x = r.result;
-  std::string out = cat("quantity,", kSummaryColumns);
-  out += cat("\nlatency,", summary_cells(x.latency_ms), "\nqueue,", summary_cells(x.queue_ms), "\ncompute,",
-             summary_cells(x.compute_ms));
-  return out;
-}
-
-std::string to_csv_string(const DecodeReport& r) {
-  const auto& x = r.result;
-  return cat("quantity,", kSummaryColumns, "\ntime_to_first_token,", summary_cells(x.ttft_ms),
-             "\ntime_per_output_token,", summary_cells(x.tpot_ms));
-}
-
-// --- Chrome trace events (the Trace Event Format: "X" complete events, microseconds; "M" metadata names) ---
-namespace {
-
-struct TraceTrack {
-  int pid = 0;
-  std::string name;  // the track's ("process") name
-};
-
-json trace_name(const char* kind, int pid, const std::string& name) {
-  return {{"name", kind}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}};
-}
-
-// The phases in the order a step runs them: gradient averaging comes between backward and the optimizer.
-constexpr int kPhasesInTimeOrder[] = {kPhaseData, kPhaseForward, kPhaseBackward, kPhaseCommunication, kPhaseOptimizer};
-
-// Every timed step's phases, back to back from the step's start (the marks that time them are consecutive);
-// with data parallelism, each bucket's all-reduce on a second row, placed from the end of backward.
-void add_training_events(json& events, const std::vector<double>& step_start_ms,
-                         const std::vector<std::vector<double>>& step_phases_ms, int64_t first_step,
-                         const std::string& timer, const TraceTrack& track, const RankSteps* buckets = nullptr,
-                         const std::vector<int64_t>& bucket_bytes = {}) {
-  events.push_back(trace_name("process_name", track.pid, track.name));
-  events.push_back(trace_name("thread_name", track.pid, "timed steps (" + timer + ")"));
-  if (buckets)
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", track.pid},
-                      {"tid", 1},
-                      {"args", {{"name", "all-reduce buckets"}}}});
-  for (size_t i = 0; i < step_phases_ms.size() && i < step_start_ms.size(); ++i) {
-    double at = step_start_ms[i], backward_end = at;
-    const auto& phases = step_phases_ms[i];
-    const int64_t step = first_step + static_cast<int64_t>(i);
-    for (int p : kPhasesInTimeOrder) {
-      const auto index = static_cast<size_t>(p);
-      if (index >= phases.size()) continue;
-      const double ms = phases[index];
-      if (p == kPhaseCommunication && ms == 0 && !buckets) continue;  // no data parallelism
-      events.push_back({{"name", phase_name(p)},
-                        {"cat", "training"},
-                        {"ph", "X"},
-                        {"pid", track.pid},
-                        {"tid", 0},
-                        {"ts", at * 1e3},
-                        {"dur", ms * 1e3},
-                        {"args", {{"step", step}}}});
-      at += ms;
-      if (p == kPhaseBackward) backward_end = at;
-    }
-    if (!buckets || i >= buckets->buckets.size()) continue;
-    for (size_t b = 0; b < buckets->buckets[i].size(); ++b) {
-      const auto& span = buckets->buckets[i][b];
-      json args = {{"step", step}, {"bucket", static_cast<int64_t>(b)}};
-      if (b < bucket_bytes.size()) args["bytes"] = bucket_bytes[b];
-      events.push_back({{"name", cat("all-reduce bucket ", b)},
-                        {"cat", "communication"},
-                        {"ph", "X"},
-                        {"pid", track.pid},
-                        {"tid", 1},
-                        {"ts", (backward_end + span.start_ms) * 1e3},
-                        {"dur", span.ms * 1e3},
-                        {"args", std::move(args)}});
-    }
-  }
-}
-
-void add_training_events(json& events, const TrainingResult& t, const TraceTrack& track) {
-  add_training_events(events, t.step_start_ms, t.step_phases_ms, t.ledger_steps + t.warmup_steps + 1, t.timer, track);
-}
-
-void add_inference_events(json& events, const InferenceResult& r, const TraceTrack& track, int64_t batch_size) {
-  events.push_back(trace_name("process_name", track.pid, track.name));
-  events.push_back(trace_name("thread_name", track.pid, "timed batches (" + r.timer + ")"));
-  for (size_t i = 0; i < r.latency_ms.size() && i < r.batch_start_ms.size(); ++i)
-    events.push_back({{"name", "batch"},
-                      {"cat", "inference"},
-                      {"ph", "X"},
-                      {"pid", track.pid},
-                      {"tid", 0},
-                      {"ts", r.batch_start_ms[i] * 1e3},
-                      {"dur", r.latency_ms[i] * 1e3},
-                      {"args", {{"batch", static_cast<int64_t>(i) + 1}, {"batch_size", batch_size}}}});
-}
-
-std::string trace_document(json events, const RunContext& context, const std::string& workload) {
-  std::string command;
-  for (const auto& a : context.argv) command += (command.empty() ? "" : " ") + a;
-  if (!context.config_file.empty()) {  // what the command line's --config set, as the JSON report's context says
-    command += " (" + context.config_file + ":";
-    for (const auto& [option, value] : context.config) command += " --" + option + " " + value;
-    command += ")";
-  }
-  const json doc = {{"traceEvents", std::move(events)},
-                    {"displayTimeUnit", "ms"},
-                    {"otherData",
-                     {{"tvie_version", context.tvie_version},
-                      {"torch_version", context.torch_version},
-                      {"device", context.device},
-                      {"workload", workload},
-                      {"command", command},
-                      {"time_origin",
-                       "each track's first timed step or batch at 0, on its timer's clock; tracks are separate runs "
-                       "(or ranks), their times are not on one clock"}}}};
-  return doc.dump(1);
-}
-
-}  // namespace
-
-std::string to_trace_string(const CompareReport& r) {
-  json events = json::array();
-  add_training_events(events, r.training, {0, "training: " + r.workload});
-  add_inference_events(events, r.inference, {1, "inference: " + r.workload + " (" + to_string(r.inference.dtype) + ")"},
-                       r.settings.infer.batch_size);
-  return trace_document(std::move(events), r.context, r.workload);
-}
-
-std::string to_trace_string(const TrainReport& r) {
-  json events = json::array();
-  if (r.distributed && !r.distributed->ranks.empty()) {
-    // Data parallelism: one track per rank, each as that rank timed it, with its buckets' all-reduces.
-    const auto& d = *r.distributed;
-    const auto& t = r.training;
-    for (const auto& rank : d.ranks)
-      add_training_events(
-          events, rank.step_start_ms, rank.step_phases_ms, t.ledger_steps + t.warmup_steps + 1, t.timer,
-          {static_cast<int>(rank.rank), cat("training: ", r.workload, " (rank ", rank.rank, " of ", d.world_size, ", ",
-                                            d.backend, d.overlap ? ", overlap" : "", ")")},
-          &rank, d.bucket_bytes);
-  } else {
-    add_training_events(events, r.training,
-                        {static_cast<int>(r.rank), cat("training: ", r.workload, " (rank ", r.rank, ")")});
-  }
-  return trace_document(std::move(events), r.context, r.workload);
-}
-
-std::string to_trace_string(const InferReport& r) {
-  json events = json::array();
-  int pid = 0;
-  for (const auto& row : r.sweep.rows) {
-    if (!row.fits) continue;
-    add_inference_events(events, row.result,
-                         {pid++, cat("inference: batch ", row.batch_size, ", ", to_string(row.dtype))}, row.batch_size);
-  }
-  return trace_document(std::move(events), r.context, r.workload);
-}
-
-namespace {
-[[noreturn]] void no_trace(const char* kind) {
-  throw InvalidArgument("trace", kind, "compare, train or infer reports (this one has no timed steps to trace)");
-}
-}  // namespace
-std::string to_trace_string(const ServeReport&) { no_trace("serve"); }
-std::string to_trace_string(const DecodeReport&) { no_trace("decode"); }
-std::string to_trace_string(const AllreduceReport&) { no_trace("allreduce"); }
-std::string to_trace_string(const MaxBatchReport&) { no_trace("--find-max-batch"); }
-std::string to_trace_string(const SliceReport&) { no_trace("--slice-layers"); }
-std::string to_trace_string(const CardsReport&) { no_trace("cards"); }
-std::string to_trace_string(const ZooReport&) { no_trace("list"); }
-std::string to_trace_string(const PlanReport&) { no_trace("plan"); }
 
 }  // namespace tvie

@@ -80,6 +80,38 @@ def matching(build, pattern):
     return len(re.findall(r"Test +#\d+: ", out))
 
 
+def update_table(path, rows, header):
+    """Replaces the rows of `rows`' mutants in the table at `path` (a run of every mutant at a commit whose lib/ and
+    tests/ the caller checked are this one's), recounts the verdicts, and adds a header line naming the rows rerun
+    and when (the rest of the header, the first run's, stays)."""
+    lines = open(path).read().rstrip("\n").split("\n")
+    new = {name: f"| {name} | {where} | {verdict} |" for name, where, verdict in rows}
+    found = set()
+    for i, line in enumerate(lines):
+        name = line[2:].split(" | ")[0] if line.startswith("| ") else None
+        if name in new:
+            lines[i] = new[name]
+            found.add(name)
+    missing = set(new) - found
+    if missing:
+        sys.exit(f"mutants: {sorted(missing)} not in {path}: run every mutant instead")
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| mutant |")]
+    survived = sum(1 for line in table if line.endswith("| SURVIVED |"))
+    broken = sum(1 for line in table if "DOES NOT BUILD" in line)
+    killed = len(table) - survived - broken
+    rerun = header.split("\n")[0].replace("# scripts/mutants.sh at commit", "# rerun at commit")
+    out, counted = [], False
+    for line in lines:
+        if line.startswith("# ") and " mutants killed, " in line:
+            out.append(f"{rerun}: {', '.join(sorted(new))}")
+            line, counted = f"# {killed} of {len(table)} mutants killed, {survived} survived, {broken} did not build", True
+        out.append(line)
+    if not counted:
+        sys.exit(f"mutants: {path} has no count line")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     # Stopped (SIGTERM, SIGINT), the run still puts the mutated file back (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -89,6 +121,8 @@ def main():
     ap.add_argument("--list", required=True)
     ap.add_argument("--only", default="", help="a regex: only the mutants whose name matches")
     ap.add_argument("--out", default="", help="write the table here (only for a run of every mutant)")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: replace the rows of the mutants run in the table --out holds, and say so")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--header", default="")
     a = ap.parse_args()
@@ -156,6 +190,9 @@ def main():
         with open(a.out, "w") as f:
             f.write(text)
         print(f"mutants: wrote {a.out}")
+    elif a.out and a.update:
+        update_table(a.out, rows, a.header)
+        print(f"mutants: updated {len(rows)} row(s) of {a.out}")
     return 1 if survived or broken else 0
 
 

@@ -7,9 +7,23 @@
 # Run it whenever a change touches what tvie measures. The scratch copy and its build folder live in
 # $TVIE_HOME/mutants (the first run builds everything there, about as long as scripts/build.sh; later runs are
 # incremental). Usage: scripts/mutants.sh [NAME-REGEX]  (only the mutants whose name matches; no table written)
+#        scripts/mutants.sh --update NAME-REGEX  (those mutants run again and their rows of the committed table
+#        replaced, where lib/ and tests/ are those of the commit the table names: a row whose run was disturbed)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_committed_tree scripts/mutants.sh docs/results/cpu-mutants.txt
+only=()
+if [ "${1:-}" = "--update" ]; then
+  [ $# -eq 2 ] || { echo "usage: scripts/mutants.sh --update NAME-REGEX" >&2; exit 2; }
+  table="$TVIE_ROOT/docs/results/cpu-mutants.txt"
+  [ -f "$table" ] || { echo "mutants: --update needs the committed table $table" >&2; exit 2; }
+  base="$(sed -n 's/^# scripts\/mutants.sh at commit \([0-9a-f]*\),.*/\1/p' "$table")"
+  git -C "$TVIE_ROOT" diff --quiet "$base" HEAD -- lib tests scripts/mutants.txt ||
+    { echo "mutants: lib/, tests/ or the mutants differ from those of $base, the table's commit: run every mutant" >&2; exit 2; }
+  only=(--only "$2" --update)
+elif [ $# -gt 0 ]; then
+  only=(--only "$1")
+fi
 scratch="$TVIE_HOME/mutants"
 commit="$(git -C "$TVIE_ROOT" rev-parse HEAD)"
 mkdir -p "$scratch"
@@ -19,8 +33,6 @@ git -C "$scratch/src" fetch -q "$TVIE_ROOT" HEAD
 git -C "$scratch/src" checkout -q --detach -f "$commit"
 say "mutants: building the scratch copy of $commit in $scratch/build"
 TVIE_BUILD_DIR="$scratch/build" "$scratch/src/scripts/build.sh"
-only=()
-[ $# -gt 0 ] && only=(--only "$1")
 header="# scripts/mutants.sh at commit $(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD), $(date -u +%F)
 # machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores
 # each mutant: the tests its record in scripts/mutants.txt names, then (where they miss it) every test"

@@ -5,6 +5,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "helpers.hpp"
@@ -390,29 +391,43 @@ TEST_CASE("TorchScript settings are validated", "[infer]") {
 }
 
 TEST_CASE("max-QPS search: the time left, announced before each probe, bounds what follows", "[infer]") {
-  // A probe at q runs 64 / q seconds. Each announced figure is the worked bound of qps_search.hpp, and never less
-  // than the probes that actually follow.
+  // A probe at q runs 64 / q seconds. Each announced pair (the rest if the probe meets the bound, if it misses) is
+  // the worked bound of qps_search.hpp, and the branch the probe takes is never less than the probes that follow.
   const auto seconds = [](double q) { return 64 / q; };
+  struct Said {
+    double qps, if_meets_s, if_misses_s;
+  };
   const auto check = [&](double start, double lowest, const std::function<bool(double)>& meets,
-                         const std::vector<std::pair<double, double>>& expected) {
-    std::vector<std::pair<double, double>> said;
+                         const std::vector<Said>& expected) {
+    std::vector<Said> said;
     tvie::detail::search_max_qps_announcing(start, 2, meets, lowest, {}, seconds,
-                                            [&](double q, double rest_s) { said.emplace_back(q, rest_s); });
+                                            [&](double q, const tvie::detail::RestBound& rest) {
+                                              said.push_back({q, rest.if_meets_s, rest.if_misses_s});
+                                            });
     REQUIRE(said.size() == expected.size());
     for (size_t i = 0; i < said.size(); ++i) {
-      INFO("probe " << i << " at " << said[i].first << " QPS");
-      CHECK(said[i].first == expected[i].first);
-      CHECK(said[i].second == Approx(expected[i].second).epsilon(1e-4));
+      INFO("probe " << i << " at " << said[i].qps << " QPS");
+      CHECK(said[i].qps == expected[i].qps);
+      CHECK(said[i].if_meets_s == Approx(expected[i].if_meets_s).epsilon(1e-6));
+      CHECK(said[i].if_misses_s == Approx(expected[i].if_misses_s).epsilon(1e-6));
       double after = 0;
-      for (size_t j = i + 1; j < said.size(); ++j) after += seconds(said[j].first);
-      CHECK(after <= said[i].second + 1e-9);
+      for (size_t j = i + 1; j < said.size(); ++j) after += seconds(said[j].qps);
+      CHECK(after <= (meets(said[i].qps) ? said[i].if_meets_s : said[i].if_misses_s) + 1e-9);
     }
   };
-  // Bracketed from below: 50 passes; 2q, 4q ... or a halving series could follow (1.28 s x 510 halved down to
-  // 50/256 QPS, then two refinements at that rate: 1,308.16 s); then 100 passes, 200 misses, bisection.
-  check(50, 0, [](double q) { return q <= 137; }, {{50, 1308.16}, {100, 2.56}, {200, 1.28}, {150, 0.64}, {125, 0}});
-  // Nothing passes: halving down to the lowest rate (9 QPS) and two refinements at the lowest rate probed.
-  check(40, 9, [](double) { return false; }, {{40, 22.4}, {20, 19.2}, {10, 12.8}});
+  // Bracketed from below: 50 passes (had it missed: 1.28 s x 510 halved down to 50/256 QPS, then two refinements
+  // at that rate, 1,308.16 s; it meets: two refinements at 50 and doublings 100 ... 50 x 2^16, 2.56 + 1.28 x
+  // (1 - 2^-16) s); then 100 passes, 200 misses (two refinements at 100: 1.28 s), bisection.
+  const double tail = 1 - std::ldexp(1.0, -16);
+  check(50, 0, [](double q) { return q <= 137; },
+        {{50, 2.56 + 1.28 * tail, 1308.16},
+         {100, 1.28 + 0.64 * (1 - std::ldexp(1.0, -15)), 2.56},
+         {200, 0.64 + 0.32 * (1 - std::ldexp(1.0, -14)), 1.28},
+         {150, 0.64, 0.64},
+         {125, 0, 0}});
+  // Nothing passes: halving down to the lowest rate (9 QPS) and two refinements at the lowest rate probed; had a
+  // halved rate met the bound, two refinements at it.
+  check(40, 9, [](double) { return false; }, {{40, 3.2 + 1.6 * tail, 22.4}, {20, 6.4, 19.2}, {10, 12.8, 0}});
 }
 
 TEST_CASE("max-QPS search: doubles to a bracket, then bisects", "[infer]") {

@@ -254,7 +254,7 @@ QpsBracket detail::search_max_qps_announcing(double start_qps, int64_t refine_st
                                              const std::function<bool(double)>& meets, double lowest_qps,
                                              const std::function<bool()>& hopeless,
                                              const std::function<double(double)>& probe_seconds,
-                                             const std::function<void(double, double)>& announce) {
+                                             const std::function<void(double, const RestBound&)>& announce) {
   // Bracket: double from the start while the bound holds, or halve until it does (at most
   // kMaxDoublings / kMaxHalvings runs; halving makes runs longer), then bisect between the last pass and
   // the first miss, as LoadGen's peak-performance search does.
@@ -274,18 +274,18 @@ QpsBracket detail::search_max_qps_announcing(double start_qps, int64_t refine_st
     }
     return s + (lowest < q ? refine * probe_seconds(lowest) : 0.0);
   };
-  const auto say = [&](double q, double rest_s) {
-    if (announce && probe_seconds) announce(q, rest_s);
+  // The bound is worked out only where someone listens and probes have a length.
+  const auto say = [&](double q, const std::function<RestBound()>& rest) {
+    if (announce && probe_seconds) announce(q, rest());
   };
   QpsBracket b;
   double qps = start_qps;
-  say(qps, probe_seconds ? std::max(after_pass(qps, kMaxDoublings), after_miss(qps, kMaxHalvings)) : 0.0);
+  say(qps, [&] { return RestBound{after_pass(qps, kMaxDoublings), after_miss(qps, kMaxHalvings)}; });
   if (meets(qps)) {
     b.max_qps = qps;
     for (int i = 0; i < kMaxDoublings && b.first_miss_qps == 0; ++i) {
       qps *= 2;
-      say(qps,
-          probe_seconds ? std::max(after_pass(qps, kMaxDoublings - i - 1), refine * probe_seconds(b.max_qps)) : 0.0);
+      say(qps, [&] { return RestBound{after_pass(qps, kMaxDoublings - i - 1), refine * probe_seconds(b.max_qps)}; });
       if (meets(qps))
         b.max_qps = qps;
       else
@@ -295,7 +295,7 @@ QpsBracket detail::search_max_qps_announcing(double start_qps, int64_t refine_st
     b.first_miss_qps = qps;
     for (int i = 0; i < kMaxHalvings && b.max_qps == 0 && qps / 2 >= lowest_qps && !(hopeless && hopeless()); ++i) {
       qps /= 2;
-      say(qps, probe_seconds ? std::max(refine * probe_seconds(qps), after_miss(qps, kMaxHalvings - i - 1)) : 0.0);
+      say(qps, [&] { return RestBound{refine * probe_seconds(qps), after_miss(qps, kMaxHalvings - i - 1)}; });
       if (meets(qps))
         b.max_qps = qps;
       else
@@ -305,7 +305,10 @@ QpsBracket detail::search_max_qps_announcing(double start_qps, int64_t refine_st
   if (b.max_qps == 0 || b.first_miss_qps == 0) return b;  // not bracketed
   for (int64_t i = 0; i < refine_steps; ++i) {
     const double mid = (b.max_qps + b.first_miss_qps) / 2;
-    say(mid, probe_seconds ? static_cast<double>(refine_steps - i - 1) * probe_seconds(b.max_qps) : 0.0);
+    say(mid, [&] {
+      const double left = static_cast<double>(refine_steps - i - 1) * probe_seconds(b.max_qps);
+      return RestBound{left, left};
+    });
     if (meets(mid))
       b.max_qps = mid;
     else
@@ -340,11 +343,11 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
          static_cast<int64_t>(std::ceil(1.1 * qps * static_cast<double>(base.min_duration_ms) / 1e3))});
   };
   const auto probe_seconds = [&](double qps) { return static_cast<double>(queries_at(qps)) / qps; };
-  double rest_s = 0;  // the longest the search can take after the current probe
-  const auto announce = [&](double qps, double rest) {
-    rest_s = rest;
+  detail::RestBound rest;  // the longest the search can take after the current probe, by its outcome
+  const auto announce = [&](double qps, const detail::RestBound& bound) {
+    rest = bound;
     progress.next(cat(qps, " QPS, about ", detail::duration_text(probe_seconds(qps)), "; then at most about ",
-                      detail::duration_text(rest), " more"));
+                      detail::duration_text(bound.worst_s()), " more"));
   };
   auto probe = [&](double qps) {
     ServeSettings s = base;
@@ -360,7 +363,7 @@ MaxQpsResult find_max_qps(const Workload& workload, const ServeSettings& base, c
     p.meets = result.valid && result.latency_ms.p99 <= search.p99_bound_ms;
     r.probes.push_back(p);
     log::info(cat("  QPS ", qps, ": p99 ", p.p99_ms, " ms, ", p.meets ? "meets" : "misses",
-                  " the bound (the search: at most about ", detail::duration_text(rest_s), " more)"));
+                  " the bound (the search: at most about ", detail::duration_text(rest.after_s(p.meets)), " more)"));
     if (p.meets && qps > r.max_qps) {
       r.max_qps = qps;
       r.at_max = std::move(result);

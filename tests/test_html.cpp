@@ -66,11 +66,13 @@ TEST_CASE("compare --html: the ledger measured and predicted, memory over time, 
           "[html]") {
   test::TempDir dir;
   const auto html_path = dir.path / "compare.html";
+  const auto json_path = dir.path / "compare.json";
   const auto r = test::run_cli("compare --model gpt --preset tiny --steps 3 --warmup 1 --device cpu -q --html " +
-                               html_path.string());
+                               html_path.string() + " --json " + json_path.string());
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   const std::string html = read_text(html_path);
+  const auto json = nlohmann::json::parse(read_text(json_path));
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // nothing fetched: the SVG namespace only
   CHECK(html.find("https://") == std::string::npos);
@@ -96,8 +98,19 @@ TEST_CASE("compare --html: the ledger measured and predicted, memory over time, 
   CHECK(count(html, "<svg class=\"chart\"") == 5);
   CHECK(ledger.find("bytes (allocated)") != std::string::npos);
   CHECK(timeline.find("live bytes above the baseline") != std::string::npos);
-  // The table is the CSV's, and the footer holds the context.
-  CHECK(html.find("<th>training_predicted_bytes</th>") != std::string::npos);
+  // The table is the report's ledger, column for column as the CSV writes it: its rows hold the run's bytes (read
+  // back from the same run's JSON), and the footer holds the context.
+  CHECK(html.find("<thead><tr><th>category</th><th>training_bytes</th><th>training_predicted_bytes</th>"
+                  "<th>inference_bytes</th><th>inference_predicted_bytes</th></tr></thead>") != std::string::npos);
+  const auto row = [&](const std::string& category, const std::string& key, bool predicted_inference) {
+    const auto cell = [](const nlohmann::json& v) { return "<td>" + std::to_string(v.get<int64_t>()) + "</td>"; };
+    return "<tr><td>" + category + "</td>" + cell(json["training"]["memory"][key]) +
+           cell(json["training"]["memory_predicted"][key]) + cell(json["inference"]["memory"][key]) +
+           (predicted_inference ? cell(json["inference"]["memory_predicted"][key]) : "<td></td>") + "</tr>";
+  };
+  CHECK(html.find(row("peak", "peak", true)) != std::string::npos);
+  CHECK(html.find(row("activations", "activations", true)) != std::string::npos);
+  CHECK(count(html.substr(html.find("data-table=\"ledger\"")), "<tr><td>") == 12);  // a row per category
   CHECK(html.find("<dt>command</dt>") != std::string::npos);
   CHECK(html.find("compare --model gpt") != std::string::npos);
 }

@@ -3,9 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -141,6 +144,24 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
             CHECK(relative(p.peak, m.peak) <= 0.08);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("what autograd saves, to the byte on any kind of CPU: every zoo model's tiny preset in fp32", "[predict]") {
+  // The saved tensors are autograd's (each operator's inputs or outputs as its backward needs them), whatever kernel
+  // runs the operator: in fp32 no cast adds copies, so the trace's count equals the ledger's `activations` (a
+  // forward with grad minus the same without) exactly, on every CPU.
+  for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (int64_t checkpoint : {0, 1}) {
+      if (checkpoint > 0 && w->block_count() == 0) continue;
+      INFO(model << " tiny, fp32, checkpoint " << checkpoint);
+      TrainSettings s = test::small_train(OptimizerKind::sgd);
+      s.batch_size = 8;
+      s.checkpoint_every = checkpoint;
+      CHECK(predict_training_memory(*w, s).activations ==
+            test::measure_ledger(*w, s, c10::Device(c10::kCPU)).activations);
     }
   }
 }
@@ -315,6 +336,89 @@ TEST_CASE("the attention's per-thread buffers: long sequences, more threads than
       CHECK(r.memory.peak == predict_inference_memory(*w, s).peak);
     }
   }
+}
+
+namespace {
+// The figures of an estimate that depend on the CPU kernels' threads (their scratch and the attention's per-thread
+// buffers), as one comparable tuple.
+std::vector<int64_t> peaks(const ActivationEstimate& e) {
+  return {e.saved_bytes, e.forward_peak_bytes, e.backward_peak_bytes, e.backward_peak_accumulating_bytes};
+}
+}  // namespace
+
+TEST_CASE("predicting is pure: the threads are data, and work in another thread neither changes nor sees it",
+          "[predict]") {
+  // gpt tiny (bf16 products, attention's per-thread buffers) and cnn tiny (LibTorch's convolution kernel choice,
+  // oneDNN's bookings where they can be asked), amp-bf16 training and bf16 inference.
+  const int base = at::get_num_threads();
+  const int other = base == 4 ? 1 : 4;  // a count the process does not run at
+  std::vector<std::pair<std::shared_ptr<Workload>, ActivationQuery>> cases;
+  for (const std::string model : {"gpt", "cnn"}) {
+    TrainSettings t = test::small_train(OptimizerKind::sgd);
+    t.batch_size = 4;
+    t.precision = TrainPrecision::amp_bf16;
+    InferSettings i = test::small_infer();
+    i.batch_size = 4;
+    i.dtype = InferenceDtype::bf16;
+    cases.emplace_back(make_zoo_workload(model, "tiny"), activation_query(t));
+    cases.emplace_back(make_zoo_workload(model, "tiny"), activation_query(i));
+  }
+  // The reference: each case predicted with the whole process at `other` threads (what a run there predicts).
+  std::vector<std::vector<int64_t>> reference;
+  {
+    const Threads threads(other);
+    for (auto [w, q] : cases) {
+      q.cpu_threads = 0;  // the calling thread's count
+      reference.push_back(peaks(w->estimate_activations(q)));
+    }
+  }
+  REQUIRE(at::get_num_threads() == base);
+  // The count matters: some case's figures differ between `base` and `other` threads (the attention's per-thread
+  // buffers, the kernels' scratch), so a prediction that ignored the count given would fail below.
+  {
+    std::vector<std::vector<int64_t>> at_base;
+    for (auto [w, q] : cases) {
+      q.cpu_threads = base;
+      at_base.push_back(peaks(w->estimate_activations(q)));
+    }
+    CHECK(at_base != reference);
+  }
+  // Another thread runs LibTorch's bf16 products and convolutions throughout, and watches the thread counts it and
+  // freshly started threads get, while this one predicts every case at `other` threads (given as data) eight times.
+  const int fresh_base = std::async(std::launch::async, [] { return at::get_num_threads(); }).get();
+  std::atomic<bool> stop{false};
+  std::set<int> seen_own, seen_fresh;
+  std::atomic<int64_t> products{0};
+  std::thread worker([&] {
+    const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+    const auto a = torch::randn({64, 256}, bf16), b = torch::randn({256, 128}, bf16);
+    const auto x = torch::randn({4, 8, 16, 16}, bf16), k = torch::randn({16, 8, 3, 3}, bf16);
+    while (!stop.load()) {
+      seen_own.insert(at::get_num_threads());
+      (void)torch::mm(a, b);
+      (void)torch::conv2d(x, k, {}, 1, 1);
+      seen_fresh.insert(std::async(std::launch::async, [] { return at::get_num_threads(); }).get());
+      ++products;
+    }
+  });
+  // The predictions start once the worker's work has, and go on (eight rounds at least) until it has run some.
+  while (products.load() == 0) std::this_thread::yield();
+  std::vector<std::vector<int64_t>> beside;
+  for (int round = 0; round < 8 || (products.load() < 4 && round < 10000); ++round)
+    for (auto [w, q] : cases) {
+      q.cpu_threads = other;
+      beside.push_back(peaks(w->estimate_activations(q)));
+    }
+  stop = true;
+  worker.join();
+  for (size_t n = 0; n < beside.size(); ++n) {
+    INFO("case " << n % cases.size() << ", round " << n / cases.size());
+    CHECK(beside[n] == reference[n % cases.size()]);
+  }
+  CHECK(products.load() >= 4);
+  CHECK(seen_own == std::set<int>{fresh_base});
+  CHECK(seen_fresh == std::set<int>{fresh_base});
+  CHECK(at::get_num_threads() == base);
 }
 
 TEST_CASE("oneDNN's emulated bf16 matmul: its fp32 accumulator as oneDNN books it, odd shapes, 1 and 4 threads",

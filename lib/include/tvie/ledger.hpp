@@ -54,6 +54,10 @@ struct ActivationQuery {
   // not), fp32 attention (the memory-efficient kernel) pads its log-sum-exp to 32 positions, and the RNG
   // states a checkpoint keeps are host tensors (outside the device's ledger).
   bool cuda = false;
+  // CPU: the intra-op threads the run uses (0: the calling thread's at::get_num_threads() when the trace starts).
+  // oneDNN sizes its per-thread buffers, and LibTorch picks a convolution's kernel, by this count; the prediction
+  // takes it as data and leaves every thread count of the process as it is.
+  int64_t cpu_threads = 0;
   // Inference: the copy's dtype. int8 and fp8 replace the weights of the tvie::nn::Linear layers (tvie/layers.hpp;
   // on the CPU fbgemm's dynamic quantisation, on CUDA at::_int_mm or at::_scaled_mm), whose kernels hold other
   // temporaries than a dense Linear's; the other layers run in weight_bytes as for fp32 (int8) or bf16 (fp8).

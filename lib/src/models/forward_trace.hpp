@@ -10,7 +10,7 @@
 //    view, which autocast's cast cache does not keep, so the copy lives in the graph (an activation). The
 //    bias of addmm is a leaf: its copy is cached (the ledger's weight_copies). In bf16 on oneDNN's AVX-512
 //    brgemm kernels (avx512_bf16 without AMX) each matmul holds a scratchpad within the op (packed blocks and an
-//    fp32 accumulator; fits beside ForwardTrace::linear; backward computes the weight gradient first, its
+//    fp32 accumulator; kernel_scratch.cpp; backward computes the weight gradient first, its
 //    scratch freed before the input gradient is written). Under autocast (linear and conv2d alike) backward
 //    writes the gradients in the 2-byte dtype and autograd casts them to fp32 after the op: each 2-byte gradient
 //    is alive beside its fp32 copy then (ForwardTrace::cast_gradients).
@@ -20,7 +20,7 @@
 //    backward; oneDNN on AVX-512 works in fp32 in blocked layouts padded to 16 channels (forward and backward
 //    reorders), in bf16 on avx512_bf16 without AMX as its scratchpad bookings say (models/onednn_scratch.cpp),
 //    elsewhere in bf16 counted as a copy of the saved input in backward; on AVX2 it reorders the input and the
-//    output's gradient. Rules beside ForwardTrace::conv2d.
+//    output's gradient. Rules in kernel_scratch.cpp.
 //  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
 //  - batch_norm (training): saves input, and the batch mean and inverse std per channel (fp32). Its backward
 //    allocates an input-sized temporary beside the input's gradient (freed within).
@@ -111,6 +111,7 @@ class ForwardTrace {
 
   const ActivationQuery& query() const { return query_; }
   int64_t batch() const { return query_.batch_size; }
+  int64_t threads() const { return query_.cpu_threads; }  // CPU intra-op threads (ActivationQuery::cpu_threads)
   bool training() const { return query_.training && grad_enabled_; }
   // Element size of the weights, and of a matmul/convolution's output.
   int64_t weight_bytes() const { return query_.weight_bytes; }
@@ -201,6 +202,22 @@ class ForwardTrace {
   } quantised_;
   // gelu and silu: a pointwise op that saves its input (its backward needs it); the same work for both.
   Sym input_saving_activation(const Sym& x, const char* layer);
+  // Bytes an op allocates and frees before it ends (a kernel's scratch, a temporary): alive beside what the op
+  // holds at that moment, then freed.
+  void transient(int64_t bytes);
+  // The kernels' scratch (kernel_scratch.cpp): what an op's kernels allocate and free inside it on the query's
+  // device and threads. A Linear's three products (its forward; its input and weight gradients' in backward), and
+  // a convolution's or the attention's forward (beside the output) and backward (beside the gradients).
+  struct KernelProducts {
+    int64_t forward = 0, input_grad = 0, weight_grad = 0;
+  };
+  struct KernelScratch {
+    int64_t forward_bytes = 0, backward_bytes = 0;
+  };
+  KernelProducts linear_scratch(int64_t rows, int64_t in, int64_t out, bool sum) const;
+  KernelScratch conv_scratch(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw, int64_t out_hw,
+                             bool input_grad, const Sym& xin);
+  KernelScratch attention_scratch(int64_t S, int64_t K, int64_t d, bool flash) const;
   // The kernel LibTorch's CPU convolution picks (cached per shape): its scratch differs.
   enum class CpuConv { im2col, onednn_avx512, onednn_avx2, other };
   CpuConv cpu_conv(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw, int64_t element_bytes);

@@ -307,7 +307,7 @@ bool bookings_available(std::string* why) {
 
 std::optional<ConvBookings> conv_bookings(const ConvShape& c, int64_t element_bytes) {
   if (!bookings_available() || (element_bytes != 2 && element_bytes != 4)) return std::nullopt;
-  const ScopedThreads threads(c.threads);
+  const ThisThreadsCount threads(c.threads);
   const dnnl_data_type_t dt = element_bytes == 2 ? dnnl_bf16 : dnnl_f32;
   const int64_t pad = c.kernel / 2, out = (c.in_hw + 2 * pad - c.kernel) / c.stride + 1;
   const std::vector<int64_t> src{c.batch, c.cin, c.in_hw, c.in_hw}, wei{c.cout, c.cin, c.kernel, c.kernel},
@@ -366,7 +366,7 @@ std::optional<ConvBookings> conv_bookings(const ConvShape& c, int64_t element_by
 namespace {
 std::optional<MatmulBooking> ask_bf16_matmul(int64_t m, int64_t k, int64_t n, bool a_transposed, bool b_transposed,
                                              bool sum, int64_t threads) {
-  const ScopedThreads scoped(threads);
+  const ThisThreadsCount scoped(threads);
   const Md a = md({m, k}, dnnl_bf16, a_transposed ? dnnl_ba : dnnl_ab),
            b = md({k, n}, dnnl_bf16, b_transposed ? dnnl_ba : dnnl_ab), c = md({m, n}, dnnl_bf16, dnnl_ab);
   const Attr attr = user_scratchpad(sum);

@@ -39,8 +39,8 @@ enum class Fp32WeightKernel { first, avx512, avx2, one_by_one };
 Fp32WeightKernel fp32_conv_weight_kernel(const ConvShape& c);
 const char* to_string(Fp32WeightKernel k);
 
-// LibTorch's intra-op threads set to `threads` for the scope, restored after (also on an exception). oneDNN sizes its
-// per-thread buffers by the threads it will run with (omp_get_max_threads, which at::set_num_threads sets).
+// LibTorch's intra-op threads set to `threads` for the whole process for the scope, restored after (also on an
+// exception): for measuring kernels at a thread count (LibTorch's default, its pools and MKL follow).
 class ScopedThreads {
  public:
   explicit ScopedThreads(int64_t threads);
@@ -52,14 +52,31 @@ class ScopedThreads {
   int saved_;
 };
 
-// Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the current intra-op threads
-// (at::native::select_conv_backend), asked with tensors of the real shapes made by at::empty: their pages are never
-// written, so they cost no memory.
+// The calling thread's OpenMP thread count set to `threads` for the scope, restored after (also on an exception);
+// nothing else changes. oneDNN sizes a primitive's per-thread buffers, and LibTorch picks a convolution's kernel, by
+// the threads the calling thread would run with (omp_get_max_threads, a setting of each thread), so asking them at
+// a count needs no more: LibTorch's process-wide default, its pools and other threads' counts stay as they are, and
+// a prediction may run beside work in other threads.
+class ThisThreadsCount {
+ public:
+  explicit ThisThreadsCount(int64_t threads);
+  ~ThisThreadsCount();
+  ThisThreadsCount(const ThisThreadsCount&) = delete;
+  ThisThreadsCount& operator=(const ThisThreadsCount&) = delete;
+
+ private:
+  static void set(int threads);
+  int saved_ = 0;
+};
+
+// Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the calling thread's intra-op threads
+// (at::native::select_conv_backend), asked with tensors of the real shapes that own no memory (their data pointer
+// is a placeholder the choice never reads): nothing is allocated.
 at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
                                      at::ScalarType dtype);
 
-// Whether LibTorch sends this convolution to oneDNN (at::native::select_conv_backend at `c.threads` threads, with
-// tensors of the real shapes made by at::empty, never written), in fp32 (element_bytes 4) or bf16 (2).
+// Whether LibTorch sends this convolution to oneDNN (conv_backend at `c.threads` threads of the calling thread), in
+// fp32 (element_bytes 4) or bf16 (2).
 bool conv_on_onednn(const ConvShape& c, int64_t element_bytes);
 
 // What oneDNN's fp32 convolution on AVX2 (its jit:avx2 and jit_1x1:avx2 kernels) holds in forward beside its

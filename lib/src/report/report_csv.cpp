@@ -1,6 +1,6 @@
-// The CSV of every report that is one table: one header row, units in the column names, an empty cell where a
-// figure does not apply (docs/reports.md, "CSV").
-#include <tvie/report.hpp>
+// The tables of the reports (report/table.hpp) and their CSV: one header row, units in the column names, an empty
+// cell where a figure does not apply (docs/reports.md, "CSV").
+#include "report/table.hpp"
 
 #include <cmath>
 #include <string>
@@ -11,105 +11,49 @@
 #include <tvie/log.hpp>
 
 namespace tvie {
+namespace detail {
+
+std::vector<Column> columns_of(const std::string& header, const std::vector<std::string>& text) {
+  std::vector<Column> columns;
+  size_t start = 0;
+  while (start <= header.size()) {
+    const size_t comma = std::min(header.find(',', start), header.size());
+    Column c{header.substr(start, comma - start)};
+    for (const auto& t : text) c.text = c.text || t == c.name;
+    columns.push_back(std::move(c));
+    start = comma + 1;
+  }
+  return columns;
+}
+
+std::string csv_of(const Table& table) {
+  std::string out;
+  for (size_t c = 0; c < table.columns.size(); ++c) out += (c ? "," : "") + table.columns[c].name;
+  for (const auto& row : table.rows) {
+    out += '\n';
+    for (size_t c = 0; c < row.size(); ++c)
+      out += (c ? "," : "") + (c < table.columns.size() && table.columns[c].text ? csv_quoted(row[c]) : row[c]);
+  }
+  return out;
+}
 
 namespace {
-[[noreturn]] void no_csv(const char* kind) {
-  throw InvalidArgument("csv", kind, "a report that is one table (not slices); use --json for this one");
-}
-}  // namespace
 
-std::string to_csv_string(const SliceReport&) { no_csv("--slice-layers"); }
-
-std::string to_csv_string(const AllreduceReport& report) {
-  const auto& r = report.result;
-  std::string csv =
-      "bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
-      "ip_wrong";
-  for (const auto& x : r.rows)
-    csv += cat("\n", x.bytes, ",", x.count, ",", r.dtype, ",", x.out_of_place_us, ",", x.out_of_place_algbw_gbs, ",",
-               x.out_of_place_busbw_gbs, ",", x.out_of_place_wrong, ",", x.in_place_us, ",", x.in_place_algbw_gbs, ",",
-               x.in_place_busbw_gbs, ",", x.in_place_wrong);
-  return csv;
+// Each argument as text (tvie::cat), one cell each.
+template <typename... Cells>
+std::vector<std::string> cells(const Cells&... x) {
+  return {cat(x)...};
 }
 
-std::string to_csv_string(const ZooReport& r) {
-  std::string out = "model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source";
-  for (const auto& p : r.presets)
-    out += cat("\n", p.model, ",", p.preset, ",", p.facts.parameter_count, ",", p.facts.buffer_bytes, ",",
-               std::llround(p.facts.forward_flops_per_sample), ",", p.facts.tokens_per_sample, ",", p.blocks, ",",
-               detail::csv_quoted(p.source));
-  return out;
-}
+std::string bytes_cell(int64_t bytes) { return bytes < 0 ? std::string() : cat(bytes); }
+std::string positive_cell(double x) { return x < 0 ? std::string() : cat(x); }  // negative: not published
 
-std::string to_csv_string(const CardsReport& r) {
-  std::string out = "id,name,memory_gb,memory_bandwidth_gbs";
-  for (const auto& field : accelerator_peak_fields()) out += "," + field;
-  out += ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
-  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
-  const auto quoted = detail::csv_quoted;
-  for (const auto& a : r.cards) {
-    out += cat("\n", a.id, ",", quoted(a.name), ",", cell(a.memory_gb), ",", cell(a.memory_bandwidth_gbs));
-    for (const auto& field : accelerator_peak_fields()) out += "," + cell(a.peak(field));
-    const CloudCost hour = cloud_cost(a, 1);
-    out += cat(",", cell(a.tdp_w), ",", cell(a.interconnect_gbs), ",", a.price ? cell(a.price->usd) : "", ",",
-               a.price ? a.price->kind : "", ",", cell(hour.low_usd), ",", cell(hour.high_usd), ",", hour.listings);
-  }
-  return out;
-}
-
-std::string to_csv_string(const MaxBatchReport& r) {
-  std::string out = "mode,batch,fits,peak_bytes,seconds";
-  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
-    if (!result) continue;
-    for (const auto& p : result->probes)
-      out += cat("\n", to_string(result->mode), ",", p.batch, ",", p.fits ? 1 : 0, ",", p.peak_bytes, ",", p.seconds);
-  }
-  return out;
-}
-
-std::string to_csv_string(const PlanReport& r) {
-  std::string out =
-      "card,memory_gb,train_fits,train_peak_bytes,train_largest_batch,train_step_ms_projected_bound,"
-      "train_step_ms_projected_estimate,train_samples_per_s_projected_estimate,train_mfu_estimate,train_cards,"
-      "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
-      "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
-      "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
-      "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
-      "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high,infer_first_token_ms_projected_estimate,"
-      "infer_time_per_output_token_ms_projected_estimate,infer_tokens_per_s_projected_estimate";
-  const auto cell = [](double x) { return x < 0 ? std::string() : cat(x); };
-  for (const auto& c : r.cards) {
-    const auto& t = c.training;
-    const auto& i = c.inference;
-    out += cat(
-        "\n", c.card.id, ",", c.card.memory_gb, ",", t.fits ? 1 : 0, ",", t.peak_bytes, ",", t.largest_batch, ",",
-        t.supported ? cat(t.step.bound_s * 1e3) : "", ",", t.supported ? cat(t.step.estimate_s * 1e3) : "", ",",
-        t.supported ? cat(t.samples_per_s.estimate) : "", ",", t.mfu_estimate, ",", t.cards, ",", to_string(t.stage),
-        ",", t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", ",", i.fits ? 1 : 0, ",", i.largest_batch,
-        ",", i.supported ? cat(i.latency.bound_s * 1e3) : "", ",", i.supported ? cat(i.latency.estimate_s * 1e3) : "",
-        ",", i.best_batch, ",", i.supported ? cat(i.samples_per_s.estimate) : "", ",", cat(i.qps_per_card.estimate),
-        ",", i.cards_for_qps, ",", cell(i.power_kw), ",", cell(i.hardware_usd), ",", cell(t.budget_usd.low_usd), ",",
-        cell(t.budget_usd.high_usd), ",", cell(i.usd_per_million.low_usd), ",", cell(i.usd_per_million.high_usd));
-    const GenerationPlan& g = i.generation;
-    const bool generated = g.new_tokens > 0 && i.supported;
-    out += cat(",", generated ? cat(g.prefill.estimate_s * 1e3) : "", ",",
-               generated && g.new_tokens > 1 ? cat(g.time_per_output_token_s.estimate * 1e3) : "", ",",
-               generated ? cat(g.tokens_per_s.estimate) : "");
-  }
-  return out;
-}
-
-// --- CSV of the console's tables: one header row, units in the column names, an empty cell where a figure does
-// not apply ---
-namespace {
-
-std::string csv_bytes(int64_t bytes) { return bytes < 0 ? std::string() : cat(bytes); }
-
-// The ledger: one row per category, training's and inference's measured and predicted bytes.
-std::string ledger_csv(const TrainingResult* t, const InferenceResult* i) {
-  std::string out = "category";
-  if (t) out += ",training_bytes,training_predicted_bytes";
-  if (i) out += ",inference_bytes,inference_predicted_bytes";
+// The ledger: one row per category, training's and inference's measured and predicted bytes (-1: no such figure).
+Table ledger_table(const TrainingResult* t, const InferenceResult* i) {
+  std::string header = "category";
+  if (t) header += ",training_bytes,training_predicted_bytes";
+  if (i) header += ",inference_bytes,inference_predicted_bytes";
+  Table table{columns_of(header), {}};
   struct Row {
     const char* name;
     int64_t train, train_predicted, infer, infer_predicted;
@@ -131,64 +75,167 @@ std::string ledger_csv(const TrainingResult* t, const InferenceResult* i) {
                                  {"peak", tm.peak, tp.peak, im.peak, ip.peak},
                                  {"peak_reserved", tm.peak_reserved, -1, im.peak_reserved, -1}};
   for (const auto& r : rows) {
-    out += cat("\n", r.name);
-    if (t) out += cat(",", csv_bytes(r.train), ",", csv_bytes(r.train_predicted));
-    if (i) out += cat(",", csv_bytes(r.infer), ",", csv_bytes(r.infer_predicted));
+    std::vector<std::string> row{r.name};
+    if (t) row.insert(row.end(), {bytes_cell(r.train), bytes_cell(r.train_predicted)});
+    if (i) row.insert(row.end(), {bytes_cell(r.infer), bytes_cell(r.infer_predicted)});
+    table.rows.push_back(std::move(row));
   }
-  return out;
+  return table;
 }
 
-std::string summary_cells(const Summary& s) {
-  return cat(s.count, ",", s.mean, ",", s.p50, ",", s.p90, ",", s.p95, ",", s.p99, ",", s.p999, ",", s.max);
+// Latency statistics, one row per quantity.
+Table summary_table(const std::vector<std::pair<const char*, const Summary*>>& quantities) {
+  Table table{columns_of("quantity,count,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,p99_9_ms,max_ms"), {}};
+  for (const auto& [name, s] : quantities)
+    table.rows.push_back(cells(name, s->count, s->mean, s->p50, s->p90, s->p95, s->p99, s->p999, s->max));
+  return table;
 }
-constexpr const char* kSummaryColumns = "count,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,p99_9_ms,max_ms";
 
 }  // namespace
 
-std::string to_csv_string(const CompareReport& r) { return ledger_csv(&r.training, &r.inference); }
-std::string to_csv_string(const TrainReport& r) { return ledger_csv(&r.training, nullptr); }
+Table table_of(const CompareReport& r) { return ledger_table(&r.training, &r.inference); }
+Table table_of(const TrainReport& r) { return ledger_table(&r.training, nullptr); }
 
-std::string to_csv_string(const InferReport& r) {
-  std::string out =
-      "batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
-      "packed_weight_bytes,activation_bytes,peak_bytes,max_abs_error,mean_abs_error,mean_abs_error_relative,"
-      "top1_agreement";
+Table table_of(const InferReport& r) {
+  Table table{columns_of("batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
+                         "packed_weight_bytes,activation_bytes,peak_bytes,max_abs_error,mean_abs_error,"
+                         "mean_abs_error_relative,top1_agreement"),
+              {}};
   for (const auto& row : r.sweep.rows) {
-    out += cat("\n", row.batch_size, ",", to_string(row.dtype), ",", row.fits ? 1 : 0);
-    if (!row.fits) {
-      out += ",,,,,,,,,,,,";
-      continue;
+    auto out = cells(row.batch_size, to_string(row.dtype), row.fits ? 1 : 0);
+    out.resize(table.columns.size());
+    if (row.fits) {
+      const auto& x = row.result;
+      // parameter_bytes as the console's "weights": the inference copy's parameters with int8's packs (also alone).
+      const auto figures = cells(x.latency.mean, x.latency.p50, x.latency.p99, x.samples_per_s,
+                                 x.memory.parameters + x.memory.packed_weights, x.memory.packed_weights,
+                                 x.memory.activations, x.memory.peak);
+      std::copy(figures.begin(), figures.end(), out.begin() + 3);
+      // The errors against fp32 as the console prints them (absolute), and the mean relative to fp32's mean |output|.
+      if (row.has_accuracy) {
+        const auto& a = row.accuracy;
+        const auto errors =
+            cells(a.max_abs_error, a.mean_abs_error,
+                  a.reference_mean_abs > 0 ? cat(a.mean_abs_error / a.reference_mean_abs) : "", a.top1_agreement);
+        std::copy(errors.begin(), errors.end(), out.begin() + 11);
+      }
     }
-    const auto& x = row.result;
-    // parameter_bytes as the console's "weights": the inference copy's parameters with int8's packs (also alone).
-    out += cat(",", x.latency.mean, ",", x.latency.p50, ",", x.latency.p99, ",", x.samples_per_s, ",",
-               x.memory.parameters + x.memory.packed_weights, ",", x.memory.packed_weights, ",", x.memory.activations,
-               ",", x.memory.peak, ",");
-    // The errors against fp32 as the console prints them (absolute), and the mean relative to fp32's mean |output|.
-    if (row.has_accuracy)
-      out +=
-          cat(row.accuracy.max_abs_error, ",", row.accuracy.mean_abs_error, ",",
-              row.accuracy.reference_mean_abs > 0 ? cat(row.accuracy.mean_abs_error / row.accuracy.reference_mean_abs)
-                                                  : std::string(),
-              ",", row.accuracy.top1_agreement);
-    else
-      out += ",,,";
+    table.rows.push_back(std::move(out));
   }
-  return out;
+  return table;
 }
 
-std::string to_csv_string(const ServeReport& r) {
+Table table_of(const ServeReport& r) {
   const auto& x = r.result;
-  std::string out = cat("quantity,", kSummaryColumns);
-  out += cat("\nlatency,", summary_cells(x.latency_ms), "\nqueue,", summary_cells(x.queue_ms), "\ncompute,",
-             summary_cells(x.compute_ms));
-  return out;
+  return summary_table({{"latency", &x.latency_ms}, {"queue", &x.queue_ms}, {"compute", &x.compute_ms}});
 }
 
-std::string to_csv_string(const DecodeReport& r) {
+Table table_of(const DecodeReport& r) {
   const auto& x = r.result;
-  return cat("quantity,", kSummaryColumns, "\ntime_to_first_token,", summary_cells(x.ttft_ms),
-             "\ntime_per_output_token,", summary_cells(x.tpot_ms));
+  return summary_table({{"time_to_first_token", &x.ttft_ms}, {"time_per_output_token", &x.tpot_ms}});
+}
+
+Table table_of(const MaxBatchReport& r) {
+  Table table{columns_of("mode,batch,fits,peak_bytes,seconds"), {}};
+  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+    if (!result) continue;
+    for (const auto& p : result->probes)
+      table.rows.push_back(cells(to_string(result->mode), p.batch, p.fits ? 1 : 0, p.peak_bytes, p.seconds));
+  }
+  return table;
+}
+
+Table table_of(const AllreduceReport& report) {
+  const auto& r = report.result;
+  Table table{columns_of("bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,"
+                         "ip_algbw_gbs,ip_busbw_gbs,ip_wrong"),
+              {}};
+  for (const auto& x : r.rows)
+    table.rows.push_back(cells(x.bytes, x.count, r.dtype, x.out_of_place_us, x.out_of_place_algbw_gbs,
+                               x.out_of_place_busbw_gbs, x.out_of_place_wrong, x.in_place_us, x.in_place_algbw_gbs,
+                               x.in_place_busbw_gbs, x.in_place_wrong));
+  return table;
+}
+
+Table table_of(const ZooReport& r) {
+  Table table{
+      columns_of("model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source",
+                 {"source"}),
+      {}};
+  for (const auto& p : r.presets)
+    table.rows.push_back(cells(p.model, p.preset, p.facts.parameter_count, p.facts.buffer_bytes,
+                               std::llround(p.facts.forward_flops_per_sample), p.facts.tokens_per_sample, p.blocks,
+                               p.source));
+  return table;
+}
+
+Table table_of(const CardsReport& r) {
+  std::string header = "id,name,memory_gb,memory_bandwidth_gbs";
+  for (const auto& field : accelerator_peak_fields()) header += "," + field;
+  header +=
+      ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
+  Table table{columns_of(header, {"name"}), {}};
+  for (const auto& a : r.cards) {
+    auto row = cells(a.id, a.name, positive_cell(a.memory_gb), positive_cell(a.memory_bandwidth_gbs));
+    for (const auto& field : accelerator_peak_fields()) row.push_back(positive_cell(a.peak(field)));
+    const CloudCost hour = cloud_cost(a, 1);
+    const auto rest =
+        cells(positive_cell(a.tdp_w), positive_cell(a.interconnect_gbs), a.price ? positive_cell(a.price->usd) : "",
+              a.price ? a.price->kind : "", positive_cell(hour.low_usd), positive_cell(hour.high_usd), hour.listings);
+    row.insert(row.end(), rest.begin(), rest.end());
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+Table table_of(const PlanReport& r) {
+  Table table{
+      columns_of(
+          "card,memory_gb,train_fits,train_peak_bytes,train_largest_batch,train_step_ms_projected_bound,"
+          "train_step_ms_projected_estimate,train_samples_per_s_projected_estimate,train_mfu_estimate,train_cards,"
+          "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
+          "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
+          "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
+          "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
+          "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high,infer_first_token_ms_projected_estimate,"
+          "infer_time_per_output_token_ms_projected_estimate,infer_tokens_per_s_projected_estimate"),
+      {}};
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    const auto& i = c.inference;
+    const GenerationPlan& g = i.generation;
+    const bool generated = g.new_tokens > 0 && i.supported;
+    table.rows.push_back(cells(
+        c.card.id, c.card.memory_gb, t.fits ? 1 : 0, t.peak_bytes, t.largest_batch,
+        t.supported ? cat(t.step.bound_s * 1e3) : "", t.supported ? cat(t.step.estimate_s * 1e3) : "",
+        t.supported ? cat(t.samples_per_s.estimate) : "", t.mfu_estimate, t.cards, to_string(t.stage),
+        t.budget_hours.estimate > 0 ? cat(t.budget_hours.estimate) : "", i.fits ? 1 : 0, i.largest_batch,
+        i.supported ? cat(i.latency.bound_s * 1e3) : "", i.supported ? cat(i.latency.estimate_s * 1e3) : "",
+        i.best_batch, i.supported ? cat(i.samples_per_s.estimate) : "", cat(i.qps_per_card.estimate), i.cards_for_qps,
+        positive_cell(i.power_kw), positive_cell(i.hardware_usd), positive_cell(t.budget_usd.low_usd),
+        positive_cell(t.budget_usd.high_usd), positive_cell(i.usd_per_million.low_usd),
+        positive_cell(i.usd_per_million.high_usd), generated ? cat(g.prefill.estimate_s * 1e3) : "",
+        generated && g.new_tokens > 1 ? cat(g.time_per_output_token_s.estimate * 1e3) : "",
+        generated ? cat(g.tokens_per_s.estimate) : ""));
+  }
+  return table;
+}
+
+}  // namespace detail
+
+std::string to_csv_string(const CompareReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const TrainReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const InferReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const ServeReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const DecodeReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const MaxBatchReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const AllreduceReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const CardsReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const PlanReport& r) { return detail::csv_of(detail::table_of(r)); }
+std::string to_csv_string(const ZooReport& r) { return detail::csv_of(detail::table_of(r)); }
+
+std::string to_csv_string(const SliceReport&) {
+  throw InvalidArgument("csv", "--slice-layers", "a report that is one table (not slices); use --json for this one");
 }
 
 }  // namespace tvie

@@ -1,6 +1,7 @@
 // The HTML report: one self-contained file (inline CSS and SVG, a few lines of inline script that check the page
 // in the browser; nothing fetched), written atomically like the JSON. Every chart says what its numbers are; the
-// tables under the charts are the report's CSV (to_csv_string), so that the two cannot disagree.
+// table under the charts is the report's table (report/table.hpp), the one the CSV writes, so that the two cannot
+// disagree.
 #include <tvie/report.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "core/compat.hpp"
 #include "core/text.hpp"
 #include "report/svg_chart.hpp"
+#include "report/table.hpp"
 
 namespace tvie {
 namespace {
@@ -29,48 +31,15 @@ struct Section {
   std::string body;         // HTML: charts, tables
 };
 
-// The CSV's fields (quoted fields with "" inside them allowed).
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      rows.back().push_back(field);
-      field.clear();
-      rows.emplace_back();
-    } else {
-      field += c;
-    }
-  }
-  rows.back().push_back(field);
-  return rows;
-}
-
-std::string table_of_csv(const std::string& csv, const std::string& id) {
-  const auto rows = parse_csv(csv);
+// A report's table as HTML, its cells as the CSV writes them (report/table.hpp).
+std::string html_table(const detail::Table& table, const std::string& id) {
   std::ostringstream o;
   o << "<div class=\"table-wrap\"><table data-table=\"" << escape(id) << "\">\n<thead><tr>";
-  for (const auto& h : rows.front()) o << "<th>" << escape(h) << "</th>";
+  for (const auto& c : table.columns) o << "<th>" << escape(c.name) << "</th>";
   o << "</tr></thead>\n<tbody>\n";
-  for (size_t r = 1; r < rows.size(); ++r) {
+  for (const auto& row : table.rows) {
     o << "<tr>";
-    for (const auto& f : rows[r]) o << "<td>" << escape(f) << "</td>";
+    for (const auto& cell : row) o << "<td>" << escape(cell) << "</td>";
     o << "</tr>\n";
   }
   o << "</tbody></table></div>\n";
@@ -335,24 +304,23 @@ void add(std::vector<Section>& sections, Section s) {
   if (!s.body.empty()) sections.push_back(std::move(s));
 }
 
-Section table_section(const std::string& title, const std::string& csv, const std::string& id) {
-  return {title, "The same figures as --csv writes them (units in the column names).", table_of_csv(csv, id)};
+Section table_section(const std::string& title, const detail::Table& table, const std::string& id) {
+  return {title, "The same figures as --csv writes them (units in the column names).", html_table(table, id)};
 }
 
 // What a measured report corrected in the plan's estimates, per mode (and per phase of a training step).
 Section calibration_section(const Calibration& c) {
-  const auto quoted = detail::csv_quoted;
-  std::string csv =
-      "mode,measured_ms,projected_estimate_ms,projected_bound_ms,kernel_launches_percent_of_estimate,factor,"
-      "corrects,below_bound";
+  detail::Table table{detail::columns_of("mode,measured_ms,projected_estimate_ms,projected_bound_ms,"
+                                         "kernel_launches_percent_of_estimate,factor,corrects,below_bound",
+                                         {"mode", "corrects"}),
+                      {}};
   const auto row = [&](const std::string& what, const CalibrationFactor& f) {
     if (!(f.measured_s > 0)) return;
     const bool has = f.factor > 0;
-    csv += cat("\n", quoted(what), ",", f.measured_s * 1e3, ",", has ? cat(f.projected_s * 1e3) : "", ",",
-               has ? cat(f.bound_s * 1e3) : "", ",",
-               has && f.projected_s > 0 ? cat(100 * f.launch_s / f.projected_s) : "", ",", has ? cat(f.factor) : "",
-               ",", quoted(has ? describe_correction(f) : "not projected there: " + f.unsupported), ",",
-               f.below_bound ? "yes" : "no");
+    table.rows.push_back(
+        {what, cat(f.measured_s * 1e3), has ? cat(f.projected_s * 1e3) : "", has ? cat(f.bound_s * 1e3) : "",
+         has && f.projected_s > 0 ? cat(100 * f.launch_s / f.projected_s) : "", has ? cat(f.factor) : "",
+         has ? describe_correction(f) : "not projected there: " + f.unsupported, f.below_bound ? "yes" : "no"});
   };
   const bool phases = c.training_phases.complete();
   row(phases ? "training step (its phases below calibrate training)" : "training step", c.training);
@@ -385,7 +353,7 @@ Section calibration_section(const Calibration& c) {
               "); each factor corrects the term that dominated that projection, applied to ", cards,
               " and never below the roofline bound (docs/plan.md, Calibration). The measured times are that run's, "
               "not this plan's."),
-          table_of_csv(csv, "calibration")};
+          html_table(table, "calibration")};
 }
 
 std::string workload_summary(const std::string& workload, const ModelFacts& f) {
@@ -403,7 +371,7 @@ std::string to_html_string(const CompareReport& r) {
   add(s, phases_section(r.training));
   add(s, latency_section(&r.training, &r.inference));
   add(s, loss_section(r.training));
-  add(s, table_section("The ledger, in bytes", to_csv_string(r), "ledger"));
+  add(s, table_section("The ledger, in bytes", detail::table_of(r), "ledger"));
   return page("tvie compare: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
                   r.settings.train.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak),
@@ -420,7 +388,7 @@ std::string to_html_string(const TrainReport& r) {
   add(s, phases_section(r.training));
   add(s, latency_section(&r.training, nullptr));
   add(s, loss_section(r.training));
-  add(s, table_section("The ledger, in bytes", to_csv_string(r), "ledger"));
+  add(s, table_section("The ledger, in bytes", detail::table_of(r), "ledger"));
   return page("tvie train: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
                   r.settings.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak), "; ",
@@ -461,7 +429,7 @@ std::string to_html_string(const InferReport& r) {
   add(s, {"Throughput", what, svg::render(throughput)});
   add(s, {"Latency", what, svg::render(p99)});
   add(s, {"Memory", "Peak per batch size, above the baseline: " + r.sweep.memory_counter + ".", svg::render(peak)});
-  add(s, table_section("The sweep", to_csv_string(r), "sweep"));
+  add(s, table_section("The sweep", detail::table_of(r), "sweep"));
   return page("tvie infer: " + r.workload,
               workload_summary(r.workload, r.facts) + " Batched inference, every batch size x every dtype.", s,
               r.context);
@@ -506,7 +474,7 @@ std::string to_html_string(const ServeReport& r) {
                 fig(r.search->p99_bound_ms), " ms: ", fig(r.search->max_qps), " QPS."),
             svg::render(load)});
   }
-  add(s, table_section("Latency statistics (ms)", to_csv_string(r), "latency"));
+  add(s, table_section("Latency statistics (ms)", detail::table_of(r), "latency"));
   return page("tvie serve: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " p99 latency ", fig(x.latency_ms.p99), " ms at ",
                   fig(x.achieved_qps), " QPS."),
@@ -529,7 +497,7 @@ std::string to_html_string(const DecodeReport& r) {
           "Measured: allocated bytes the cache added (" + x.memory_counter +
               "). Predicted: 2 x layers x batch x tokens x hidden x bytes per element.",
           svg::render(cache)});
-  add(s, table_section("Latency statistics (ms)", to_csv_string(r), "latency"));
+  add(s, table_section("Latency statistics (ms)", detail::table_of(r), "latency"));
   return page("tvie decode: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " ", fig(x.tokens_per_s), " tokens/s."), s, r.context);
 }
@@ -552,7 +520,7 @@ std::string to_html_string(const AllreduceReport& r) {
                                          "it under tvie launch --nproc N for a bandwidth."
                                        : ""),
           svg::render(chart)});
-  add(s, table_section("The sweep", to_csv_string(r), "allreduce"));
+  add(s, table_section("The sweep", detail::table_of(r), "allreduce"));
   return page("tvie allreduce", cat("Average bus bandwidth ", fig(r.result.average_busbw_gbs), " GB/s."), s, r.context);
 }
 
@@ -587,7 +555,7 @@ std::string to_html_string(const MaxBatchReport& r) {
                 " (", result->limit_source, "). Crosses: probes that ran out of memory."),
             svg::render(chart)});
   }
-  add(s, table_section("The probes", to_csv_string(r), "probes"));
+  add(s, table_section("The probes", detail::table_of(r), "probes"));
   return page("tvie compare --find-max-batch: " + r.workload, workload_summary(r.workload, r.facts), s, r.context);
 }
 
@@ -622,7 +590,7 @@ std::string to_html_string(const ZooReport& r) {
   add(s, {"The zoo's presets",
           "Analytic figures; nothing is built. Forward FLOPs: 2 per multiply-add of the matmuls and convolutions, "
           "per sample. The same figures as --csv writes them.",
-          table_of_csv(to_csv_string(r), "zoo")});
+          html_table(detail::table_of(r), "zoo")});
   return page("tvie list", cat(r.presets.size(), " presets of the zoo's models."), s, r.context);
 }
 
@@ -636,7 +604,7 @@ std::string to_html_string(const CardsReport& r) {
   std::vector<Section> s;
   add(s, {"Matrix peak", r.efficiency_description, svg::render(bf16)});
   add(s, {"Memory bandwidth", "", svg::render(bandwidth)});
-  add(s, table_section("The catalog", to_csv_string(r), "cards"));
+  add(s, table_section("The catalog", detail::table_of(r), "cards"));
   return page("tvie cards", r.catalog_description, s, r.context);
 }
 
@@ -699,7 +667,7 @@ std::string to_html_string(const PlanReport& r) {
     add(s, {"Generation: new tokens per second", how, svg::render(tokens)});
   }
   if (const auto& c = r.settings.calibration) add(s, calibration_section(*c));
-  add(s, table_section("The plan (projected)", to_csv_string(r), "plan"));
+  add(s, table_section("The plan (projected)", detail::table_of(r), "plan"));
   return page("tvie plan: " + r.workload,
               workload_summary(r.workload, r.facts) + " Every figure on this page is projected, not measured.", s,
               r.context);

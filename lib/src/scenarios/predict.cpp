@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <ATen/Parallel.h>
+
 #include <tvie/workload.hpp>
 
 #include "core/text.hpp"
@@ -15,6 +17,7 @@ namespace tvie {
 ActivationQuery activation_query(const TrainSettings& settings, const c10::Device& device) {
   ActivationQuery q;
   q.cuda = device.is_cuda();
+  q.cpu_threads = device.is_cuda() ? 0 : at::get_num_threads();  // the threads the run on this thread uses
   q.batch_size = settings.batch_size / std::max<int64_t>(1, settings.accumulate);  // one micro-batch
   q.training = true;
   q.weight_bytes = settings.precision == TrainPrecision::bf16 ? 2 : 4;  // amp keeps fp32 master weights
@@ -27,6 +30,7 @@ ActivationQuery activation_query(const TrainSettings& settings, const c10::Devic
 ActivationQuery activation_query(const InferSettings& settings, const c10::Device& device) {
   ActivationQuery q;
   q.cuda = device.is_cuda();
+  q.cpu_threads = device.is_cuda() ? 0 : at::get_num_threads();  // the threads the run on this thread uses
   q.batch_size = settings.batch_size;
   q.training = false;
   // fp16/bf16 convert the whole copy; fp8 keeps the layers other than Linear in bf16; int8 keeps them fp32.

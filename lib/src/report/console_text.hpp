@@ -1,0 +1,53 @@
+// The console reports' shared pieces of text: number formats, padded table rows, the --config line.
+#pragma once
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/text.hpp"
+#include <tvie/report.hpp>
+
+namespace tvie::console {
+
+inline std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// "0.75..2.18" over the listed cloud prices (one figure when they agree), "-" with none listed.
+inline std::string cloud_span(const CloudCost& c, const char* format) {
+  if (c.listings == 0) return "-";
+  const std::string low = fmt(format, c.low_usd), high = fmt(format, c.high_usd);
+  return low == high ? low : low + ".." + high;
+}
+
+inline std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+inline void row(std::ostream& out, const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += pad(cells[i], i < widths.size() ? widths[i] : 0);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  out << line << '\n';
+}
+
+inline std::string flops(double f) {
+  if (f <= 0) return "unknown";
+  if (f >= 1e12) return fmt("%.2f TFLOP", f / 1e12);
+  if (f >= 1e9) return fmt("%.2f GFLOP", f / 1e9);
+  if (f >= 1e6) return fmt("%.2f MFLOP", f / 1e6);
+  return fmt("%.0f FLOP", f);
+}
+
+// "options from FILE: batch=8, model=gpt" where --config set options (nothing otherwise); `prefix` for reports
+// whose header lines are comments ("# ").
+inline void config_line(std::ostream& out, const RunContext& c, const std::string& prefix = "") {
+  if (!c.config_file.empty())
+    out << prefix << "options from " << c.config_file << ": " << detail::config_text(c.config) << '\n';
+}
+
+}  // namespace tvie::console

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -611,6 +612,29 @@ TEST_CASE("TVIE_REQUIRE_GPU=1 turns a skipped [gpu] test into a failure on a mac
   INFO(required.out);
   CHECK(required.exit_code == 1);
   CHECK(required.out.find("FAILED [gpu] CUDA events time device work") != std::string::npos);
+}
+
+TEST_CASE("cli: whole-number options take the notation budgets are typed in (1e9), and refuse what is not whole",
+          "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "plan.json";
+  for (const auto& [flag, value, expected] : {std::tuple{"--train-tokens", "1e9", int64_t{1000000000}},
+                                              std::tuple{"--train-samples", "2.5e3", int64_t{2500}}}) {
+    const Run r = run_cli(std::string("plan --model gpt --preset tiny --cards t4 --no-host -q ") + flag + " " + value +
+                          " --json " + json.string());
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    const std::string key = std::string(flag) == "--train-tokens" ? "train_tokens" : "train_samples";
+    CHECK(read_json(json)["settings"][key].get<int64_t>() == expected);
+  }
+  for (const auto& [value, shown] : {std::pair{"1.5e0", "got '1.5e0'"}, std::pair{"1e400", "got '1e400'"},
+                                     std::pair{"1e19", "got '1e19'"}, std::pair{"1e", "got '1e'"}}) {
+    const Run bad =
+        run_cli(std::string("plan --model gpt --preset tiny --cards t4 --no-host -q --train-tokens ") + value);
+    INFO(bad.out);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out.find(std::string("--train-tokens: ") + shown + "; accepted: a whole number") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: plan prints training and inference per card, labelled projected, and the same figures as CSV",

@@ -52,6 +52,18 @@ CLI::Validator whole_number(long long lowest, unsigned long long highest) {
           const auto [p, ec] = std::from_chars(begin, end, v);
           in_range = ec == std::errc() && p == end && v <= highest;
         }
+        if (!in_range && text.find_first_of("eE") != std::string::npos) {
+          // A whole number in scientific notation, as budgets are typed ("1e9", "2.5e6"): taken where a double
+          // holds it exactly (up to 2^53), and handed on in digits.
+          double v = 0;
+          const auto [p, ec] = std::from_chars(begin, end, v);
+          constexpr double kExact = 9007199254740992.0;
+          if (ec == std::errc() && p == end && std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= kExact &&
+              v >= static_cast<double>(lowest) && v <= static_cast<double>(highest)) {
+            text = std::to_string(static_cast<long long>(v));
+            in_range = true;
+          }
+        }
         return in_range ? "" : "got '" + text + "'; accepted: " + accepted;
       },
       "", "whole");

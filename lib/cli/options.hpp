@@ -33,7 +33,8 @@ std::string option_for_field(const CLI::App* cmd, const std::string& field);
 // Refuses inf, nan and numbers past a double's range ("1e400") before any settings see them.
 const CLI::Validator& finite_number();
 // Refuses what is not a whole number in [lowest, highest] ("1.5", "99999999999999999999"; CLI11's own conversion
-// would clamp the latter to the type's largest value, or fail without saying what is accepted).
+// would clamp the latter to the type's largest value, or fail without saying what is accepted). A whole number in
+// scientific notation ("1e9") is accepted and handed on in digits: the option takes it as a transform.
 CLI::Validator whole_number(long long lowest, unsigned long long highest);
 // Refuses an empty path ("--json ''" would otherwise ask for no file and write none).
 const CLI::Validator& non_empty_path();
@@ -46,7 +47,7 @@ CLI::Option* add_field_option(CLI::App* cmd, const std::string& flags, T& value,
   auto* option = cmd->add_option(flags, value, help);
   if constexpr (std::is_floating_point_v<T>) option->check(finite_number());
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    option->check(whole_number(std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+    option->transform(whole_number(std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
   record_field(cmd, field, option->get_name());
   return option;
 }

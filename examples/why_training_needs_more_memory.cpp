@@ -234,14 +234,14 @@ int main(int argc, char** argv) {
     // the all-reduce buckets); ZeRO's stages split the optimizer state, then the gradients, then the weights.
     Table sharding{"sharding",
                    {"4 cards, per card (predicted)", "parameters (bytes)", "gradients (bytes)",
-                    "optimizer state (bytes)", "total (bytes)"},
+                    "optimizer state (bytes)", "total (bytes)", "peak in"},
                    {}};
     const auto dp = tvie::predict_training_memory(*w, base_training(), /*data_parallel=*/true, kCpu);
     for (auto stage : {tvie::ShardingStage::none, tvie::ShardingStage::optimizer, tvie::ShardingStage::gradients,
                        tvie::ShardingStage::parameters}) {
       const auto c = tvie::shard_training_memory(dp, 4, stage);
-      sharding.rows.push_back(
-          {tvie::to_string(stage), bytes(c.parameters), bytes(c.gradients), bytes(c.optimizer_state), bytes(c.total)});
+      sharding.rows.push_back({tvie::to_string(stage), bytes(c.parameters), bytes(c.gradients),
+                               bytes(c.optimizer_state), bytes(c.total), c.peak_phase});
     }
     tables.push_back(sharding);
 

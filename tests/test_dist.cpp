@@ -49,6 +49,7 @@ TrainSettings sgd_steps(int64_t batch) {
   t.batch_size = batch;
   t.optimizer = OptimizerKind::sgd;
   t.learning_rate = 0.1;
+  t.lr_schedule = LrSchedule::constant;  // the references below step at the rate itself
   t.data_batches = 4;
   t.seed = 5;
   return t;

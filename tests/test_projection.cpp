@@ -40,8 +40,8 @@ TEST_CASE("sharding accounting: ZeRO stages split what they say, and the cards n
   w.batch = 1000;
   w.peak = w.parameters + w.gradients + w.optimizer_state + w.activations + w.batch + 500'000'000;
   const auto none = shard_training_memory(w, 8, ShardingStage::none);
-  CHECK(none.total == w.peak);  // nothing split: one card holds all
-  CHECK(none.transients == 500'000'000);
+  CHECK(none.total == w.peak);       // nothing split: one card holds all
+  CHECK(none.peak_phase == "step");  // a ledger without phases: one phase at the peak
   const auto z1 = shard_training_memory(w, 8, ShardingStage::optimizer);
   CHECK(z1.optimizer_state == 8'000'000'000);
   CHECK(z1.gradients == w.gradients);
@@ -50,7 +50,7 @@ TEST_CASE("sharding accounting: ZeRO stages split what they say, and the cards n
   CHECK(z2.parameters == w.parameters);
   const auto z3 = shard_training_memory(w, 8, ShardingStage::parameters);
   CHECK(z3.parameters == 4'000'000'000);
-  CHECK(z3.activations == w.activations);  // per card, not split
+  CHECK(z3.phase_bytes == 4'000'000'000 + w.activations + w.batch + 500'000'000);  // activations: per card
   CHECK(z3.total == 4'000'000'000 * 4 + 2'000'000'000 + 1000 + 500'000'000);
   // On 80 GB cards (GB = 10^9 B): replicated never fits (130.5 GB); each stage from the fewest cards that do.
   const int64_t gb80 = 80'000'000'000;
@@ -69,6 +69,92 @@ TEST_CASE("sharding accounting: ZeRO stages split what they say, and the cards n
   PredictedTrainingMemory unknown;
   CHECK_THROWS_AS(shard_training_memory(unknown, 2, ShardingStage::none), InvalidArgument);
   CHECK_THROWS_AS(shard_training_memory(w, 0, ShardingStage::none), InvalidArgument);
+}
+
+TEST_CASE("sharding within each phase: one unsharded card is enough exactly when the peak fits", "[projection][pure]") {
+  // A ledger whose peak is the optimizer's step (the activations are gone by then): 10 GB of parameters in fp32,
+  // as many gradients, 20 GB of Adam's moments; the backward holds 8 GB of saved activations and gradients so far,
+  // the step the 10 GB of gradients and two temporaries of the largest parameter (1 GB each).
+  PredictedTrainingMemory w;
+  w.parameters = 10'000'000'000, w.gradients = 10'000'000'000, w.optimizer_state = 20'000'000'000;
+  w.activations = 6'000'000'000, w.batch = 1'000'000, w.weight_copies = 0;
+  w.phases = {{"forward", 7'000'000'000, 0, 0},
+              {"backward", 8'000'000'000, 0, 0},
+              {"optimizer step", 12'000'000'000, 10'000'000'000, 0}};
+  w.peak = w.always() + 12'000'000'000;  // 42 GB: the step
+  // The categories together are 46 GB: charged all at once, a 44 GB card would need sharding though the peak fits.
+  const int64_t card = 44'000'000'000;
+  for (int stage = 0; stage < 4; ++stage) {
+    INFO("stage " << stage);
+    const auto one = shard_training_memory(w, 1, static_cast<ShardingStage>(stage));
+    CHECK(one.total == w.peak);
+    CHECK(one.peak_phase == "optimizer step");
+    CHECK(cards_needed(w, card, static_cast<ShardingStage>(stage)) == 1);
+    CHECK(cards_needed(w, w.peak - 1, ShardingStage::none) == 0);  // a byte short: replicated never fits
+  }
+  // ZeRO-2 on 4 cards: 10 + 20/4 always there; the step's gradients 10/4, so 2.5 + 2 = 4.5 GB against the
+  // backward's 8: the per-card peak moves to the backward (its gradients so far counted whole).
+  const auto z2 = shard_training_memory(w, 4, ShardingStage::gradients);
+  CHECK(z2.peak_phase == "backward");
+  CHECK(z2.total == 15'000'000'000 + 8'000'000'000);
+  // ZeRO-1 on 4 cards: the step keeps every gradient: 10 + 5 + 12.
+  const auto z1 = shard_training_memory(w, 4, ShardingStage::optimizer);
+  CHECK(z1.peak_phase == "optimizer step");
+  CHECK(z1.total == 27'000'000'000);
+  CHECK(cards_needed(w, 40'000'000'000, ShardingStage::optimizer) == 2);  // 10 + 20/n + 12 <= 40: n >= 1.11
+}
+
+TEST_CASE("the predicted peak is the always-there bytes plus its largest phase, for every zoo model", "[projection]") {
+  for (const char* model : {"mlp", "cnn", "gpt"}) {
+    INFO(model);
+    auto workload = make_zoo_workload(model, "tiny");
+    TrainSettings t;
+    t.batch_size = 4;
+    t.accumulate = 2;
+    const auto p = predict_training_memory(*workload, t, false, c10::Device("cpu"));
+    REQUIRE(p.peak >= 0);
+    REQUIRE(p.phases.size() == 5);  // forward, backward, both again under accumulation, the optimizer's step
+    int64_t largest = 0;
+    for (const auto& phase : p.phases) largest = std::max(largest, phase.bytes);
+    CHECK(p.peak == p.always() + largest);
+    CHECK(p.phases.back().gradients == p.gradients);
+    CHECK(shard_training_memory(p, 1, ShardingStage::parameters).total == p.peak);
+  }
+}
+
+TEST_CASE("ZeRO under amp as DeepSpeed counts it: per-card model states within 5% of its estimators", "[projection]") {
+  // Llama 3 8B, amp-bf16, AdamW. DeepSpeed 0.19.8 (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py,
+  // estimate_zero2/3_model_states_mem_needs without offload): ZeRO-2 2P + int(18P / N), ZeRO-3 4L + int(18P / N),
+  // with P the parameters and L the largest layer's (the embedding and the head: 128,256 x 4,096).
+  TrainSettings t;
+  t.batch_size = 1;
+  t.precision = TrainPrecision::amp_bf16;
+  t.optimizer = OptimizerKind::adamw;
+  const auto whole = predict_training_memory(*make_zoo_workload("llama", "llama-3-8b"), t, false,
+                                             c10::Device(c10::DeviceType::CUDA, 0));
+  const int64_t p = 8'030'261'248, l = 128'256LL * 4'096;
+  REQUIRE(whole.model_states.parameter_count == p);
+  REQUIRE(whole.model_states.largest_layer_parameters == l);
+  for (const int64_t n : {1, 8, 64}) {
+    INFO(n << " cards");
+    const double zero2 = 2.0 * p + static_cast<double>(18 * p / n);
+    const double zero3 = 4.0 * l + static_cast<double>(18 * p / n);
+    const auto z2 = shard_training_memory(whole, n, ShardingStage::gradients);
+    const auto z3 = shard_training_memory(whole, n, ShardingStage::parameters);
+    CHECK(z2.layout == "deepspeed-mixed-precision");
+    CHECK(std::abs(static_cast<double>(z2.model_states) / zero2 - 1) < 0.05);
+    CHECK(std::abs(static_cast<double>(z3.model_states) / zero3 - 1) < 0.05);
+    // ZeRO-1 in the same layout: the 16-bit weights and gradients whole, the fp32 ones and the moments sharded.
+    const auto z1 = shard_training_memory(whole, n, ShardingStage::optimizer);
+    CHECK(std::abs(static_cast<double>(z1.model_states) / (4.0 * p + static_cast<double>(16 * p / n)) - 1) < 0.05);
+    // Beside them: one 16-bit reduce bucket of DeepSpeed's default 5e8 elements, and the activations of the phase
+    // at the peak.
+    CHECK(z2.buckets == 1'000'000'000);
+    CHECK(z2.total == z2.model_states + z2.buckets + z2.phase_bytes);
+  }
+  // Replicated, the layout is tvie's own (autocast over fp32 weights): its total is the predicted peak.
+  CHECK(shard_training_memory(whole, 1, ShardingStage::none).total == whole.peak);
+  CHECK(shard_training_memory(whole, 1, ShardingStage::none).layout == "tvie");
 }
 
 TEST_CASE("ring all-reduce: 2 (n - 1) / n of the bytes over the link", "[projection][pure]") {
@@ -289,9 +375,12 @@ TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow t
   CHECK(h100.training.largest_batch == 0);
   CHECK(h100.training.cards_needed[0] == 0);  // replicated: never fits
   CHECK(h100.training.cards_needed[3] > 0);
-  // ZeRO-1 leaves 32 GB of fp32 weights, 32 GB of gradients and the bf16 casts on every card: above 72 GB.
-  CHECK(h100.training.cards_needed[1] == 0);
+  // ZeRO-1 in DeepSpeed's mixed-precision layout keeps 16-bit weights and gradients whole (4 B a parameter, 32 GB)
+  // on every card: it fits, on more cards than ZeRO-2, which shards the 16-bit gradients too.
+  CHECK(h100.training.per_card[1].layout == "deepspeed-mixed-precision");
+  CHECK(h100.training.per_card[1].model_states >= 4 * 8'030'261'248LL);
   CHECK(h100.training.cards_needed[2] > 0);
+  CHECK(h100.training.cards_needed[1] > h100.training.cards_needed[2]);
   CHECK(h100.training.cards_needed[3] <= h100.training.cards_needed[2]);
   CHECK(h100.training.cards == h100.training.cards_needed[3]);
   CHECK(h100.training.allreduce_s > 0);

@@ -259,6 +259,17 @@ TEST_CASE("format_bytes uses binary units", "[report]") {
   CHECK(format_bytes(-2048) == "-2.0 KiB");
 }
 
+// What each format renders is known at compile time: the formats a report lacks are no overloads at all.
+static_assert(renders<CsvFormat, CompareReport> && renders<CsvFormat, PlanReport>);
+static_assert(!renders<CsvFormat, SliceReport>);
+static_assert(renders<TraceFormat, CompareReport> && renders<TraceFormat, TrainReport> &&
+              renders<TraceFormat, InferReport>);
+static_assert(!renders<TraceFormat, ServeReport> && !renders<TraceFormat, DecodeReport> &&
+              !renders<TraceFormat, AllreduceReport> && !renders<TraceFormat, MaxBatchReport> &&
+              !renders<TraceFormat, SliceReport> && !renders<TraceFormat, CardsReport> &&
+              !renders<TraceFormat, PlanReport> && !renders<TraceFormat, ZooReport>);
+static_assert(renders<JsonFormat, SliceReport> && renders<HtmlFormat, ZooReport>);
+
 TEST_CASE("CsvReporter writes the reports that are tables and refuses the others, writing nothing", "[report]") {
   tvie::test::TempDir dir("tvie-csv");
   const auto path = (dir.path / "x.csv").string();
@@ -267,9 +278,16 @@ TEST_CASE("CsvReporter writes the reports that are tables and refuses the others
     FAIL("a slice report accepted as CSV");
   } catch (const InvalidArgument& e) {
     CHECK(e.field() == "csv");
-    CHECK(e.value() == "--slice-layers");
+    CHECK(e.value() == "slices");
+    CHECK(e.accepted() == "a report that is one table (not slices: use JSON)");
   }
   CHECK_FALSE(std::filesystem::exists(path));
+  const auto trace = (dir.path / "x.trace.json").string();
+  TraceReporter tracer(trace);
+  CHECK_THROWS_WITH(tracer.report(ServeReport{}),
+                    Catch::Contains("trace") && Catch::Contains("serve") && Catch::Contains("no timed steps"));
+  CHECK_THROWS_WITH(tracer.report(PlanReport{}), Catch::Contains("plan"));
+  CHECK_FALSE(std::filesystem::exists(trace));
   AllreduceReport a;
   a.result.dtype = "fp32";
   a.result.rows.push_back({});
@@ -453,6 +471,40 @@ TEST_CASE("JSON: each ledger category under its own key (distinct bytes in, the 
   CHECK(jm.at("peak") == 1009);
   CHECK(jm.at("peak_reserved") == 1010);
   CHECK(jm.at("batch") == 1011);
+}
+
+TEST_CASE("the ledger's rows are one definition: console, JSON and CSV give the same predicted other", "[report]") {
+  // Hand-made bytes: other, predicted = the peak less the predicted categories = 10,000 - (1,000 + 1,000 + 2,000 +
+  // 500 + 12 + 0 + 3,000) = 2,488 (training); inference: 4,000 - (700 + 300 + 1,500) = 1,500.
+  CompareReport r;
+  r.training.precision = TrainPrecision::amp_fp16;
+  r.training.loss_scaling = true;
+  auto& tp = r.training.predicted;
+  tp.parameters = 1000, tp.gradients = 1000, tp.optimizer_state = 2000, tp.weight_copies = 500, tp.loss_scaler = 12;
+  tp.comm_buffers = 0, tp.activations = 3000, tp.batch = 64, tp.peak = 10000;
+  auto& ip = r.inference.predicted;
+  ip.parameters = 700, ip.packed_weights = 300, ip.activations = 1500, ip.batch = 64, ip.peak = 4000;
+  r.training.memory.peak = 10240, r.inference.memory.peak = 4096;
+  CHECK(tp.other() == 2488);
+  CHECK(ip.other() == 1500);
+  const auto j = nlohmann::json::parse(to_json_string(r));
+  CHECK(j.at("training").at("memory_predicted").at("other") == 2488);
+  CHECK(j.at("inference").at("memory_predicted").at("other") == 1500);
+  const std::string csv = to_csv_string(r);
+  CHECK(csv.find("\nother,0,2488,0,1500\n") != std::string::npos);
+  CHECK(csv.find("\npacked_weights,,,0,300\n") != std::string::npos);  // training has no such row: empty cells
+  std::ostringstream out;
+  ConsoleReporter(out).report(r);
+  const std::string text = out.str();
+  const auto line = text.substr(text.find("  other"), text.find('\n', text.find("  other")) - text.find("  other"));
+  CHECK(line.find(format_bytes(2488)) != std::string::npos);
+  CHECK(line.find(format_bytes(1500)) != std::string::npos);
+  CHECK(text.find("  loss_scaler") != std::string::npos);   // held: amp-fp16 with loss scaling
+  CHECK(text.find("  comm_buffers") == std::string::npos);  // not held: one process
+  // Without a predicted peak there is no predicted other.
+  tp.peak = -1;
+  CHECK(tp.other() == -1);
+  CHECK(nlohmann::json::parse(to_json_string(r)).at("training").at("memory_predicted").at("other") == -1);
 }
 
 TEST_CASE("console and JSON say when the ranks' parameters differ after the run", "[report]") {

@@ -273,6 +273,59 @@ TEST_CASE("phases: data, forward, backward and optimizer add up to the step time
   CHECK(r.step_ms.size() == static_cast<size_t>(s.steps));
 }
 
+TEST_CASE("learning-rate schedule: linear warm-up, then a cosine to a tenth of the rate at the run's last step",
+          "[training]") {
+  TrainSettings s;
+  s.learning_rate = 1e-3;
+  s.warmup_steps = 2;
+  s.steps = 17;  // with the two ledger steps: 21 optimizer steps, 0 .. 20
+  REQUIRE(run_optimizer_steps(s) == 21);
+  CHECK(lr_warmup_steps(s) == 2);  // a tenth of the run
+  CHECK(scheduled_learning_rate(s, 0) == Approx(5e-4));
+  CHECK(scheduled_learning_rate(s, 1) == Approx(1e-3));
+  CHECK(scheduled_learning_rate(s, 20) == Approx(1e-4));
+  CHECK(scheduled_learning_rate(s, 99) == Approx(1e-4));  // past the run: its last rate
+  s.lr_warmup_steps = 4;
+  CHECK(scheduled_learning_rate(s, 2) == Approx(7.5e-4));
+  CHECK(scheduled_learning_rate(s, 3) == Approx(1e-3));
+  CHECK(scheduled_learning_rate(s, 12) == Approx(5.5e-4));  // half-way down: 1e-4 + 0.5 x 9e-4
+  s.lr_schedule = LrSchedule::constant;
+  CHECK(scheduled_learning_rate(s, 0) == 1e-3);
+  CHECK(lr_warmup_steps(s) == 0);
+  CHECK(parse_lr_schedule("warmup-cosine") == LrSchedule::warmup_cosine);
+  CHECK_THROWS_WITH(parse_lr_schedule("cosine"), Catch::Contains("warmup-cosine, constant"));
+  // A CUDA graph holds the rate it captured.
+  TrainSettings g;
+  g.cuda_graph = true;
+  CHECK_THROWS_WITH(validate(g), Catch::Contains("train.lr_schedule") && Catch::Contains("constant with --cuda-graph"));
+  g.lr_schedule = LrSchedule::constant;
+  CHECK_NOTHROW(validate(g));
+}
+
+TEST_CASE("the trainer steps with the scheduled rate, and the loss falls over a scheduled run", "[training]") {
+  auto w = make_zoo_workload("gpt", "tiny");
+  TrainSettings s = test::small_train(OptimizerKind::adamw);
+  s.lr_schedule = LrSchedule::warmup_cosine;
+  s.warmup_steps = 3;
+  s.steps = 15;  // 20 optimizer steps with the ledger's two
+  s.learning_rate = 3e-3;
+  s.data_batches = 2;
+  Trainer trainer(*w, s, kCpu);
+  std::vector<double> rates, losses;
+  for (int64_t k = 0; k < run_optimizer_steps(s); ++k) {
+    losses.push_back(trainer.step().item<double>());
+    rates.push_back(trainer.optimizer().param_groups().front().options().get_lr());
+  }
+  for (size_t k = 0; k < rates.size(); ++k) {
+    INFO("step " << k);
+    CHECK(rates[k] == Approx(scheduled_learning_rate(s, static_cast<int64_t>(k))));
+  }
+  CHECK(rates.front() == Approx(1.5e-3));  // warm-up: 2 steps of a 20-step run
+  CHECK(rates.back() == Approx(3e-4));
+  // Two batches cycled: the mean of the last two losses against the first two.
+  CHECK((losses[losses.size() - 1] + losses[losses.size() - 2]) < 0.9 * (losses[0] + losses[1]));
+}
+
 TEST_CASE("settings the device cannot run are refused", "[training]") {
   TrainSettings s;
   s.precision = TrainPrecision::amp_fp16;

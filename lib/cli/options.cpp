@@ -184,7 +184,16 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_field_option(cmd, "--optimizer", o.optimizer, "sgd, sgd-momentum, adam, adamw", "train.optimizer")
       ->capture_default_str();
-  add_field_option(cmd, "--lr", s.learning_rate, "Learning rate", "train.learning_rate")->capture_default_str();
+  add_field_option(cmd, "--lr", s.learning_rate, "Learning rate (the peak of the schedule)", "train.learning_rate")
+      ->capture_default_str();
+  add_field_option(cmd, "--lr-schedule", o.lr_schedule,
+                   "auto (warmup-cosine; constant with --cuda-graph), warmup-cosine (linear warm-up, cosine decay to "
+                   "lr/10 at the last step), constant",
+                   "train.lr_schedule")
+      ->capture_default_str();
+  add_field_option(cmd, "--lr-warmup", s.lr_warmup_steps,
+                   "Warm-up steps of warmup-cosine (0: a tenth of the run's optimizer steps)", "train.lr_warmup_steps")
+      ->capture_default_str();
   add_field_option(cmd, "--momentum", s.momentum, "Momentum of sgd-momentum", "train.momentum")->capture_default_str();
   add_field_option(cmd, "--weight-decay", s.weight_decay, "Decoupled weight decay of adamw", "train.weight_decay")
       ->capture_default_str();
@@ -236,6 +245,8 @@ TrainSettings train_settings(const TrainOptions& o) {
   t.optimizer = parse_optimizer(o.optimizer);
   t.precision = parse_train_precision(o.precision);
   t.checkpoint_every = parse_checkpoint(o.checkpoint);
+  t.lr_schedule = o.lr_schedule == "auto" ? (t.cuda_graph ? LrSchedule::constant : LrSchedule::warmup_cosine)
+                                          : parse_lr_schedule(o.lr_schedule);
   return t;
 }
 

@@ -86,7 +86,8 @@ void check_outputs(const OutputOptions& o);
 struct TrainOptions {
   TrainSettings settings;
   std::string optimizer = "adamw", precision = "fp32", checkpoint = "none";
-  bool force = false;  // --force: no check of the predicted peak against the free memory
+  std::string lr_schedule = "auto";  // auto: warmup-cosine, constant with --cuda-graph
+  bool force = false;                // --force: no check of the predicted peak against the free memory
   bool allow_non_finite_loss = false;
 };
 void add_train_options(CLI::App* cmd, TrainOptions& o);

@@ -22,6 +22,9 @@ enum class InferenceDtype { fp32, fp16, bf16, int8, fp8 };
 // (amp-fp16 with dynamic loss scaling, CUDA only); bf16: pure bf16 weights, gradients and optimizer state.
 enum class TrainPrecision { fp32, amp_bf16, amp_fp16, bf16 };
 
+// amp-bf16 and amp-fp16: fp32 master weights under autocast.
+inline bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
+
 std::string to_string(OptimizerKind kind);
 std::string to_string(InferenceDtype dtype);
 std::string to_string(TrainPrecision precision);
@@ -112,6 +115,9 @@ struct ActivationEstimate {
   // checkpointed block's recomputed tensors; + amp weight copies an op saved and has not yet released: autocast's
   // cache is cleared before backward, the graph keeps what it saved). 0 for inference.
   int64_t backward_peak_bytes = 0;
+  // The largest bytes during backward but the parameters' gradients: the saved tensors shrink as the gradients
+  // grow, so the two peak at different ops (what ZeRO-2, which shards the gradients, is left with at most).
+  int64_t backward_peak_without_gradient_bytes = 0;
   // The same with every parameter's gradient alive from the start (the later micro-batches of gradient
   // accumulation, whose gradients add into those of the first).
   int64_t backward_peak_accumulating_bytes = 0;
@@ -153,6 +159,41 @@ struct PredictedTrainingMemory {
                                 // + max(forward peak, backward peak, optimizer step) of the trace
   std::vector<std::pair<std::string, int64_t>> activations_by_layer;
   std::string kernel_scratch_source;  // how the CPU kernels' scratch was obtained (kernel_scratch_source())
+  // The peak by phase of the step: what each phase adds to the bytes always there (parameters, optimizer state,
+  // loss scaler, buckets), and how much of that is gradients and amp weight copies (what ZeRO-2 and ZeRO-3 shard
+  // in that phase). peak = the always-there bytes + the largest phase's. Empty without a trace (and for a ledger
+  // measured rather than traced: then the peak is one phase holding every gradient and copy).
+  struct Phase {
+    std::string name;
+    int64_t bytes = 0;
+    int64_t gradients = 0;
+    int64_t weight_copies = 0;
+    // The phase's largest bytes but its gradients and copies where those grow while the rest shrinks (the
+    // backward); -1: bytes - gradients - weight_copies. Sharded, a phase holds at most this + its shards.
+    int64_t apart = -1;
+  };
+  std::vector<Phase> phases;
+  // What ZeRO's model-state layouts are counted from (tvie/projection.hpp, shard_training_memory): the parameter
+  // count, the largest parameter tensor's elements (DeepSpeed's "largest layer" for a layer of one weight), the
+  // optimizer's state in bytes per parameter (fp32 moments under mixed precision), and whether the run is mixed
+  // precision (amp: DeepSpeed then keeps 2-byte weights beside fp32 master weights). 0 parameters: not known.
+  struct ModelStates {
+    int64_t parameter_count = 0;
+    int64_t largest_layer_parameters = 0;
+    int64_t optimizer_bytes_per_parameter = 0;
+    int64_t weight_bytes = 4;
+    bool mixed_precision = false;
+  };
+  ModelStates model_states;
+  // The bytes every phase holds beside its own: parameters, optimizer state, loss scaler, buckets.
+  int64_t always() const { return parameters + optimizer_state + loss_scaler + comm_buffers; }
+  // The peak less the categories above (as the measured ledger's `other`: the batch and the transients of the
+  // moment); -1 without a predicted peak.
+  int64_t other() const {
+    if (peak < 0 || activations < 0) return -1;
+    return peak - (parameters + gradients + optimizer_state + (weight_copies > 0 ? weight_copies : 0) + loss_scaler +
+                   comm_buffers + activations);
+  }
 };
 
 // The inference ledger, predicted (fields as in InferenceMemory).
@@ -166,6 +207,8 @@ struct PredictedInferenceMemory {
   int64_t peak = -1;  // parameters + packed_weights + activations + batch
   // Every byte the weights hold, in LibTorch's allocator and outside it (-1 where either is not predicted).
   int64_t weights() const { return parameters < 0 || packed_weights < 0 ? -1 : parameters + packed_weights; }
+  // The peak less the categories (as the measured ledger's `other`: the input batch); -1 where any is not predicted.
+  int64_t other() const { return peak < 0 || activations < 0 || weights() < 0 ? -1 : peak - weights() - activations; }
   std::string kernel_scratch_source;  // as in PredictedTrainingMemory
   // int8/fp8: how the quantised weights were predicted (the CPU: fbgemm's blocking and how it was asked); else empty.
   std::string quantised_weights_source;

@@ -212,6 +212,8 @@ struct TrainingPlan {
   // The fewest cards per ZeRO stage (index 0: none .. 3: parameters) for the batch asked per card; 0: none
   // up to 65,536 cards is enough.
   std::array<int64_t, 4> cards_needed{};
+  // Per stage, the predicted per-card ledger at those cards (total 0 where no count is enough).
+  std::array<PerCardTrainingMemory, 4> per_card{};
   int64_t cards = 0;                          // what the budget uses: 1 when it fits, else the fewest sharded
   ShardingStage stage = ShardingStage::none;  // with that stage
   double allreduce_s = 0;      // one step's gradient all-reduce over `cards` (ring, its link; 1.5x for ZeRO-3)

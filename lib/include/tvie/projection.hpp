@@ -115,18 +115,40 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card);
 
 // --- data-parallel sharding, as accounting ---
 // ZeRO's stages (Rajbhandari et al. 2020): 1 splits the optimizer state over the N cards, 2 also the gradients,
-// 3 also the parameters (and the amp weight copies). Activations, the batch and the transients stay per card.
+// 3 also the parameters. Activations, the batch and the transients stay per card.
 enum class ShardingStage { none = 0, optimizer = 1, gradients = 2, parameters = 3 };
 const char* to_string(ShardingStage stage);
 
+// DeepSpeed's default reduce_bucket_size (elements): the gradients it reduces at once, one 16-bit bucket per card.
+inline constexpr int64_t kDeepSpeedReduceBucketElements = 500'000'000;
+
 struct PerCardTrainingMemory {
-  int64_t parameters = 0, gradients = 0, optimizer_state = 0, weight_copies = 0;  // after sharding
-  int64_t activations = 0, batch = 0, transients = 0;  // per card; transients = predicted peak - the categories
-  int64_t total = 0;                                   // the predicted peak per card
+  // Whose layout the model states follow: "tvie" (what tvie runs: autocast over fp32 weights, the stage splitting
+  // its categories) or "deepspeed-mixed-precision" (ZeRO 1-3 under amp, as DeepSpeed lays them out).
+  std::string layout;
+  int64_t parameters = 0, gradients = 0, optimizer_state = 0, weight_copies = 0;  // model states per card
+  int64_t model_states = 0;  // their sum, all alive at once (as DeepSpeed's estimators count them)
+  int64_t buckets = 0;       // deepspeed layout: one 16-bit reduce bucket (kDeepSpeedReduceBucketElements, at most P)
+  std::string peak_phase;    // the phase of the step where the per-card peak falls (PredictedTrainingMemory::phases)
+  int64_t phase_bytes = 0;   // what that phase adds beside the model states: activations, batch, transients
+  int64_t total = 0;         // the predicted peak per card
 };
-// `whole`: one card's predicted ledger at the per-card batch (predict_training_memory). Requires whole.peak >= 0
-// and cards >= 1 (InvalidArgument otherwise). Stage 3's gather buffer (one layer's full parameters at a time) is
-// not counted.
+// `whole`: one card's predicted ledger at the per-card batch (predict_training_memory). Sharded within each phase of
+// the step, so that one card's total under ZeRO-0 is the predicted peak, and a ledger whose peak is the optimizer's
+// step is not charged its activations there:
+// - tvie's layout (stage none; every stage for fp32 and pure bf16, and for a ledger without a parameter count):
+//   per card, the parameters and optimizer state with the stage's shards all through the step, plus the largest
+//   phase with its gradients and amp copies sharded as the stage says; stage 3 adds one gathered layer (the largest
+//   parameter's weights and gradients in full).
+// - DeepSpeed's mixed-precision layout (stages 1-3 under amp; P parameters, L the largest layer's, S the optimizer's
+//   fp32 state per parameter, 8 for Adam): 16-bit weights and gradients, fp32 master weights and gradients, the
+//   optimizer's state, all alive: ZeRO-1 4P + (8 + S)P/N, ZeRO-2 2P + (10 + S)P/N, ZeRO-3 4L + (10 + S)P/N (DeepSpeed
+//   0.19.8's estimate_zero2/3_model_states_mem_needs: 2P + 18P/N and 4L + 18P/N with Adam), plus one reduce bucket
+//   and the largest phase's activations and transients (its gradients and copies being model states here).
+// The backward's gradients grow as its saved tensors go: sharded, it holds at most the smaller of its peak and its
+// largest bytes but the gradients plus their shard (an upper bound). A ledger without
+// phases (measured, not traced) is one phase holding every gradient and copy. Requires whole.peak >= 0 and cards
+// >= 1 (InvalidArgument otherwise).
 PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& whole, int64_t cards, ShardingStage stage);
 // The fewest cards, 1 .. max_cards, whose per-card total is at most card_bytes; 0 when none is enough (the
 // replicated part alone does not fit).

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include <tvie/errors.hpp>
 #include <tvie/output_files.hpp>
 #include <tvie/run.hpp>
 
@@ -63,11 +64,11 @@ std::string to_json_string(const CardsReport& report, int indent = 2);
 std::string to_json_string(const PlanReport& report, int indent = 2);
 std::string to_json_string(const ZooReport& report, int indent = 2);
 
-// CSV of the reports' tables (one header row, units in the column names): compare and train the memory ledger (one
-// row per category, measured and predicted bytes), infer the sweep's rows, serve and decode their latency
-// statistics, max-batch its probes (mode,batch,fits,peak_bytes,seconds), allreduce its rows, cards the catalog (an
-// empty cell: not published), plan its cards ("projected" in each), list the zoo's presets. Slice reports throw
-// InvalidArgument("csv", ...): they are several tables (use --json).
+// CSV of the reports that are one table (one header row, units in the column names): compare and train the memory
+// ledger (one row per category, measured and predicted bytes), infer the sweep's rows, serve and decode their
+// latency statistics, max-batch its probes (mode,batch,fits,peak_bytes,seconds), allreduce its rows, cards the
+// catalog (an empty cell: not published), plan its cards ("projected" in each), list the zoo's presets. A slice
+// report is several tables and has no CSV (renders<CsvFormat, SliceReport> is false; use JSON).
 std::string to_csv_string(const CompareReport& report);
 std::string to_csv_string(const TrainReport& report);
 std::string to_csv_string(const InferReport& report);
@@ -75,7 +76,6 @@ std::string to_csv_string(const ServeReport& report);
 std::string to_csv_string(const DecodeReport& report);
 std::string to_csv_string(const MaxBatchReport& report);
 std::string to_csv_string(const AllreduceReport& report);
-std::string to_csv_string(const SliceReport& report);
 std::string to_csv_string(const CardsReport& report);
 std::string to_csv_string(const PlanReport& report);
 std::string to_csv_string(const ZooReport& report);
@@ -99,22 +99,49 @@ std::string to_html_string(const ZooReport& report);
 // a slice, and the timed inference batches, each run on its own track ("process") with its own time origin: the
 // first timed step or batch at 0, on the timer's clock (CUDA events on a GPU, so device times; the host's steady
 // clock on the CPU). compare, train (data-parallel: one track per rank, each rank's buckets' all-reduces on a second
-// row) and infer (one track per row); the other reports
-// have no timed steps of one model and throw InvalidArgument("trace", ...).
+// row) and infer (one track per row); the other reports have no timed steps of one model and no trace.
 std::string to_trace_string(const CompareReport& report);
 std::string to_trace_string(const TrainReport& report);
 std::string to_trace_string(const InferReport& report);
-std::string to_trace_string(const ServeReport& report);
-std::string to_trace_string(const DecodeReport& report);
-std::string to_trace_string(const AllreduceReport& report);
-std::string to_trace_string(const MaxBatchReport& report);
-std::string to_trace_string(const SliceReport& report);
-std::string to_trace_string(const CardsReport& report);
-std::string to_trace_string(const PlanReport& report);
-std::string to_trace_string(const ZooReport& report);
+
+// A format renders the reports its to_X_string has an overload for; renders<Format, Report> says whether it does,
+// at compile time, and `accepted` what a user may ask of it.
+struct JsonFormat {
+  static constexpr const char* name = "json";
+  static constexpr const char* accepted = "every report";
+  template <typename Report>
+  requires requires(const Report& r) { to_json_string(r); }
+  static std::string render(const Report& r) { return to_json_string(r); }
+};
+struct CsvFormat {
+  static constexpr const char* name = "csv";
+  static constexpr const char* accepted = "a report that is one table (not slices: use JSON)";
+  template <typename Report>
+  requires requires(const Report& r) { to_csv_string(r); }
+  static std::string render(const Report& r) { return to_csv_string(r); }
+};
+struct HtmlFormat {
+  static constexpr const char* name = "html";
+  static constexpr const char* accepted = "every report";
+  template <typename Report>
+  requires requires(const Report& r) { to_html_string(r); }
+  static std::string render(const Report& r) { return to_html_string(r); }
+};
+struct TraceFormat {
+  static constexpr const char* name = "trace";
+  static constexpr const char* accepted = "compare, train or infer reports (the others have no timed steps to trace)";
+  template <typename Report>
+  requires requires(const Report& r) { to_trace_string(r); }
+  static std::string render(const Report& r) { return to_trace_string(r); }
+};
+template <typename Format, typename Report>
+inline constexpr bool renders = requires(const Report& r) {
+  Format::render(r);
+};
 
 // Writes every report to `path` as `Format::render(report)` renders it, and a newline, atomically
-// (write_file_atomically).
+// (write_file_atomically). A report the format does not render is refused before anything is written:
+// InvalidArgument(Format::name, the report's kind, Format::accepted).
 template <typename Format>
 class FileReporter final : public Reporter {
  public:
@@ -134,35 +161,14 @@ class FileReporter final : public Reporter {
  private:
   template <typename Report>
   void write(const Report& report) {
-    write_file_atomically(path_, Format::render(report) + "\n");
+    if constexpr (renders<Format, Report>)
+      write_file_atomically(path_, Format::render(report) + "\n");
+    else
+      throw InvalidArgument(Format::name, Report::kind, Format::accepted);
   }
   std::string path_;
 };
 
-struct JsonFormat {
-  template <typename Report>
-  static std::string render(const Report& r) {
-    return to_json_string(r);
-  }
-};
-struct CsvFormat {
-  template <typename Report>
-  static std::string render(const Report& r) {
-    return to_csv_string(r);
-  }
-};
-struct HtmlFormat {
-  template <typename Report>
-  static std::string render(const Report& r) {
-    return to_html_string(r);
-  }
-};
-struct TraceFormat {
-  template <typename Report>
-  static std::string render(const Report& r) {
-    return to_trace_string(r);
-  }
-};
 using JsonReporter = FileReporter<JsonFormat>;
 using CsvReporter = FileReporter<CsvFormat>;
 using HtmlReporter = FileReporter<HtmlFormat>;

@@ -56,6 +56,7 @@ void write_parameters(const torch::nn::Module& module, const std::string& path);
 
 // Training and inference of the same model, side by side.
 struct CompareReport {
+  static constexpr const char* kind = "compare";  // the report's name in errors
   RunContext context;
   CompareSettings settings;  // infer.dtype as run (also when chosen by infer_dtype_auto)
   std::string workload;      // "gpt/tiny"
@@ -72,6 +73,7 @@ struct CompareReport {
 
 // Training only; with data parallelism, `distributed` holds rank 0's communication figures.
 struct TrainReport {
+  static constexpr const char* kind = "train";  // the report's name in errors
   RunContext context;
   TrainSettings settings;
   std::string workload;
@@ -84,6 +86,7 @@ struct TrainReport {
 
 // Inference only: the batch x precision sweep.
 struct InferReport {
+  static constexpr const char* kind = "infer";  // the report's name in errors
   RunContext context;
   std::string workload;
   ModelFacts facts;
@@ -93,6 +96,7 @@ struct InferReport {
 
 // A serving load (with settings.max_qps_search: the search, and the run at the highest passing QPS).
 struct ServeReport {
+  static constexpr const char* kind = "serve";  // the report's name in errors
   RunContext context;
   std::string workload;
   ModelFacts facts;
@@ -103,6 +107,7 @@ struct ServeReport {
 
 // KV-cached decoding of a zoo gpt.
 struct DecodeReport {
+  static constexpr const char* kind = "decode";  // the report's name in errors
   RunContext context;
   std::string workload;  // "gpt/tiny"
   ModelFacts facts;
@@ -112,6 +117,7 @@ struct DecodeReport {
 
 // An all-reduce sweep in the manner of nccl-tests' all_reduce_perf (rank 0's figures).
 struct AllreduceReport {
+  static constexpr const char* kind = "allreduce";  // the report's name in errors
   RunContext context;
   AllreduceSweepSettings settings;
   AllreduceSweepResult result;
@@ -129,6 +135,7 @@ struct MaxBatchSearchSettings {
 };
 
 struct MaxBatchReport {
+  static constexpr const char* kind = "max-batch";  // the report's name in errors
   RunContext context;
   std::string workload;
   ModelFacts facts;
@@ -156,6 +163,7 @@ struct InferenceSlices {
   PredictedInferenceMemory predicted;
 };
 struct SliceReport {
+  static constexpr const char* kind = "slices";  // the report's name in errors
   RunContext context;
   std::string workload;                      // the full model's label ("llama/llama-3-8b")
   ModelFacts facts;                          // the full model's
@@ -171,11 +179,13 @@ struct ZooPreset {
   std::string source;  // where the preset's shape comes from (a published model, or tvie's own size)
 };
 struct ZooReport {
+  static constexpr const char* kind = "list";  // the report's name in errors
   RunContext context;
   std::vector<ZooPreset> presets;
 };
 // The accelerator catalog (tvie/catalog.hpp), or the cards asked for, with the host's CPU class.
 struct CardsReport {
+  static constexpr const char* kind = "cards";  // the report's name in errors
   RunContext context;
   int catalog_schema_version = 0;
   std::string catalog_description;
@@ -188,6 +198,7 @@ struct CardsReport {
 };
 // The workload projected onto cards (tvie/plan.hpp): nothing runs but the predictions.
 struct PlanReport {
+  static constexpr const char* kind = "plan";  // the report's name in errors
   RunContext context;
   std::string workload;
   ModelFacts facts;

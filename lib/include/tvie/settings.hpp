@@ -16,16 +16,28 @@ namespace tvie {
 // "none" -> 0, "blocks" -> 1, "every-K" -> K (checkpoint every K-th block).
 int64_t parse_checkpoint(const std::string& text, const std::string& field = "train.checkpoint_every");
 std::string checkpoint_to_string(int64_t every);
+// The learning rate over a run's optimizer steps: constant, or a linear warm-up to the rate and a cosine decay to a
+// tenth of it at the run's last step (nanoGPT's and llm.c's schedule): without a warm-up, Adam's first steps at the
+// full rate can send a fresh transformer's loss up before it comes down.
+enum class LrSchedule { constant, warmup_cosine };
+std::string to_string(LrSchedule schedule);
+LrSchedule parse_lr_schedule(const std::string& text, const std::string& field = "train.lr_schedule");
+
 struct TrainSettings {
   int64_t batch_size = 8;    // samples per optimizer step, split into `accumulate` micro-batches
   int64_t steps = 20;        // timed optimizer steps
   int64_t warmup_steps = 3;  // untimed optimizer steps before the timed ones (after the ledger step)
   int64_t accumulate = 1;    // micro-batches per optimizer step; must divide batch_size
   OptimizerKind optimizer = OptimizerKind::adamw;
-  double learning_rate = 1e-3;  // all optimizers
-  double momentum = 0.9;        // sgd_momentum only
-  double weight_decay = 0.01;   // adamw only (decoupled)
-  uint64_t seed = 0;            // initial weights and synthetic data
+  double learning_rate = 1e-3;  // all optimizers (the peak of a schedule)
+  // warmup_cosine: the rate rises linearly over lr_warmup_steps optimizer steps (0: a tenth of the run's, at least
+  // 1), then falls along a cosine to learning_rate / 10 at the run's last step. A CUDA graph holds the rate it
+  // captured: cuda_graph needs constant.
+  LrSchedule lr_schedule = LrSchedule::warmup_cosine;
+  int64_t lr_warmup_steps = 0;
+  double momentum = 0.9;       // sgd_momentum only
+  double weight_decay = 0.01;  // adamw only (decoupled)
+  uint64_t seed = 0;           // initial weights and synthetic data
   TrainPrecision precision = TrainPrecision::fp32;
   double clip_grad_norm = 0;      // clip the gradients' global L2 norm to this (after unscaling); 0: off
   int64_t checkpoint_every = 0;   // activation checkpointing of every k-th transformer block; 0: off, 1: all
@@ -63,6 +75,13 @@ struct CompareSettings {
   // with bf16 units, else fp32); the report says which and why.
   bool infer_dtype_auto = false;
 };
+
+// The optimizer steps of one run: the two ledger steps, the warm-up and the timed steps, and the profiled one.
+int64_t run_optimizer_steps(const TrainSettings& settings);
+// The warm-up steps of the schedule (lr_warmup_steps, or its default), and the rate at optimizer step `step`
+// (0-based) of a run of run_optimizer_steps(settings); past the run's last step the rate stays at its last.
+int64_t lr_warmup_steps(const TrainSettings& settings);
+double scheduled_learning_rate(const TrainSettings& settings, int64_t step);
 
 void validate(const TrainSettings& settings);
 // Also checks what the device must have (amp-fp16 and CUDA graphs need CUDA).

@@ -675,6 +675,7 @@ ForwardTrace::Sweep ForwardTrace::sweep(const std::vector<Op>& ops, int64_t save
     const int64_t op_bytes = (recomputed ? std::max(it->transient, it->recompute) : it->transient) + casts;
     const int64_t own_grads = recomputed ? 0 : it->parameter_grads;
     out.peak = std::max(out.peak, remaining + grads + own_grads + op_bytes);
+    out.peak_without_grads = std::max(out.peak_without_grads, remaining + op_bytes);
     // Under accumulation every gradient is alive, and the op's new ones beside them until autograd adds them in
     // (a bias added before the weight's gradient exists: one at a time), and a tied weight's first gradient from
     // the head's backward until the embedding's.
@@ -701,6 +702,7 @@ ActivationEstimate ForwardTrace::finish() {
   e.by_layer = by_layer_;
   const Sweep outer = sweep(ops_, e.saved_bytes);
   e.backward_peak_bytes = outer.peak + loss_bytes_;
+  e.backward_peak_without_gradient_bytes = outer.peak_without_grads + loss_bytes_;
   e.backward_peak_accumulating_bytes = outer.peak_accumulating + loss_bytes_;
   e.largest_parameter_bytes = largest_parameter_bytes_;
   e.forward_work = forward_work_;

@@ -287,6 +287,7 @@ class ForwardTrace {
 
   struct Sweep {
     int64_t peak = 0, peak_accumulating = 0, grads = 0;
+    int64_t peak_without_grads = 0;  // the largest bytes but the parameters' gradients (at another op than `peak`)
   };
   static Sweep sweep(const std::vector<Op>& ops, int64_t saved_bytes);
 };

@@ -358,8 +358,11 @@ TrainingPlan plan_training(Predictions& p, const PlanSettings& s, const Accelera
   } else {
     if (p.train_measured) t.peak_note = kMeasuredNote;
     t.largest_batch = largest_batch([&](int64_t b) { return p.training_peak(b); }, t.usable_bytes, s.max_batch);
-    for (int stage = 0; stage < 4; ++stage)
+    for (int stage = 0; stage < 4; ++stage) {
       t.cards_needed[stage] = cards_needed(whole, t.usable_bytes, static_cast<ShardingStage>(stage));
+      if (t.cards_needed[stage] > 0)
+        t.per_card[stage] = shard_training_memory(whole, t.cards_needed[stage], static_cast<ShardingStage>(stage));
+    }
   }
   // The cards the budget uses: one when it fits, else the stage that needs the fewest.
   if (t.fits || whole.peak < 0) {

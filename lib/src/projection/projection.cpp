@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -271,20 +272,61 @@ const char* to_string(ShardingStage stage) {
 PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& w, int64_t cards, ShardingStage stage) {
   if (w.peak < 0) throw InvalidArgument("sharding.ledger", "no predicted peak", "a workload with a trace");
   if (cards < 1) throw InvalidArgument("sharding.cards", cat(cards), ">= 1");
-  const auto split = [&](int64_t bytes, ShardingStage from) {
-    return stage >= from ? (bytes + cards - 1) / cards : bytes;  // rounded up: a shard is whole bytes
-  };
+  const auto shard = [&](int64_t bytes) { return (bytes + cards - 1) / cards; };  // rounded up: whole bytes
+  const auto split = [&](int64_t bytes, ShardingStage from) { return stage >= from ? shard(bytes) : bytes; };
+  const auto& z = w.model_states;
+  std::vector<PredictedTrainingMemory::Phase> phases = w.phases;
+  const int64_t copies = std::max<int64_t>(w.weight_copies, 0);
+  if (phases.empty()) {  // a measured ledger: one phase at the peak, every gradient and copy in it
+    const int64_t bytes = std::max<int64_t>(0, w.peak - w.always());
+    const int64_t gradients = std::min(w.gradients, bytes);
+    phases.push_back({"step", bytes, gradients, std::min(copies, bytes - gradients)});
+  }
   PerCardTrainingMemory m;
-  const int64_t copies = std::max<int64_t>(w.weight_copies, 0), activations = std::max<int64_t>(w.activations, 0);
-  m.parameters = split(w.parameters, ShardingStage::parameters);
-  m.gradients = split(w.gradients, ShardingStage::gradients);
-  m.optimizer_state = split(w.optimizer_state, ShardingStage::optimizer);
-  m.weight_copies = split(copies, ShardingStage::parameters);
-  m.activations = activations;
-  m.batch = w.batch;
-  m.transients =
-      std::max<int64_t>(0, w.peak - (w.parameters + w.gradients + w.optimizer_state + copies + activations + w.batch));
-  m.total = m.parameters + m.gradients + m.optimizer_state + m.weight_copies + m.activations + m.batch + m.transients;
+  const bool deepspeed = stage != ShardingStage::none && z.mixed_precision && z.parameter_count > 0;
+  // What each phase adds beside the model states held all through the step.
+  std::function<int64_t(const PredictedTrainingMemory::Phase&)> phase_bytes;
+  if (deepspeed) {
+    m.layout = "deepspeed-mixed-precision";
+    const int64_t p = z.parameter_count, l = z.largest_layer_parameters;
+    const int64_t master = shard(4 * p), state = shard(z.optimizer_bytes_per_parameter * p);
+    m.optimizer_state = state;
+    m.parameters = (stage == ShardingStage::parameters ? shard(2 * p) + 2 * l : 2 * p) + master;
+    m.gradients = stage == ShardingStage::optimizer   ? 2 * p + shard(4 * p)
+                  : stage == ShardingStage::gradients ? shard(2 * p) + shard(4 * p)
+                                                      : 2 * l + shard(4 * p);
+    m.model_states = m.parameters + m.gradients + m.optimizer_state;
+    m.buckets = 2 * std::min(p, kDeepSpeedReduceBucketElements);
+    // The phase's gradients and amp copies are model states here (16-bit weights need no cast cache).
+    phase_bytes = [](const PredictedTrainingMemory::Phase& ph) {
+      return ph.apart >= 0 ? ph.apart : ph.bytes - ph.gradients - ph.weight_copies;
+    };
+  } else {
+    m.layout = "tvie";
+    // Stage 3 on several cards gathers one layer's full weights for its forward and backward, and its gradients
+    // before they are sharded.
+    const int64_t gathered =
+        stage == ShardingStage::parameters && cards > 1 ? 2 * z.largest_layer_parameters * z.weight_bytes : 0;
+    m.parameters = split(w.parameters, ShardingStage::parameters) + gathered / 2;
+    m.gradients = split(w.gradients, ShardingStage::gradients) + gathered / 2;
+    m.optimizer_state = split(w.optimizer_state, ShardingStage::optimizer);
+    m.weight_copies = split(copies, ShardingStage::parameters);
+    m.model_states = m.parameters + m.gradients + m.optimizer_state + m.weight_copies;
+    phase_bytes = [&](const PredictedTrainingMemory::Phase& ph) {
+      const int64_t apart = ph.apart >= 0 ? ph.apart : ph.bytes - ph.gradients - ph.weight_copies;
+      const int64_t sharded =
+          apart + split(ph.gradients, ShardingStage::gradients) + split(ph.weight_copies, ShardingStage::parameters);
+      return std::min(ph.bytes, sharded) + (ph.gradients > 0 ? gathered / 2 : 0);  // both bound it from above
+    };
+  }
+  int64_t largest = -1;
+  for (const auto& phase : phases) {
+    const int64_t bytes = phase_bytes(phase);
+    if (bytes > largest) largest = bytes, m.peak_phase = phase.name, m.phase_bytes = bytes;
+  }
+  // tvie's layout: the gradients and copies are in the phases; the weights and optimizer state all through.
+  const int64_t held = deepspeed ? m.model_states + m.buckets : m.parameters + m.optimizer_state;
+  m.total = held + w.loss_scaler + w.comm_buffers + largest;
   return m;
 }
 

@@ -6,12 +6,13 @@
 #include <cstdarg>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "core/text.hpp"
 #include "report/console_text.hpp"
+#include "report/ledger_rows.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -42,8 +43,6 @@ std::string precision_text(TrainPrecision p) {
   }
   return "fp32";
 }
-
-bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
 
 // "machine: <CPU>, N threads, bf16 units: ...; GPU ..., driver ..., CUDA ..., cuDNN ..., NCCL ..."; then the
 // options a --config file set.
@@ -78,33 +77,13 @@ void training_line(std::ostream& out, const TrainSettings& ts, const TrainingRes
   if (t.checkpointed_blocks > 0) out << " (" << t.checkpointed_blocks << " blocks recomputed in backward)";
   out << ", clip " << (ts.clip_grad_norm > 0 ? fmt("%g", ts.clip_grad_norm) : "off");
   if (t.cuda_graph) out << ", CUDA graph (" << t.cuda_graph_scope << ")";
+  out << "\n          lr " << fmt("%g", ts.learning_rate);
+  if (ts.lr_schedule == LrSchedule::warmup_cosine)
+    out << ": linear warm-up over " << lr_warmup_steps(ts) << " step" << (lr_warmup_steps(ts) > 1 ? "s" : "")
+        << ", cosine to " << fmt("%g", ts.learning_rate / 10) << " at step " << run_optimizer_steps(ts);
+  else
+    out << " constant";
   out << '\n';
-}
-
-// The rows of the training ledger, each with its prediction (tvie/predict.hpp; -1: not predicted).
-struct LedgerRow {
-  std::string name;
-  int64_t training;
-  int64_t predicted;
-};
-
-std::vector<LedgerRow> ledger_rows(const TrainingResult& t, const DistributedResult* distributed) {
-  const auto& p = t.predicted;
-  std::vector<LedgerRow> rows = {{"parameters", t.memory.parameters, p.parameters},
-                                 {"gradients", t.memory.gradients, p.gradients},
-                                 {"optimizer_state", t.memory.optimizer_state, p.optimizer_state}};
-  if (is_amp(t.precision)) rows.push_back({"weight_copies", t.memory.weight_copies, p.weight_copies});
-  if (t.loss_scaling) rows.push_back({"loss_scaler", t.memory.loss_scaler, p.loss_scaler});
-  if (distributed) rows.push_back({"comm_buffers", t.memory.comm_buffers, p.comm_buffers});
-  rows.push_back({"activations", t.memory.activations, p.activations});
-  // other, predicted: the predicted peak less the predicted categories (the batch and the transients).
-  int64_t other = -1;
-  if (p.peak >= 0)
-    other = p.peak - (p.parameters + p.gradients + p.optimizer_state + std::max<int64_t>(0, p.weight_copies) +
-                      p.loss_scaler + p.comm_buffers + p.activations);
-  rows.push_back({"other", t.memory.other, other});
-  rows.push_back({"peak", t.memory.peak, p.peak});
-  return rows;
 }
 
 std::string predicted_cell(int64_t predicted) { return predicted < 0 ? "-" : format_bytes(predicted); }
@@ -206,12 +185,17 @@ void ConsoleReporter::report(const TrainReport& r) {
   const DistributedResult* distributed = r.distributed ? &*r.distributed : nullptr;
   const std::vector<size_t> w = {18, 14, 14, 22};
   row(out, {"memory", "training", "predicted", "measured - predicted"}, w);
-  for (const auto& lr : ledger_rows(t, distributed))
+  for (const auto& lr : detail::ledger_rows(t, distributed != nullptr)) {
+    if (!lr.held || std::string_view(lr.name) == "batch") continue;
+    if (std::string_view(lr.name) == "peak_reserved") {
+      row(out, {"  peak reserved", format_bytes(lr.measured), "-", ""}, w);
+      continue;
+    }
     row(out,
-        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted),
-         remainder_cell(lr.training, lr.predicted)},
+        {cat("  ", lr.name), format_bytes(lr.measured), predicted_cell(lr.predicted),
+         remainder_cell(lr.measured, lr.predicted)},
         w);
-  if (t.memory.peak_reserved >= 0) row(out, {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", ""}, w);
+  }
   ledger_notes(out, t, false, r.context.device_type == c10::DeviceType::CUDA);
   out << '\n';
   const std::vector<size_t> w2 = {18, 24};
@@ -318,33 +302,34 @@ void ConsoleReporter::report(const CompareReport& r) {
 
   const std::vector<size_t> w = {18, 14, 14, 18, 14, 10};
   row(out, {"memory", "training", "predicted", "inference " + to_string(i.dtype), "predicted", "train/infer"}, w);
-  // The categories inference has too; the ratio column compares the ones both modes hold for the same reason.
-  const std::map<std::string, std::pair<int64_t, int64_t>> inference = {
-      {"parameters", {i.memory.parameters + i.memory.packed_weights, i.predicted.weights()}},
-      {"activations", {i.memory.activations, i.predicted.activations}},
-      {"other", {i.memory.other, i.predicted.peak >= 0 ? i.predicted.batch : -1}},
-      {"peak", {i.memory.peak, i.predicted.peak}}};
-  for (const auto& lr : ledger_rows(t, nullptr)) {
-    const auto it = inference.find(lr.name);
-    const bool has = it != inference.end();
-    const bool comparable = has && lr.name != "other";
+  // The rows of both modes, in the ledger's one order; the ratio column compares the categories both modes hold for
+  // the same reason (the weights, counting int8 packs outside LibTorch's allocator, the activations, the peak).
+  const auto training = detail::ledger_rows(t, false);
+  const auto inference = detail::ledger_rows(i);
+  const int64_t inference_weights = i.memory.parameters + std::max<int64_t>(0, i.memory.packed_weights);
+  for (const char* name : detail::ledger_row_names()) {
+    const auto* a = detail::find_row(training, name);
+    const auto* b = detail::find_row(inference, name);
+    const bool has_a = a && a->held, has_b = b && b->held;
+    const std::string_view n = name;
+    if ((!has_a && !has_b) || n == "batch") continue;
+    std::string gap;
+    if (n == "parameters") gap = ratio(static_cast<double>(a->measured), static_cast<double>(inference_weights));
+    if (n == "activations" || n == "peak")
+      gap = ratio(static_cast<double>(a->measured), static_cast<double>(b->measured));
     row(out,
-        {"  " + lr.name, format_bytes(lr.training), predicted_cell(lr.predicted),
-         has ? format_bytes(it->second.first) : "-", has ? predicted_cell(it->second.second) : "-",
-         comparable ? ratio(static_cast<double>(lr.training), static_cast<double>(it->second.first)) : ""},
+        {n == "peak_reserved" ? "  peak reserved" : cat("  ", name), has_a ? format_bytes(a->measured) : "-",
+         has_a ? predicted_cell(a->predicted) : "-", has_b ? format_bytes(b->measured) : "-",
+         has_b ? predicted_cell(b->predicted) : "-", gap},
         w);
   }
-  if (t.memory.peak_reserved >= 0)
-    row(out,
-        {"  peak reserved", format_bytes(t.memory.peak_reserved), "-", format_bytes(i.memory.peak_reserved), "-", ""},
-        w);
   ledger_notes(out, t, true, r.context.device_type == c10::DeviceType::CUDA);
   if (i.memory.packed_weights > 0)
-    out << "  inference parameters include " << format_bytes(i.memory.packed_weights)
+    out << "  packed_weights: " << format_bytes(i.memory.packed_weights)
         << " of int8 weights packed by fbgemm outside torch's allocator\n  (glibc heap growth across each layer's "
-           "packing)\n";
+           "packing); train/infer of parameters counts them\n";
   if (!i.predicted.quantised_weights_source.empty())
-    out << "  inference parameters predicted: " << i.predicted.quantised_weights_source << "\n";
+    out << "  inference weights predicted: " << i.predicted.quantised_weights_source << "\n";
   if (!i.memory.packed_weights_measured) out << kPacksNotMeasured;
 
   out << '\n';

@@ -250,6 +250,26 @@ void ConsoleReporter::report(const PlanReport& r) {
          "  of the gradients over the card's link per step; kWh = TDP x cards x hours (an upper bound); cloud $ =\n"
          "  cards x estimated hours x the cheapest..dearest listed on-demand price (tvie cards --json: vendors, "
          "dates).\n";
+  out << "\nTraining memory per card at those cards (predicted; the phase of the step where each peak falls):\n";
+  const std::vector<size_t> wz = {22, 28, 28, 28, 28};
+  row(out, {"card", "z0 (replicated)", "z1 (+ optimizer state)", "z2 (+ gradients)", "z3 (+ parameters)"}, wz);
+  for (const auto& c : r.cards) {
+    const auto& t = c.training;
+    if (t.peak_bytes < 0) continue;
+    std::vector<std::string> cells = {c.card.id};
+    for (size_t stage = 0; stage < 4; ++stage)
+      cells.push_back(t.cards_needed[stage] == 0 ? "none enough"
+                                                 : cat(gb(t.per_card[stage].total), " x", t.cards_needed[stage], " (",
+                                                       t.per_card[stage].peak_phase, ")"));
+    row(out, cells, wz);
+  }
+  out << "  Sharded within each phase: parameters and optimizer state all through the step, the gradients and amp\n"
+         "  copies of the phase at the peak (the backward's: an upper bound, its gradients grow as its activations "
+         "go).\n";
+  if (!r.cards.empty() && r.cards.front().training.per_card[1].layout == "deepspeed-mixed-precision")
+    out << "  z1-z3 under amp in DeepSpeed's mixed-precision layout: 16-bit weights and gradients beside fp32 master\n"
+           "  weights, gradients and the optimizer's state (with Adam, ZeRO-2 2P + 18P/N, ZeRO-3 4L + 18P/N, as\n"
+           "  DeepSpeed's estimators), one 16-bit reduce bucket and the phase's activations (--json: per_card).\n";
   out << "\nInference (projected, " << to_string(s.infer.dtype) << "), per card:\n";
   const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12, 14};
   row(out,

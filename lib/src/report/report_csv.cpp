@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/text.hpp"
+#include "report/ledger_rows.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -48,36 +49,27 @@ std::vector<std::string> cells(const Cells&... x) {
 std::string bytes_cell(int64_t bytes) { return bytes < 0 ? std::string() : cat(bytes); }
 std::string positive_cell(double x) { return x < 0 ? std::string() : cat(x); }  // negative: not published
 
-// The ledger: one row per category, training's and inference's measured and predicted bytes (-1: no such figure).
+// The ledger: one row per category (ledger_row_names), training's and inference's measured and predicted bytes; an
+// empty cell where a mode has no such row or no such figure.
 Table ledger_table(const TrainingResult* t, const InferenceResult* i) {
   std::string header = "category";
   if (t) header += ",training_bytes,training_predicted_bytes";
   if (i) header += ",inference_bytes,inference_predicted_bytes";
   Table table{columns_of(header), {}};
-  struct Row {
-    const char* name;
-    int64_t train, train_predicted, infer, infer_predicted;
+  const auto training = t ? ledger_rows(*t, false) : std::vector<LedgerRow>{};
+  const auto inference = i ? ledger_rows(*i) : std::vector<LedgerRow>{};
+  const auto mode_cells = [](const std::vector<LedgerRow>& rows, const char* name) -> std::vector<std::string> {
+    const auto* r = find_row(rows, name);
+    if (!r) return {"", ""};
+    return {bytes_cell(r->measured), bytes_cell(r->predicted)};
   };
-  const TrainingMemory tm = t ? t->memory : TrainingMemory{};
-  const PredictedTrainingMemory tp = t ? t->predicted : PredictedTrainingMemory{};
-  const InferenceMemory im = i ? i->memory : InferenceMemory{};
-  const PredictedInferenceMemory ip = i ? i->predicted : PredictedInferenceMemory{};
-  const std::vector<Row> rows = {{"parameters", tm.parameters, tp.parameters, im.parameters, ip.parameters},
-                                 {"packed_weights", -1, -1, im.packed_weights, ip.packed_weights},
-                                 {"gradients", tm.gradients, tp.gradients, -1, -1},
-                                 {"optimizer_state", tm.optimizer_state, tp.optimizer_state, -1, -1},
-                                 {"activations", tm.activations, tp.activations, im.activations, ip.activations},
-                                 {"weight_copies", tm.weight_copies, tp.weight_copies, -1, -1},
-                                 {"loss_scaler", tm.loss_scaler, tp.loss_scaler, -1, -1},
-                                 {"comm_buffers", tm.comm_buffers, tp.comm_buffers, -1, -1},
-                                 {"other", tm.other, -1, im.other, -1},
-                                 {"batch", tm.batch, tp.batch, im.batch, ip.batch},
-                                 {"peak", tm.peak, tp.peak, im.peak, ip.peak},
-                                 {"peak_reserved", tm.peak_reserved, -1, im.peak_reserved, -1}};
-  for (const auto& r : rows) {
-    std::vector<std::string> row{r.name};
-    if (t) row.insert(row.end(), {bytes_cell(r.train), bytes_cell(r.train_predicted)});
-    if (i) row.insert(row.end(), {bytes_cell(r.infer), bytes_cell(r.infer_predicted)});
+  for (const char* name : ledger_row_names()) {
+    std::vector<std::string> row{name};
+    for (const auto* rows : {t ? &training : nullptr, i ? &inference : nullptr}) {
+      if (!rows) continue;
+      const auto c = mode_cells(*rows, name);
+      row.insert(row.end(), c.begin(), c.end());
+    }
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -233,9 +225,5 @@ std::string to_csv_string(const AllreduceReport& r) { return detail::csv_of(deta
 std::string to_csv_string(const CardsReport& r) { return detail::csv_of(detail::table_of(r)); }
 std::string to_csv_string(const PlanReport& r) { return detail::csv_of(detail::table_of(r)); }
 std::string to_csv_string(const ZooReport& r) { return detail::csv_of(detail::table_of(r)); }
-
-std::string to_csv_string(const SliceReport&) {
-  throw InvalidArgument("csv", "--slice-layers", "a report that is one table (not slices); use --json for this one");
-}
 
 }  // namespace tvie

@@ -7,12 +7,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "core/compat.hpp"
 #include "core/text.hpp"
 #include "report/json_parts.hpp"
+#include "report/ledger_rows.hpp"
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 
@@ -22,29 +24,17 @@ using namespace json_parts;
 
 namespace {
 
-nlohmann::json memory_json(const TrainingMemory& m) {
-  return {{"parameters", m.parameters},
-          {"gradients", m.gradients},
-          {"optimizer_state", m.optimizer_state},
-          {"weight_copies", m.weight_copies},
-          {"loss_scaler", m.loss_scaler},
-          {"comm_buffers", m.comm_buffers},
-          {"activations", m.activations},
-          {"other", m.other},
-          {"peak", m.peak},
-          {"peak_reserved", m.peak_reserved},
-          {"batch", m.batch}};
+// The measured ledger: every row of the mode (report/ledger_rows.hpp).
+nlohmann::json measured_json(const std::vector<detail::LedgerRow>& rows) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& r : rows) j[r.name] = r.measured;
+  return j;
 }
-
+nlohmann::json memory_json(const TrainingMemory& m) { return measured_json(detail::ledger_rows(m, nullptr)); }
 nlohmann::json memory_json(const InferenceMemory& m) {
-  return {{"parameters", m.parameters},
-          {"packed_weights", m.packed_weights},
-          {"packed_weights_measured", m.packed_weights_measured},
-          {"activations", m.activations},
-          {"other", m.other},
-          {"peak", m.peak},
-          {"peak_reserved", m.peak_reserved},
-          {"batch", m.batch}};
+  auto j = measured_json(detail::ledger_rows(m, nullptr));
+  j["packed_weights_measured"] = m.packed_weights_measured;
+  return j;
 }
 
 // The memory timeline (tvie/timeline.hpp): what was recorded, how, and the thinned points and phases.
@@ -80,31 +70,29 @@ nlohmann::json max_batch_json(const MaxBatchResult& r) {
 
 namespace json_parts {
 
-// Every predicted category (-1: not predicted), and the saved activations by layer type.
+// Every predicted row of the ledger (-1: not predicted; the allocator's reserve never is), and the saved activations
+// by layer type.
+nlohmann::json predicted_json(const std::vector<detail::LedgerRow>& rows) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& r : rows)
+    if (std::string_view(r.name) != "peak_reserved") j[r.name] = r.predicted;
+  return j;
+}
+
 nlohmann::json predicted_json(const PredictedTrainingMemory& p) {
   nlohmann::json by_layer = nlohmann::json::array();
   for (const auto& [layer, bytes] : p.activations_by_layer) by_layer.push_back({{"layer", layer}, {"bytes", bytes}});
-  return {{"parameters", p.parameters},
-          {"gradients", p.gradients},
-          {"optimizer_state", p.optimizer_state},
-          {"activations", p.activations},
-          {"weight_copies", p.weight_copies},
-          {"loss_scaler", p.loss_scaler},
-          {"comm_buffers", p.comm_buffers},
-          {"batch", p.batch},
-          {"peak", p.peak},
-          {"activations_by_layer", by_layer},
-          {"kernel_scratch_source", p.kernel_scratch_source}};
+  auto j = predicted_json(detail::ledger_rows(TrainingMemory{}, &p));
+  j["activations_by_layer"] = by_layer;
+  j["kernel_scratch_source"] = p.kernel_scratch_source;
+  return j;
 }
 
 nlohmann::json predicted_json(const PredictedInferenceMemory& p) {
-  return {{"parameters", p.parameters},
-          {"packed_weights", p.packed_weights},
-          {"activations", p.activations},
-          {"batch", p.batch},
-          {"peak", p.peak},
-          {"kernel_scratch_source", p.kernel_scratch_source},
-          {"quantised_weights_source", p.quantised_weights_source}};
+  auto j = predicted_json(detail::ledger_rows(InferenceMemory{}, &p));
+  j["kernel_scratch_source"] = p.kernel_scratch_source;
+  j["quantised_weights_source"] = p.quantised_weights_source;
+  return j;
 }
 
 json summary_json(const Summary& s) {
@@ -200,6 +188,8 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"accumulate", s.accumulate},
               {"optimizer", to_string(s.optimizer)},
               {"learning_rate", s.learning_rate},
+              {"lr_schedule", to_string(s.lr_schedule)},
+              {"lr_warmup_steps", lr_warmup_steps(s)},
               {"precision", to_string(t.precision)},
               {"checkpoint", checkpoint_to_string(t.checkpoint_every)},
               {"clip_grad_norm", s.clip_grad_norm},

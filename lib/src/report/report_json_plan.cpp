@@ -116,6 +116,27 @@ namespace {
 
 json interval_json(const Projected& p) { return {{"bound", p.bound}, {"estimate", p.estimate}}; }
 
+// Per ZeRO stage: the per-card ledger at the cards that stage needs (null where no count is enough).
+json per_card_json(const TrainingPlan& t) {
+  json j = json::object();
+  const char* names[] = {"none", "zero1", "zero2", "zero3"};
+  for (size_t stage = 0; stage < 4; ++stage) {
+    const auto& m = t.per_card[stage];
+    j[names[stage]] = t.cards_needed[stage] == 0 ? json() : json{{"cards", t.cards_needed[stage]},
+                                                                 {"total_bytes", m.total},
+                                                                 {"layout", m.layout},
+                                                                 {"model_states_bytes", m.model_states},
+                                                                 {"parameters", m.parameters},
+                                                                 {"gradients", m.gradients},
+                                                                 {"optimizer_state", m.optimizer_state},
+                                                                 {"weight_copies", m.weight_copies},
+                                                                 {"buckets", m.buckets},
+                                                                 {"peak_phase", m.peak_phase},
+                                                                 {"phase_bytes", m.phase_bytes}};
+  }
+  return j;
+}
+
 json work_json(const StepWork& w) {
   json classes = json::array();
   for (int i = 0; i < kOpClassCount; ++i) {
@@ -257,6 +278,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
              {"zero1", t.cards_needed[1]},
              {"zero2", t.cards_needed[2]},
              {"zero3", t.cards_needed[3]}}},
+           {"per_card", per_card_json(t)},
            {"cards", t.cards},
            {"sharding", to_string(t.stage)},
            {"allreduce_s", t.allreduce_s},

@@ -161,18 +161,4 @@ std::string to_trace_string(const InferReport& r) {
   return trace_document(std::move(events), r.context, r.workload);
 }
 
-namespace {
-[[noreturn]] void no_trace(const char* kind) {
-  throw InvalidArgument("trace", kind, "compare, train or infer reports (this one has no timed steps to trace)");
-}
-}  // namespace
-std::string to_trace_string(const ServeReport&) { no_trace("serve"); }
-std::string to_trace_string(const DecodeReport&) { no_trace("decode"); }
-std::string to_trace_string(const AllreduceReport&) { no_trace("allreduce"); }
-std::string to_trace_string(const MaxBatchReport&) { no_trace("--find-max-batch"); }
-std::string to_trace_string(const SliceReport&) { no_trace("--slice-layers"); }
-std::string to_trace_string(const CardsReport&) { no_trace("cards"); }
-std::string to_trace_string(const ZooReport&) { no_trace("list"); }
-std::string to_trace_string(const PlanReport&) { no_trace("plan"); }
-
 }  // namespace tvie

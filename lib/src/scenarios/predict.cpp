@@ -92,7 +92,10 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   p.comm_buffers = data_parallel ? p.gradients : 0;  // the flat buckets: one copy of the gradients
   const BatchBytes batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes);
   p.batch = batch.total();
+  p.model_states = {facts.parameter_count, 0, query.weight_bytes * optimizer_state_multiplier(settings.optimizer),
+                    query.weight_bytes, is_amp(settings.precision)};
   if (!a.known) return p;
+  p.model_states.largest_layer_parameters = a.largest_parameter_bytes / query.weight_bytes;
   p.activations = a.saved_bytes;  // what backward needs of each layer's forward
   p.weight_copies = a.cast_cache_bytes;
   p.activations_by_layer = a.by_layer;
@@ -102,19 +105,24 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   // before the run, in the baseline), but for a floating input that pure bf16 converts.
   const int64_t step_batch = query.cuda ? p.batch : (batch.floating_input && query.weight_bytes == 2 ? batch.input : 0);
   // The batch goes with the forward and backward (Trainer::forward_backward's), before the optimizer's step.
-  const int64_t always = p.parameters + p.optimizer_state + p.loss_scaler + p.comm_buffers;
+  const int64_t always = p.always();
   // amp: the cast cache's copies are all there at the end of the forward; the region ends before backward, which
   // then holds only the copies ops saved, until their backward runs (in the trace's backward peak).
   const int64_t amp_copies = p.weight_copies;
   // amp-fp16: backward starts from the loss times the scale, a copy of the loss (4 bytes) beside it.
   const int64_t scaled_loss = settings.precision == TrainPrecision::amp_fp16 ? 4 : 0;
-  int64_t during_steps = step_batch + std::max(amp_copies + a.forward_peak_bytes, scaled_loss + a.backward_peak_bytes);
+  // The backward writes every gradient as its saved tensors go (ZeRO-2 reduce-scatters them as it runs).
+  p.phases = {{"forward", step_batch + amp_copies + a.forward_peak_bytes, 0, amp_copies},
+              {"backward", step_batch + scaled_loss + a.backward_peak_bytes, p.gradients, 0,
+               step_batch + scaled_loss + a.backward_peak_without_gradient_bytes}};
   // Under accumulation the micro-batches after the first run beside every gradient and the running total of the
   // micro-batches' losses (4 bytes, Trainer::forward_backward).
-  if (settings.accumulate > 1)
-    during_steps = std::max({during_steps, step_batch + 4 +
-                                               std::max(amp_copies + p.gradients + a.forward_peak_bytes,
-                                                        scaled_loss + a.backward_peak_accumulating_bytes)});
+  if (settings.accumulate > 1) {
+    p.phases.push_back({"forward, accumulating", step_batch + 4 + amp_copies + p.gradients + a.forward_peak_bytes,
+                        p.gradients, amp_copies});
+    p.phases.push_back(
+        {"backward, accumulating", step_batch + 4 + scaled_loss + a.backward_peak_accumulating_bytes, p.gradients, 0});
+  }
   // The optimizer (LibTorch's, one parameter at a time), beside the step's loss (4 bytes: Trainer::step returns
   // it): the gradients, plus for Adam/AdamW two temporaries of the largest parameter's size (the denominator: sqrt
   // of the second moment, then its scaled copy) and, on the CPU, the divisor between them (a double wrapped as a
@@ -122,7 +130,10 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
   const int64_t divisor = query.cuda ? 0 : 8 + query.weight_bytes;
   const int64_t step = p.gradients + 4 + (adam ? 2 * a.largest_parameter_bytes + divisor : 0);
-  p.peak = always + std::max(during_steps, step);
+  p.phases.push_back({"optimizer step", step, p.gradients, 0});
+  int64_t largest = 0;
+  for (const auto& phase : p.phases) largest = std::max(largest, phase.bytes);
+  p.peak = always + largest;
   log::debug(cat("predicted peak = ", always, " always there + max(", step_batch, " batch + max(", amp_copies,
                  " amp copies + forward ", a.forward_peak_bytes, ", backward ", a.backward_peak_bytes,
                  "), optimizer step ", step, ")"));

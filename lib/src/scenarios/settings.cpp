@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include <c10/core/Device.h>
 
@@ -10,6 +11,7 @@
 #include <tvie/errors.hpp>
 #include <tvie/layers.hpp>
 #include <tvie/log.hpp>
+#include <tvie/train.hpp>
 
 namespace tvie {
 namespace {
@@ -42,6 +44,34 @@ std::string checkpoint_to_string(int64_t every) {
   return "every-" + std::to_string(every);
 }
 
+std::string to_string(LrSchedule schedule) { return schedule == LrSchedule::constant ? "constant" : "warmup-cosine"; }
+
+LrSchedule parse_lr_schedule(const std::string& text, const std::string& field) {
+  if (text == "constant") return LrSchedule::constant;
+  if (text == "warmup-cosine") return LrSchedule::warmup_cosine;
+  throw InvalidArgument(field, text, "warmup-cosine, constant");
+}
+
+int64_t run_optimizer_steps(const TrainSettings& s) {
+  return Trainer::kLedgerSteps + s.warmup_steps + s.steps + (s.profile_classes ? 1 : 0);
+}
+
+int64_t lr_warmup_steps(const TrainSettings& s) {
+  if (s.lr_schedule == LrSchedule::constant) return 0;
+  return s.lr_warmup_steps > 0 ? s.lr_warmup_steps : std::max<int64_t>(1, run_optimizer_steps(s) / 10);
+}
+
+double scheduled_learning_rate(const TrainSettings& s, int64_t step) {
+  if (s.lr_schedule == LrSchedule::constant) return s.learning_rate;
+  const int64_t total = run_optimizer_steps(s), warmup = lr_warmup_steps(s);
+  if (step < warmup) return s.learning_rate * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  const double min_rate = s.learning_rate / 10;
+  if (total - 1 <= warmup) return s.learning_rate;  // no steps left to decay over
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - 1 - warmup));  // 0 .. 1
+  return min_rate + 0.5 * (1 + std::cos(std::numbers::pi * progress)) * (s.learning_rate - min_rate);
+}
+
 void validate(const TrainSettings& s) {
   require_at_least("train.batch_size", s.batch_size, 1);
   require_at_least("train.steps", s.steps, 1);
@@ -51,6 +81,7 @@ void validate(const TrainSettings& s) {
     throw InvalidArgument("train.accumulate", std::to_string(s.accumulate),
                           cat("a divisor of the batch size ", s.batch_size));
   require_positive("train.learning_rate", s.learning_rate);
+  require_at_least("train.lr_warmup_steps", s.lr_warmup_steps, 0);
   if (!(s.momentum >= 0.0 && s.momentum < 1.0)) throw InvalidArgument("train.momentum", cat(s.momentum), "[0, 1)");
   if (!(s.weight_decay >= 0.0 && std::isfinite(s.weight_decay)))
     throw InvalidArgument("train.weight_decay", cat(s.weight_decay), "a finite number >= 0");
@@ -71,6 +102,9 @@ void validate(const TrainSettings& s) {
     if (s.checkpoint_every > 0)
       throw InvalidArgument("train.checkpoint_every", checkpoint_to_string(s.checkpoint_every),
                             "none with --cuda-graph");
+    // The captured optimizer step holds the rate it was captured with.
+    if (s.lr_schedule != LrSchedule::constant)
+      throw InvalidArgument("train.lr_schedule", to_string(s.lr_schedule), "constant with --cuda-graph");
   }
 }
 

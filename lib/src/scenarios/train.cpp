@@ -35,8 +35,6 @@ const char* phase_name(int phase) {
 
 namespace {
 
-bool is_amp(TrainPrecision p) { return p == TrainPrecision::amp_bf16 || p == TrainPrecision::amp_fp16; }
-
 c10::ScalarType autocast_dtype(TrainPrecision p) {
   return p == TrainPrecision::amp_fp16 ? torch::kFloat16 : torch::kBFloat16;
 }
@@ -154,6 +152,10 @@ torch::Tensor Trainer::forward_backward(StepTimer* timer) {
 }
 
 void Trainer::optimizer_step(StepTimer* timer) {
+  if (settings_.lr_schedule != LrSchedule::constant) {
+    const double rate = scheduled_learning_rate(settings_, optimizer_steps_);
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(rate);
+  }
   if (scaler_) scaler_->unscale_(*optimizer_);  // clipping works on true gradients
   if (settings_.clip_grad_norm > 0)
     grad_norms_.push_back(torch::nn::utils::clip_grad_norm_(module_->parameters(), settings_.clip_grad_norm));

@@ -1,14 +1,14 @@
 // The predicted training ledger (tvie/predict.hpp) against the measured one, for every zoo model's tiny
 // preset x {fp32, amp-bf16, bf16} x {checkpoint none, blocks} x {sgd, adamw}, and the predicted inference ledger
 // against the measured one for every tiny preset x {fp32, bf16} x batches {1, 2, 4, 8}, as Markdown tables on
-// stdout (scripts/predict-table.sh writes them to docs/results/cpu-predicted-vs-measured-KIND.md, KIND avx2,
+// stdout (scripts/predict-table.sh writes them to docs/results/cpu-KIND/predicted-vs-measured.md, KIND avx2,
 // avx512-no-bf16, avx512 or avx512-amx).
 // Measured: the two instrumented ledger steps of tvie's Trainer on the CPU (counting allocator); for inference the
 // ledger of tvie's inference run (measure_inference: the weights, the batch, the forward's working set).
 // With --published: the published architectures instead (ResNet-18/50, GPT-2 small, BERT base, Llama 3.2 1B, and
 // cnn's resnet18-cifar) at small batches and short sequences, where their weights, a tied embedding's [V, h]
 // gradients and the optimizer step decide the peak (six and a half minutes on two cores, 7.3 GB resident on an Intel
-// Xeon; scripts/predict-table.sh --published writes docs/results/cpu-predicted-vs-measured-published-KIND.md).
+// Xeon; scripts/predict-table.sh --published writes docs/results/cpu-KIND/predicted-vs-measured-published.md).
 #include <cstdio>
 #include <cstdlib>
 #include <string>

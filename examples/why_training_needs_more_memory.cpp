@@ -12,8 +12,8 @@
 //
 // --out DIR (default: why-training-output): tables.md, ledger.svg, memory-over-time.svg.
 // --update-doc PATH: also rewrites the tables between the document's <!-- table:NAME --> and <!-- /table --> lines
-//   (and, next to it, results/why-training-*.svg). The doc-test (tests/test_examples.cpp) runs this program and
-//   checks that the document's tables match its output: exactly for weights, gradients, optimizer state and weight
+//   (and, next to it, results/tutorial/why-training-*.svg). The doc-test (tests/test_examples.cpp) runs this program
+//   and checks that the document's tables match its output: exactly for weights, gradients, optimizer state and weight
 //   copies, within 10% for the rest (activations depend a little on the CPU's kernels).
 // About a minute on 2 cores. Times are not in the tables: they depend on the machine; bytes do not.
 #include <cstdio>
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
       if (!in) throw std::runtime_error("cannot read " + doc.string());
       const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
       write(doc, replace_tables(text, tables));
-      const fs::path images = doc.parent_path() / "results";
+      const fs::path images = doc.parent_path() / "results" / "tutorial";
       write(images / "why-training-ledger.svg", tvie::ledger_svg(&t, &i));
       write(images / "why-training-memory-over-time.svg", tvie::memory_timeline_svg(&t, &i));
       std::cout << "updated " << doc.string() << " and " << images.string() << "/why-training-*.svg\n";

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Runs every row of tests/bad_inputs.txt against build/bin/tvie and writes docs/results/cpu-bad-inputs.md: per row,
+"""Runs every row of tests/bad_inputs.txt against build/bin/tvie and writes docs/results/cpu-KIND/bad-inputs.md: per row,
 the exit code, the lines printed, the line itself, whether a file was written, and whether the promise held (exit 2,
 one line containing every needle, no file). The same rows are asserted by tests/test_cli.cpp.
 
-Usage: scripts/bad-inputs.py [BUILD_DIR] > docs/results/cpu-bad-inputs.md"""
+Usage: scripts/bad-inputs.py [BUILD_DIR] > docs/results/cpu-KIND/bad-inputs.md (KIND: scripts/common.sh, cpu_kind)"""
 import os
 import pathlib
 import platform

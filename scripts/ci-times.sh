@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times CI as CI runs it: `.ci/run` on a fresh clone of HEAD (the virtual environment and gloo headers already
-# in place, as on a machine that ran it before), and writes docs/results/cpu-ci-times.md for README.md.
+# in place, as on a machine that ran it before), and writes docs/results/cpu-KIND/ci-times.md for README.md.
 # Refuses a tree with uncommitted changes (docs/results/ and README.md aside): the figures name the commit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -39,6 +39,6 @@ machine="$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
   echo "| test cases skipped with their reason (printed after ctest's summary) | ${skipped} |"
   echo "| \`scripts/setup.sh\` when everything is present | ${setup_s} s |"
   echo "| the virtual environment with torch==$TVIE_TORCH_VERSION | ${venv_size}B installed |"
-} >"$TVIE_ROOT/docs/results/cpu-ci-times.md"
-cat "$TVIE_ROOT/docs/results/cpu-ci-times.md"
+} >"$(cpu_results_dir)/ci-times.md"
+cat "$(cpu_results_dir)/ci-times.md"
 python3 "$TVIE_ROOT/scripts/readme-results.py"

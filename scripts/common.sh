@@ -23,3 +23,21 @@ require_committed_tree() {
     exit 2
   fi
 }
+# The kind of CPU this is, as the kernels that run on it differ (the kinds tvie's prediction tells apart): avx2,
+# avx512-no-bf16, avx512 (avx512_bf16, no AMX) or avx512-amx. Results made on a CPU go to docs/results/cpu-KIND/.
+cpu_kind() {
+  local flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  case "$flags" in
+    *" amx_bf16 "*) echo avx512-amx ;;
+    *" avx512_bf16 "*) echo avx512 ;;
+    *" avx512f "*) echo avx512-no-bf16 ;;
+    *) echo avx2 ;;
+  esac
+}
+cpu_results_dir() {  # docs/results/cpu-KIND, made if missing
+  local dir
+  dir="$TVIE_ROOT/docs/results/cpu-$(cpu_kind)"
+  mkdir -p "$dir"
+  echo "$dir"
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the CPU results quoted in README.md into docs/results/ (every figure there comes from here).
+# Regenerates the CPU results quoted in README.md into docs/results/cpu-KIND/, KIND the kind of CPU it runs on
+# (scripts/common.sh, cpu_kind; every figure there comes from here).
 # Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices|plan|plan-bound|calibration]   (a group: only those results)
 # Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
 # (docs/results/ and README.md aside, which it rewrites itself).
@@ -9,63 +10,63 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 require_committed_tree scripts/cpu-results.sh docs/results README.md
 commit="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
 "$TVIE_ROOT/scripts/build.sh"
-out="$TVIE_ROOT/docs/results"
+out="$(cpu_results_dir)"
 mkdir -p "$out"
 flags="$(grep -m1 '^flags' /proc/cpuinfo || true)"
 isa=""
 for f in avx2 avx512f avx512_bf16 amx_bf16; do case " $flags " in *" $f "*) isa="$isa $f";; esac; done
 machine="$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores (${isa# }); $(date -u +%F)"
 bin="$TVIE_BUILD_DIR/bin"
-run() {  # run NAME COMMAND...: stdout to docs/results/NAME.txt with a header naming the machine, commit and command
+run() {  # run NAME COMMAND...: stdout to docs/results/cpu-KIND/NAME.txt with a header naming the machine, commit and command
   local name="$1"; shift
   { echo "# machine: $machine"; echo "# commit: $commit"; echo "# command: ${*/#$TVIE_ROOT\//}"; "$@"; } >"$out/$name.txt"
 }
 if [ "$group" = all ]; then
 # The demo's comparison (scripts/demo.sh on a CPU): the inference dtype the CPU runs natively (--infer-dtype auto).
 for model in mlp cnn gpt; do
-  run "cpu-compare-$model-tiny" "$bin/tvie" compare --model "$model" --preset tiny --batch 8 --steps 20 --warmup 3 \
-      --optimizer adamw --device cpu --quiet --json "$out/cpu-compare-$model-tiny.json"
+  run "compare-$model-tiny" "$bin/tvie" compare --model "$model" --preset tiny --batch 8 --steps 20 --warmup 3 \
+      --optimizer adamw --device cpu --quiet --json "$out/compare-$model-tiny.json"
 done
-run "cpu-compare-gpt-small" "$bin/tvie" compare --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
-    --optimizer adamw --device cpu --infer-dtype bf16 --quiet --json "$out/cpu-compare-gpt-small.json"
-run "cpu-compare-gpt-small-fp32" "$bin/tvie" compare --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
-    --optimizer adamw --device cpu --infer-dtype fp32 --quiet --json "$out/cpu-compare-gpt-small-fp32.json"
-run "cpu-bench-overhead" "$bin/bench_overhead"
+run "compare-gpt-small" "$bin/tvie" compare --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
+    --optimizer adamw --device cpu --infer-dtype bf16 --quiet --json "$out/compare-gpt-small.json"
+run "compare-gpt-small-fp32" "$bin/tvie" compare --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
+    --optimizer adamw --device cpu --infer-dtype fp32 --quiet --json "$out/compare-gpt-small-fp32.json"
+run "bench-overhead" "$bin/bench_overhead"
 
 # The training path on gpt tiny: fp32, amp-bf16, pure bf16, and activation checkpointing (README's table).
 for variant in "fp32 none" "amp-bf16 none" "bf16 none" "fp32 blocks" "amp-bf16 blocks"; do
   set -- $variant
-  run "cpu-train-gpt-tiny-$1-ckpt-$2" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 30 --warmup 3 \
+  run "train-gpt-tiny-$1-ckpt-$2" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 30 --warmup 3 \
       --lr 3e-3 --precision "$1" --checkpoint "$2" --device cpu --quiet \
-      --json "$out/cpu-train-gpt-tiny-$1-ckpt-$2.json"
+      --json "$out/train-gpt-tiny-$1-ckpt-$2.json"
 done
 # The learning run: the copy task solved (loss curve in the file).
-run "cpu-train-gpt-tiny-learning" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 300 --warmup 0 \
-    --lr 3e-3 --clip 1.0 --device cpu --quiet --json "$out/cpu-train-gpt-tiny-learning.json"
-python3 - "$out" >"$out/cpu-train-gpt-tiny-learning-loss.md" <<'PY'
+run "train-gpt-tiny-learning" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 300 --warmup 0 \
+    --lr 3e-3 --clip 1.0 --device cpu --quiet --json "$out/train-gpt-tiny-learning.json"
+python3 - "$out" >"$out/train-gpt-tiny-learning-loss.md" <<'PY'
 import json, math, sys, os
-t = json.load(open(os.path.join(sys.argv[1], "cpu-train-gpt-tiny-learning.json")))["training"]
+t = json.load(open(os.path.join(sys.argv[1], "train-gpt-tiny-learning.json")))["training"]
 print(f"A run of {t['optimizer_steps']} steps on this CPU takes the copy-task loss from {t['loss']['first']:.3f} "
       f"(step 1; a uniform guess over 256 tokens scores ln 256 = {math.log(256):.3f}) to {t['loss']['final']:.3f} "
       f"(step {t['optimizer_steps']}).")
 PY
 # A serving load: Poisson arrivals at 50 QPS through the dynamic batcher.
-run "cpu-serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --scenario server --qps 50 --max-batch 16 \
-    --max-queue-delay-us 2000 --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-server.json"
+run "serve-gpt-tiny-server" "$bin/tvie" serve --model gpt --preset tiny --scenario server --qps 50 --max-batch 16 \
+    --max-queue-delay-us 2000 --device cpu --quiet --json "$out/serve-gpt-tiny-server.json"
 # KV-cached decoding.
-run "cpu-decode-gpt-small" "$bin/tvie" decode --preset small --batch 4 --prompt 64 --new-tokens 64 --repetitions 3 \
+run "decode-gpt-small" "$bin/tvie" decode --preset small --batch 4 --prompt 64 --new-tokens 64 --repetitions 3 \
     --device cpu --quiet
 # Llama 3.2 1B at its real width: grouped-query attention caches 8 key/value heads of its 32.
-run "cpu-decode-llama-3.2-1b" "$bin/tvie" decode --model llama --preset llama-3.2-1b --batch 1 --prompt 64 \
+run "decode-llama-3.2-1b" "$bin/tvie" decode --model llama --preset llama-3.2-1b --batch 1 --prompt 64 \
     --new-tokens 32 --repetitions 2 --dtype bf16 --device cpu --quiet
 # The table README shows, made from the JSON reports above.
-python3 - "$out" >"$out/cpu-train-gpt-tiny-table.md" <<'PY'
+python3 - "$out" >"$out/train-gpt-tiny-table.md" <<'PY'
 import json, sys, glob, os
 out = sys.argv[1]
 def mib(b): return f"{b / 2**20:.2f}"
 rows = []
 for precision, ckpt in [("fp32", "none"), ("amp-bf16", "none"), ("bf16", "none"), ("fp32", "blocks"), ("amp-bf16", "blocks")]:
-    j = json.load(open(os.path.join(out, f"cpu-train-gpt-tiny-{precision}-ckpt-{ckpt}.json")))
+    j = json.load(open(os.path.join(out, f"train-gpt-tiny-{precision}-ckpt-{ckpt}.json")))
     t = j["training"]; m = t["memory"]
     rows.append(f"| {precision} | {ckpt} | {mib(m['parameters'])} | {mib(m['gradients'])} | {mib(m['optimizer_state'])} | "
                 f"{mib(m['weight_copies'])} | {mib(m['activations'])} | {mib(m['other'])} | {mib(m['peak'])} | "
@@ -79,23 +80,23 @@ fi
 
 if [ "$group" = all ] || [ "$group" = inference ]; then
 # The inference path: batch x precision sweeps with accuracy against fp32.
-run "cpu-infer-gpt-small" "$bin/tvie" infer --model gpt --preset small --batch 1,4,16,64 --dtype fp32,bf16,int8 \
-    --steps 10 --warmup 2 --device cpu --quiet --json "$out/cpu-infer-gpt-small.json"
-run "cpu-infer-mlp-small" "$bin/tvie" infer --model mlp --preset small --batch 1,64 --dtype fp32,bf16,int8 \
-    --steps 20 --warmup 3 --device cpu --quiet --json "$out/cpu-infer-mlp-small.json"
+run "infer-gpt-small" "$bin/tvie" infer --model gpt --preset small --batch 1,4,16,64 --dtype fp32,bf16,int8 \
+    --steps 10 --warmup 2 --device cpu --quiet --json "$out/infer-gpt-small.json"
+run "infer-mlp-small" "$bin/tvie" infer --model mlp --preset small --batch 1,64 --dtype fp32,bf16,int8 \
+    --steps 20 --warmup 3 --device cpu --quiet --json "$out/infer-mlp-small.json"
 # A 16 MiB device, emulated: the larger batches do not fit and the sweep goes on.
-run "cpu-infer-gpt-tiny-16mib" "$bin/tvie" infer --model gpt --preset tiny --batch 1,2,4,...,256 --dtype fp32,int8 \
-    --steps 10 --warmup 2 --cpu-memory-limit-mb 16 --device cpu --quiet --json "$out/cpu-infer-gpt-tiny-16mib.json"
+run "infer-gpt-tiny-16mib" "$bin/tvie" infer --model gpt --preset tiny --batch 1,2,4,...,256 --dtype fp32,int8 \
+    --steps 10 --warmup 2 --cpu-memory-limit-mb 16 --device cpu --quiet --json "$out/infer-gpt-tiny-16mib.json"
 # The serving compute tail on this CPU: the same 25 QPS load, three seeds, under OpenMP's default wait policy,
 # passive and active waiting, and one intra-op thread (compute-time row of each run).
-run "cpu-serve-gpt-tiny-25qps-omp" bash -c "cd '$TVIE_ROOT'; echo 'columns of compute (ms): p50 p90 p95 p99 p99.9 mean max'; for rep in 1 2 3; do \
+run "serve-gpt-tiny-25qps-omp" bash -c "cd '$TVIE_ROOT'; echo 'columns of compute (ms): p50 p90 p95 p99 p99.9 mean max'; for rep in 1 2 3; do \
   for e in OMP_UNSET=1 OMP_WAIT_POLICY=passive OMP_WAIT_POLICY=active OMP_NUM_THREADS=1; do \
   printf '%-24s seed %s %s\n' \$e \$rep \"\$(env \$e build/bin/tvie serve --model gpt --preset tiny --qps 25 \
   --queries 200 --min-queries 100 --seed \$rep --device cpu --quiet | grep '  compute')\"; done; done"
 # The highest Poisson rate whose p99 stays under 20 ms (one intra-op thread: see the run above).
-run "cpu-serve-gpt-tiny-maxqps" env OMP_NUM_THREADS=1 "$bin/tvie" serve --model gpt --preset tiny --find-max-qps \
+run "serve-gpt-tiny-maxqps" env OMP_NUM_THREADS=1 "$bin/tvie" serve --model gpt --preset tiny --find-max-qps \
     --p99-ms 20 --qps 50 --max-batch 16 --max-queue-delay-us 2000 --min-queries 256 --min-duration-ms 2000 \
-    --device cpu --quiet --json "$out/cpu-serve-gpt-tiny-maxqps.json"
+    --device cpu --quiet --json "$out/serve-gpt-tiny-maxqps.json"
 # A TorchScript model saved from Python (torch.jit.script), run as loaded, frozen, and frozen + optimised.
 script_dir="$TVIE_BUILD_DIR/torchscript"
 mkdir -p "$script_dir"
@@ -110,17 +111,17 @@ net.eval()
 torch.jit.save(torch.jit.script(net), sys.argv[1])
 PY
 for fusion in none freeze optimize; do
-  run "cpu-infer-script-$fusion" "$bin/tvie" infer --torchscript "$script_dir/convnet.pt" --input-shape 3,32,32 \
+  run "infer-script-$fusion" "$bin/tvie" infer --torchscript "$script_dir/convnet.pt" --input-shape 3,32,32 \
       --fusion "$fusion" --batch 1,32 --steps 20 --warmup 3 --device cpu --quiet \
-      --json "$out/cpu-infer-script-$fusion.json"
+      --json "$out/infer-script-$fusion.json"
 done
-python3 - "$out" >"$out/cpu-infer-script-table.md" <<'PY'
+python3 - "$out" >"$out/infer-script-table.md" <<'PY'
 import json, sys, os
 out = sys.argv[1]
 print("| TorchScript model | batch | p50 ms | p99 ms | samples/s | weights KiB | activations KiB | peak KiB |")
 print("|---|---|---|---|---|---|---|---|")
 for fusion in ["none", "freeze", "optimize"]:
-    j = json.load(open(os.path.join(out, f"cpu-infer-script-{fusion}.json")))
+    j = json.load(open(os.path.join(out, f"infer-script-{fusion}.json")))
     for row in j["inference_sweep"]["rows"]:
         r = row["result"]; m = r["memory"]
         print(f"| {j['model']['name']} | {row['batch_size']} | {r['latency_ms']['p50']:.3f} | {r['latency_ms']['p99']:.3f} | "
@@ -131,16 +132,16 @@ fi
 
 if [ "$group" = all ] || [ "$group" = max-batch ]; then
 # The largest batch that fits training and inference on an emulated 64 MiB device (README's headline of the gap).
-run "cpu-max-batch-gpt-tiny" "$bin/tvie" compare --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 64 \
-    --optimizer adamw --device cpu --quiet --json "$out/cpu-max-batch-gpt-tiny.json"
+run "max-batch-gpt-tiny" "$bin/tvie" compare --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 64 \
+    --optimizer adamw --device cpu --quiet --json "$out/max-batch-gpt-tiny.json"
 fi
 
 if [ "$group" = all ] || [ "$group" = plan ]; then
 # The host card's projection against what this CPU measures (tvie plan --measure): the training step, an inference
 # batch, and a generation's prefill and decoding step, each with its factor and the term it corrects.
-run "cpu-plan-gpt-small-measured" "$bin/tvie" plan --model gpt --preset small --batch 8 --infer-dtype fp32 \
+run "plan-gpt-small-measured" "$bin/tvie" plan --model gpt --preset small --batch 8 --infer-dtype fp32 \
     --new-tokens 32 --prompt-tokens 32 --measure --steps 5 --warmup 2 --cards t4 --device cpu --quiet \
-    --json "$out/cpu-plan-gpt-small-measured.json"
+    --json "$out/plan-gpt-small-measured.json"
 fi
 
 if [ "$group" = all ] || [ "$group" = plan-bound ]; then
@@ -148,7 +149,7 @@ if [ "$group" = all ] || [ "$group" = plan-bound ]; then
 # decoding step measured here beat the bound the catalog's DRAM bandwidth per core sets (weights held in the
 # CPU's cache), for the whole model and for a 2-block slice of it (--measure-layers 2).
 for layers in 0 2; do
-  name="cpu-plan-gpt-small-batch1"; slice=()
+  name="plan-gpt-small-batch1"; slice=()
   if [ "$layers" != 0 ]; then name="$name-${layers}blocks"; slice=(--measure-layers "$layers"); fi
   run "$name" "$bin/tvie" plan --model gpt --preset small --batch 1 --infer-dtype fp32 --new-tokens 32 \
       --prompt-tokens 32 --measure "${slice[@]}" --steps 5 --warmup 2 --cards t4 --device cpu --quiet \
@@ -162,16 +163,16 @@ if [ "$group" = all ] || [ "$group" = calibration ]; then
 # projected on the host card with it: by the whole step (the report without its phases), by phase (forward,
 # backward, optimizer: the report without its time by class) and by class within the forward and backward (the
 # whole report), against what each measures (docs/plan.md, "How good is it").
-run "cpu-calibration-source-gpt-small" "$bin/tvie" train --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
+run "calibration-source-gpt-small" "$bin/tvie" train --model gpt --preset small --batch 8 --steps 10 --warmup 2 \
     --optimizer adamw --precision fp32 --profile-classes --device cpu --quiet \
-    --json "$out/cpu-calibration-source-gpt-small.json"
+    --json "$out/calibration-source-gpt-small.json"
 # The source's own factors, step, phases and classes, as the plan prints them (what docs/plan.md quotes).
-(cd "$TVIE_ROOT" && run "cpu-calibration-source-plan" "$bin/tvie" plan --model gpt --preset small --batch 8 \
-    --optimizer adamw --precision fp32 --from docs/results/cpu-calibration-source-gpt-small.json --cards t4 --quiet)
-python3 - "$bin/tvie" "$out" "$machine" "$commit" >"$out/cpu-calibration-transfer.md" <<'PY'
+(cd "$TVIE_ROOT" && run "calibration-source-plan" "$bin/tvie" plan --model gpt --preset small --batch 8 \
+    --optimizer adamw --precision fp32 --from "$out/calibration-source-gpt-small.json" --cards t4 --quiet)
+python3 - "$bin/tvie" "$out" "$machine" "$commit" >"$out/calibration-transfer.md" <<'PY'
 import copy, json, os, subprocess, sys, tempfile
 tvie, out, machine, commit = sys.argv[1:]
-source = os.path.join(out, "cpu-calibration-source-gpt-small.json")
+source = os.path.join(out, "calibration-source-gpt-small.json")
 tmp = tempfile.mkdtemp()
 report = json.load(open(source))
 def without(keys, name):  # the source report with some of its measurements left out
@@ -212,7 +213,7 @@ print(f"Machine: {machine}; commit {commit}; generated by `scripts/cpu-results.s
       "hand). The calibration is gpt small's training step measured here "
       f"({src['settings']['precision']}, {src['settings']['optimizer']}, batch {src['settings']['batch_size']}: "
       f"{src['step_ms']['mean']:.2f} ms, and one more step profiled by operator class; "
-      "[cpu-calibration-source-gpt-small.json](cpu-calibration-source-gpt-small.json)). "
+      "[calibration-source-gpt-small.json](calibration-source-gpt-small.json)). "
       "Each row is another workload's training step, measured here (mean of 10 after 2 warm-up) and projected on the "
       "host card (`tvie plan --cards t4`, the host's row): uncalibrated; calibrated by the source's whole step (its "
       "report without the phases); phase by phase (forward, backward, optimizer: the report without its time by "
@@ -238,28 +239,28 @@ if [ "$group" = all ] || [ "$group" = slices ]; then
 # 1 x 128 tokens, in three precisions. Pure bf16 fits this 24 GiB machine with the real vocabulary; fp32 and
 # amp-bf16 hold 16 and 18 bytes per parameter, 15.7 GiB and more for the embedding and head alone, so their
 # vocabulary is sliced too (16032 and 32064 of its 128256 entries: a third slice).
-run "cpu-slices-llama-3-8b-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 --batch 1 \
+run "slices-llama-3-8b-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 --batch 1 \
     --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cpu --quiet \
-    --json "$out/cpu-slices-llama-3-8b-bf16.json"
-run "cpu-slices-llama-3-8b-amp-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --json "$out/slices-llama-3-8b-bf16.json"
+run "slices-llama-3-8b-amp-bf16" "$bin/tvie" train --model llama --preset llama-3-8b --slice-layers 1,2 \
     --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision amp-bf16 --optimizer adamw --device cpu \
-    --quiet --json "$out/cpu-slices-llama-3-8b-amp-bf16.json"
+    --quiet --json "$out/slices-llama-3-8b-amp-bf16.json"
 # fp32 training beside bf16 inference of the same slices (what this CPU runs natively; inference slices keep
 # the real vocabulary), and int8 inference.
-run "cpu-compare-slices-llama-3-8b-fp32" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
+run "compare-slices-llama-3-8b-fp32" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
     --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision fp32 --optimizer adamw --infer-dtype bf16 \
-    --device cpu --quiet --json "$out/cpu-compare-slices-llama-3-8b-fp32.json"
-run "cpu-infer-slices-llama-3-8b-int8" "$bin/tvie" infer --model llama --preset llama-3-8b --slice-layers 1,2 \
-    --batch 1 --dtype int8 --steps 3 --warmup 1 --device cpu --quiet --json "$out/cpu-infer-slices-llama-3-8b-int8.json"
-python3 - "$out" >"$out/cpu-llama-3-8b-train-vs-infer.md" <<'PY'
+    --device cpu --quiet --json "$out/compare-slices-llama-3-8b-fp32.json"
+run "infer-slices-llama-3-8b-int8" "$bin/tvie" infer --model llama --preset llama-3-8b --slice-layers 1,2 \
+    --batch 1 --dtype int8 --steps 3 --warmup 1 --device cpu --quiet --json "$out/infer-slices-llama-3-8b-int8.json"
+python3 - "$out" >"$out/llama-3-8b-train-vs-infer.md" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 load = lambda name: json.load(open(os.path.join(out, name + ".json")))
-cmp = load("cpu-compare-slices-llama-3-8b-fp32")
+cmp = load("compare-slices-llama-3-8b-fp32")
 fp32, bf16 = cmp["training_slices"], cmp["inference_slices"]
-amp = load("cpu-slices-llama-3-8b-amp-bf16")["training_slices"]
-pure = load("cpu-slices-llama-3-8b-bf16")["training_slices"]
-int8 = load("cpu-infer-slices-llama-3-8b-int8")["inference_slices"]
+amp = load("slices-llama-3-8b-amp-bf16")["training_slices"]
+pure = load("slices-llama-3-8b-bf16")["training_slices"]
+int8 = load("infer-slices-llama-3-8b-int8")["inference_slices"]
 gib = lambda b: f"{b / 2**30:.2f}" if b >= 0 else "-"
 def sliced(x):  # how the slices were made, from the plan
     parts = []
@@ -284,31 +285,31 @@ print()
 peak = lambda x: x["extrapolated"]["memory"]["peak"]
 print(f"Training peak / bf16 inference peak: {peak(fp32) / peak(bf16):.2f}x in fp32, {peak(amp) / peak(bf16):.2f}x in "
       f"amp-bf16, {peak(pure) / peak(bf16):.2f}x in pure bf16; fp32 training / int8 inference: "
-      f"{peak(fp32) / peak(int8):.2f}x. No run built the whole model (docs/results/cpu-compare-slices-llama-3-8b-fp32.txt, "
-      "cpu-slices-llama-3-8b-amp-bf16.txt, cpu-slices-llama-3-8b-bf16.txt, cpu-infer-slices-llama-3-8b-int8.txt).")
+      f"{peak(fp32) / peak(int8):.2f}x. No run built the whole model (compare-slices-llama-3-8b-fp32.txt, "
+      "slices-llama-3-8b-amp-bf16.txt, slices-llama-3-8b-bf16.txt, infer-slices-llama-3-8b-int8.txt).")
 PY
 fi
 
 if [ "$group" = all ] || [ "$group" = dist ]; then
 # Data-parallel training and the all-reduce sweep: 2 ranks over Gloo on this machine.
-run "cpu-launch-train-gpt-tiny" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt --preset tiny --steps 20 \
-    --device cpu --quiet --json "$out/cpu-launch-train-gpt-tiny.json"
-run "cpu-launch-allreduce" "$bin/tvie" launch --nproc 2 -- tvie allreduce --min-bytes 8 --max-bytes 33554432 \
-    --iters 20 --warmup 5 --json "$out/cpu-launch-allreduce.json"
+run "launch-train-gpt-tiny" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt --preset tiny --steps 20 \
+    --device cpu --quiet --json "$out/launch-train-gpt-tiny.json"
+run "launch-allreduce" "$bin/tvie" launch --nproc 2 -- tvie allreduce --min-bytes 8 --max-bytes 33554432 \
+    --iters 20 --warmup 5 --json "$out/launch-allreduce.json"
 # Overlap of the gradient all-reduce with backward: gpt small (16 MiB of gradients) in 1 MiB buckets.
 for overlap in off on; do
   flag=""; [ "$overlap" = on ] && flag="--overlap"
-  run "cpu-launch-train-gpt-small-overlap-$overlap" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt \
+  run "launch-train-gpt-small-overlap-$overlap" "$bin/tvie" launch --nproc 2 -- tvie train --model gpt \
       --preset small --batch 8 --steps 10 --warmup 2 --bucket-mb 1 $flag --device cpu --quiet \
-      --json "$out/cpu-launch-train-gpt-small-overlap-$overlap.json"
+      --json "$out/launch-train-gpt-small-overlap-$overlap.json"
 done
-python3 - "$out" >"$out/cpu-launch-overlap-table.md" <<'PY'
+python3 - "$out" >"$out/launch-overlap-table.md" <<'PY'
 import json, sys, os
 out = sys.argv[1]
 print("| gpt small, 2 ranks | buckets | all-reduced per step MiB | communication p50 ms | exposed p50 ms | step p50 ms | in-loop busbw GB/s | standalone busbw GB/s |")
 print("|---|---|---|---|---|---|---|---|")
 for overlap in ["off", "on"]:
-    t = json.load(open(os.path.join(out, f"cpu-launch-train-gpt-small-overlap-{overlap}.json")))["training"]
+    t = json.load(open(os.path.join(out, f"launch-train-gpt-small-overlap-{overlap}.json")))["training"]
     d = t["distributed"]
     print(f"| overlap {overlap} | {d['buckets']} | {d['bytes_per_step'] / 2**20:.2f} | {d['comm_ms']['p50']:.2f} | "
           f"{d['exposed_ms']['p50']:.2f} | {t['step_ms']['p50']:.1f} | {d['busbw_gbs']:.3f} | {d['sweep_busbw_gbs']:.3f} |")

@@ -5,7 +5,8 @@
 # own process, so that a crash or a hang in one cannot hide the others), then makes the GPU figures. Every
 # step has a time limit and the whole check a budget (TVIE_GPU_CHECK_BUDGET_S, default 500 s: a short GPU lease
 # is under 9 minutes); a step that would start past it is skipped and says so. The figures are written into
-# build-gpu/gpu-results/, each headed by the GPU, driver and torch version and named gpu-<card>-*; where $OUT is
+# build-gpu/gpu-results/gpu-<card>/ (the folder docs/results/gpu-<card>/ takes in place of the last run's), each
+# headed by the GPU, driver and torch version; where $OUT is
 # set (the device tool), they are also packed after every step into $OUT/gpu-results.tar, so that what was
 # measured comes back even if the lease ends mid-way (two files in $OUT: the tar and gpu-check.log).
 #   scripts/gpu-check.sh            the whole check (needs a CUDA device)
@@ -15,7 +16,7 @@
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare infer
 # decode train-graph allreduce slices llama plan; 474 s in all on an H200 with the build, before plan was added);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
-# docs/results/gpu-h200-max-batch-gpt2-small-4.txt).
+# docs/results/gpu-h200/max-batch-gpt2-small.txt).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dry_run=0
@@ -139,17 +140,18 @@ if [ "$dry_run" -eq 1 ]; then
   exit "$failed"
 fi
 
-# Every file names what it was measured on, and the files are named after the card (gpu-h200-...).
+# Every file names what it was measured on, in a folder named after the card (gpu-h200/).
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)"
 card="$(echo "${gpu_name:-unknown}" | tr 'A-Z' 'a-z' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')"
+mkdir -p "$res/gpu-$card"
 header() {
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "# torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
   echo "# commit: $(source_commit)"
   echo "# date: $(date -u +%F)"
 }
-figure() {  # figure NAME COMMAND...: into gpu-<card>-NAME.txt the header, the command line, then its output;
-  local file="$res/gpu-$card-$1.txt" json="$res/gpu-$card-$1.json"  # "{json}" in the command: that file
+figure() {  # figure NAME COMMAND...: into gpu-<card>/NAME.txt the header, the command line, then its output;
+  local file="$res/gpu-$card/$1.txt" json="$res/gpu-$card/$1.json"  # "{json}" in the command: that file
   shift
   local args=("${@//\{json\}/$json}")
   { header; echo "# command: tvie ${args[*]//$res\//}"; bounded "$bin/tvie" "${args[@]}"; } >"$file" 2>&1
@@ -168,7 +170,7 @@ backtrace() {  # backtrace NAME SPEC: a test case that died of a signal, once mo
 }
 gpu_tests() {  # each [gpu] test case in its own process, within its own limit; failures in full; a test that dies of a
   # signal once more under cuda-gdb for its backtrace
-  local file="$res/gpu-$card-tests.txt" name rc n=0 bad=0
+  local file="$res/gpu-$card/tests.txt" name rc n=0 bad=0
   header >"$file"
   local names=()
   mapfile -t names < <("$bin/tvie_tests" "[gpu]" --list-test-names-only | sed '/^$/d')

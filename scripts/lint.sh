@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint: clang-tidy with the root .clang-tidy on every C++ file of lib/, examples/ and bench/ (warnings are
+# Lint: clang-tidy with the root .clang-tidy on every C++ file of lib/, examples/, bench/ and research/ (warnings are
 # errors), clang-format's check, the layering rules of docs/architecture.md, no dates in lib/ and no docs paragraph
 # over 1,200 characters. Its own build folder
 # (build-lint: configured without precompiled headers, which clang cannot read from GCC; nothing is built).
@@ -19,7 +19,7 @@ lint_dir="$TVIE_ROOT/build-lint"
 # Configured again when a CMake file changed since (a new program's compile command, its include folders).
 stale() {
   [ ! -f "$lint_dir/compile_commands.json" ] ||
-    [ -n "$(find "$TVIE_ROOT/CMakeLists.txt" "$TVIE_ROOT/lib" "$TVIE_ROOT/bench" "$TVIE_ROOT/examples" \
+    [ -n "$(find "$TVIE_ROOT/CMakeLists.txt" "$TVIE_ROOT/lib" "$TVIE_ROOT/bench" "$TVIE_ROOT/research" "$TVIE_ROOT/examples" \
       "$TVIE_ROOT/tests" "$TVIE_ROOT/cmake" \( -name CMakeLists.txt -o -name '*.cmake' \) \
       -newer "$lint_dir/compile_commands.json" -print -quit)" ]
 }
@@ -51,7 +51,7 @@ fi
 
 # No std::filesystem::remove_all: the LibTorch 2.11 build of the GPU machine exports one from libtorch.so that jumps to
 # address 0 (tests/helpers.hpp, remove_tree, says more).
-if git grep -nE 'remove_all\(' -- 'lib/*' 'tests/*' 'examples/*' 'bench/*' | grep -v '^tests/helpers.hpp:'; then
+if git grep -nE 'remove_all\(' -- 'lib/*' 'tests/*' 'examples/*' 'bench/*' 'research/*' | grep -v '^tests/helpers.hpp:'; then
   echo "lint: std::filesystem::remove_all: use tvie::test::remove_tree (tests/helpers.hpp) or POSIX nftw" >&2
   rc=1
 fi
@@ -73,7 +73,7 @@ if ! python3 scripts/doc-paragraphs.py >&2; then
 fi
 
 # 2. Formatting.
-mapfile -t all < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'examples/*.cpp' 'bench/*.cpp' 'tests/*.cpp' 'tests/*.hpp')
+mapfile -t all < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'examples/*.cpp' 'bench/*.cpp' 'research/*.cpp' ':!research/*/onednn-bookings/*' 'tests/*.cpp' 'tests/*.hpp')
 if ! clang-format --dry-run -Werror "${all[@]}" 2>/tmp/tvie-format.log; then
   head -20 /tmp/tvie-format.log >&2
   echo "lint: clang-format: run clang-format -i on the files above" >&2
@@ -81,7 +81,7 @@ if ! clang-format --dry-run -Werror "${all[@]}" 2>/tmp/tvie-format.log; then
 fi
 
 # 3. clang-tidy on the translation units.
-if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files 'lib/*.cpp' 'examples/*.cpp' 'bench/*.cpp'); fi
+if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files 'lib/*.cpp' 'examples/*.cpp' 'bench/*.cpp' 'research/*.cpp' ':!research/*/onednn-bookings/*'); fi
 say "clang-tidy on ${#files[@]} files with $TVIE_JOBS jobs"
 printf '%s\n' "${files[@]}" | xargs -P "$TVIE_JOBS" -n 1 clang-tidy -p "$lint_dir" --quiet 2>/tmp/tvie-tidy.err \
   >/tmp/tvie-tidy.log || rc=1

@@ -3,7 +3,7 @@
 # dropped division, a category added twice, a skipped all-reduce, a percentile off by one, an error path that exits
 # 0 ...) is applied to a scratch copy of this commit, built incrementally and tested: first the tests its record
 # names, then, where they all pass, the whole suite. Prints the table (mutant, killed by which test, or SURVIVED)
-# and writes it to docs/results/cpu-mutants.txt. Exit code 1 when a mutant survives or does not build.
+# and writes it to docs/results/cpu-KIND/mutants.txt (scripts/common.sh, cpu_kind). Exit code 1 when a mutant survives or does not build.
 # Run it whenever a change touches what tvie measures. The scratch copy and its build folder live in
 # $TVIE_HOME/mutants (the first run builds everything there, about as long as scripts/build.sh; later runs are
 # incremental). Usage: scripts/mutants.sh [NAME-REGEX]  (only the mutants whose name matches; no table written)
@@ -11,11 +11,11 @@
 #        replaced, where lib/ and tests/ are those of the commit the table names: a row whose run was disturbed)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-require_committed_tree scripts/mutants.sh docs/results/cpu-mutants.txt
+require_committed_tree scripts/mutants.sh docs/results
 only=()
+table="$(cpu_results_dir)/mutants.txt"
 if [ "${1:-}" = "--update" ]; then
   [ $# -eq 2 ] || { echo "usage: scripts/mutants.sh --update NAME-REGEX" >&2; exit 2; }
-  table="$TVIE_ROOT/docs/results/cpu-mutants.txt"
   [ -f "$table" ] || { echo "mutants: --update needs the committed table $table" >&2; exit 2; }
   base="$(sed -n 's/^# scripts\/mutants.sh at commit \([0-9a-f]*\),.*/\1/p' "$table")"
   git -C "$TVIE_ROOT" diff --quiet "$base" HEAD -- lib tests scripts/mutants.txt ||
@@ -39,7 +39,7 @@ header="# scripts/mutants.sh at commit $(git -C "$TVIE_ROOT" rev-parse --short=1
 rc=0
 python3 "$TVIE_ROOT/scripts/mutants.py" --src "$scratch/src" --build "$scratch/build" \
   --list "$scratch/src/scripts/mutants.txt" --jobs "$TVIE_JOBS" --header "$header" \
-  --out "$TVIE_ROOT/docs/results/cpu-mutants.txt" "${only[@]}" || rc=$?
+  --out "$table" "${only[@]}" || rc=$?
 # The table is a file of docs/results/: its index lists it.
 [ ${#only[@]} -eq 0 ] && python3 "$TVIE_ROOT/scripts/results-index.py"
 exit "$rc"

@@ -1,51 +1,52 @@
 #!/usr/bin/env python3
 """The worked example of `tvie plan` (issue 13): training cards vs inference cards, computed.
 
-Runs build/bin/tvie plan for each case below, keeps every JSON report under docs/results/plan-*.json and writes
-docs/results/plan-worked-example.md from them (no figure typed by hand). Nothing runs on a device: the figures
+Runs build/bin/tvie plan for each case below, keeps every JSON report under docs/results/plan-example/ and writes
+docs/results/plan-example/worked-example.md from them (no figure typed by hand). Nothing runs on a device: the figures
 are projections from the predicted ledger, the traced work and the catalog (lib/data/accelerators.json).
 
   scripts/plan-example.py [--tvie build/bin/tvie]
 """
 import argparse
 import json
+import os
 import pathlib
 import shlex
 import subprocess
 
 root = pathlib.Path(__file__).resolve().parent.parent
-results = root / "docs" / "results"
-H200_REPORT = "docs/results/gpu-h200-compare-gpt2-small.json"  # measured on an H200 (scripts/gpu-check.sh)
-H200_DECODE = "docs/results/gpu-h200-decode-gpt2-small.json"  # tvie decode on the same H200
+results = root / "docs" / "results" / "plan-example"
+H200_REPORT = "docs/results/gpu-h200/compare-gpt2-small.json"  # measured on an H200 (scripts/gpu-check.sh)
+H200_DECODE = "docs/results/gpu-h200/decode-gpt2-small.json"  # tvie decode on the same H200
 
 SERVE_CARDS = "t4,l4,a100-80gb-sxm,h100-sxm"
 TRAIN_CARDS = "a100-80gb-sxm,h100-sxm"
 
 CASES = [
     # name, what it is, arguments
-    ("plan-llama-3-8b-serve-fp16", "Llama 3 8B served in fp16, 5,000 requests/s, p99 <= 200 ms",
+    ("llama-3-8b-serve-fp16", "Llama 3 8B served in fp16, 5,000 requests/s, p99 <= 200 ms",
      f"--model llama --preset llama-3-8b --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
-    ("plan-llama-3-8b-serve-int8", "Llama 3 8B served in int8 (Linear layers), 5,000 requests/s, p99 <= 200 ms",
+    ("llama-3-8b-serve-int8", "Llama 3 8B served in int8 (Linear layers), 5,000 requests/s, p99 <= 200 ms",
      f"--model llama --preset llama-3-8b --infer-dtype int8 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
-    ("plan-llama-3-8b-chat-fp16", "Llama 3 8B generating in fp16: prompts of 512 tokens, 256 new tokens per "
+    ("llama-3-8b-chat-fp16", "Llama 3 8B generating in fp16: prompts of 512 tokens, 256 new tokens per "
      "request, 20 requests/s, p99 <= 60 s",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000"),
-    ("plan-llama-3-8b-chat-fp16-static", "The same generation served in static batches (`--batching static`)",
+    ("llama-3-8b-chat-fp16-static", "The same generation served in static batches (`--batching static`)",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --batching static"),
-    ("plan-llama-3-8b-chat-fp16-calibrated", "The same generation, calibrated with gpt2-small's generation "
+    ("llama-3-8b-chat-fp16-calibrated", "The same generation, calibrated with gpt2-small's generation "
      "(tvie decode) measured on the H200 (Hopper)",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --from {H200_DECODE}"),
-    ("plan-mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
+    ("mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
      "5,000 requests/s, p99 <= 20 ms",
      f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20"),
-    ("plan-llama-3-8b-train", "Llama 3 8B trained on 1B tokens: amp-bf16, AdamW, sequences of 2048, batch 1 per "
+    ("llama-3-8b-train", "Llama 3 8B trained on 1B tokens: amp-bf16, AdamW, sequences of 2048, batch 1 per "
      "card, every block checkpointed",
      f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
      f"--train-tokens 1000000000 --cards {TRAIN_CARDS}"),
-    ("plan-llama-3-8b-train-calibrated", "The same, calibrated with gpt2-small measured on the H200 (Hopper)",
+    ("llama-3-8b-train-calibrated", "The same, calibrated with gpt2-small measured on the H200 (Hopper)",
      f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
      f"--train-tokens 1000000000 --cards {TRAIN_CARDS} --from {H200_REPORT}"),
 ]
@@ -169,8 +170,9 @@ def calibration_note(c):
         else:
             line += f", corrected as {term}"
         modes.append(line)
-    return (f"Calibration: {c['workload']} measured on {c['device']} ([{pathlib.Path(c['source']).name}]"
-            f"({pathlib.Path(c['source']).name})); " + "; ".join(modes) + f". Applied to the {c['architecture']} "
+    source = pathlib.Path(c['source'])
+    link = os.path.relpath(root / source, results)  # the report, from the worked example's folder
+    return (f"Calibration: {c['workload']} measured on {c['device']} ([{source.name}]({link})); " + "; ".join(modes) + f". Applied to the {c['architecture']} "
             "cards (marked by their calibration factor in the JSON; never below the bound). The term that "
             "dominated the measured run's projection takes the difference, the other stays as projected, so a "
             "small model's launch overhead is not multiplied into a big model's weight reads (docs/plan.md, "
@@ -216,7 +218,7 @@ def main():
     a = p.parse_args()
     parts = ["# `tvie plan`, worked: training cards vs inference cards",
              "",
-             "Generated by `scripts/plan-example.py` from the JSON reports beside this file (`plan-*.json`); no "
+             "Generated by `scripts/plan-example.py` from the JSON reports beside this file (`*.json`); no "
              "figure typed by hand. **Every figure is projected, nothing ran**: the predicted ledger against each "
              "card's memory (90% usable), the traced work of one step or batch on the card's datasheet peaks and "
              "bandwidth (`tvie cards`). Times and rates are intervals: the roofline bound (every peak reached) and "
@@ -242,13 +244,7 @@ def main():
         if c:
             parts += [calibration_note(c), ""]
         if "chat" in name and c:
-            decode = json.loads((root / H200_DECODE).read_text())["decoding"]["settings"]
-            parts += [chat_table(report), "",
-                      "The decode report was measured before the cached forward ran its head on the last position "
-                      f"only (commit 52793f5): its prefill computed the logits of all {decode['prompt_tokens']} "
-                      f"prompt positions of its {decode['batch_size']} requests, which the "
-                      "projection of today's prefill does not count, so the prefill's factor is somewhat high; the "
-                      "decoding step (one position) is unaffected.", ""]
+            parts += [chat_table(report), ""]
         elif "static" in name:
             parts += [chat_table(report), "",
                       "Static batches: a batch waits for its last request and generates to the end, so under the "
@@ -276,8 +272,8 @@ def main():
               "for the estimated time: training, cards x hours for the budget; serving, the cards for the rate "
               "during the hours a million requests take. List prices on the dates given; reserved, spot and "
               "negotiated prices are lower.", ""]
-    (results / "plan-worked-example.md").write_text("\n".join(parts))
-    print(f"wrote {(results / 'plan-worked-example.md').relative_to(root)}")
+    (results / "worked-example.md").write_text("\n".join(parts))
+    print(f"wrote {(results / 'worked-example.md').relative_to(root)}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/results/cpu-predicted-vs-measured-KIND.md: the predicted training ledger (tvie/predict.hpp)
+# Regenerates docs/results/cpu-KIND/predicted-vs-measured.md: the predicted training ledger (tvie/predict.hpp)
 # beside the measured one for every zoo model's tiny preset (bench/predict_table.cpp). KIND is avx2, avx512-no-bf16,
 # avx512 or avx512-amx: LibTorch runs bf16 on oneDNN only where the CPU has AVX-512, oneDNN takes other kernels
 # where it has avx512_bf16 or AMX, and the kernels' scratch differs, so each kind of CPU has its table.
@@ -44,10 +44,7 @@ esac
 require_committed_tree scripts/predict-table.sh docs/results
 "$TVIE_ROOT/scripts/build.sh"
 has() { grep -qw "$1" /proc/cpuinfo; }
-kind=avx2
-if has avx512f; then kind=avx512-no-bf16; fi
-if has avx512_bf16; then kind=avx512; fi
-if has amx_bf16; then kind=avx512-amx; fi
+kind="$(cpu_kind)"
 how="this CPU's own kernels"
 if [ -n "$limit" ]; then
   case "$limit" in
@@ -64,7 +61,8 @@ case "$kind" in
   avx512-no-bf16) bf16="oneDNN, emulated with fp32 arithmetic" ;;
   *) bf16="oneDNN" ;;
 esac
-out="$TVIE_ROOT/docs/results/cpu-predicted-vs-measured-${published:+published-}$kind.md"
+mkdir -p "$TVIE_ROOT/docs/results/cpu-$kind"
+out="$TVIE_ROOT/docs/results/cpu-$kind/predicted-vs-measured${published:+-published}.md"
 tmp="$out.tmp"
 {
   echo "# Predicted vs measured ledgers, training and inference (CPU)"

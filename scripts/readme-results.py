@@ -3,7 +3,7 @@
 typed by hand).
 
 A block is marked `<!-- results:NAME ... -->` ... `<!-- end results:NAME -->` and receives
-docs/results/NAME.txt (a code block) or docs/results/NAME.md (as is)."""
+docs/results/NAME.txt (a code block) or docs/results/NAME.md (as is), NAME a path below docs/results/."""
 import pathlib
 import re
 import subprocess
@@ -25,7 +25,7 @@ def fill(match):
 
 for page in pages:
     text = page.read_text()
-    new = re.sub(r"<!-- results:([\w.-]+)[^\n]*-->\n.*?<!-- end results:\1 -->", fill, text, flags=re.S)
+    new = re.sub(r"<!-- results:([\w./-]+)[^\n]*-->\n.*?<!-- end results:\1 -->", fill, text, flags=re.S)
     page.write_text(new)
     print(f"{page.relative_to(root)}: result blocks filled", file=sys.stderr)
 

@@ -5,7 +5,7 @@
 # LibTorch itself is not instrumented: ASan sees our code's accesses and every heap block (malloc is
 # intercepted); UBSan checks our code only. Suppressions, each with its reason: scripts/sanitize.supp.
 # Extra arguments go to ctest (e.g. -R training); --record (first) also writes the outcome, with the commit and
-# the machine, to docs/results/cpu-sanitize.txt (README cites it).
+# the machine, to docs/results/cpu-KIND/sanitize.txt (README cites it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 record=0
@@ -44,7 +44,7 @@ if grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" Testing/Tem
 fi
 [ "$rc" -eq 0 ] && say "sanitize: clean (ASan + UBSan)" || say "sanitize: FAILED"
 if [ "$record" -eq 1 ]; then
-  out="$TVIE_ROOT/docs/results/cpu-sanitize.txt"
+  out="$(cpu_results_dir)/sanitize.txt"
   commit="$(git -C "$TVIE_ROOT" rev-parse --short=12 HEAD)"
   [ -n "$(git -C "$TVIE_ROOT" status --porcelain -- lib tests examples bench cmake CMakeLists.txt)" ] && commit="$commit+uncommitted"
   {

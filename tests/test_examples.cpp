@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -138,7 +140,7 @@ TEST_CASE("the tutorial's tables are what examples/why_training_needs_more_memor
   }
   // The charts the page shows exist, and the program wrote its own.
   for (const char* svg : {"why-training-memory-over-time.svg", "why-training-ledger.svg"})
-    CHECK(fs::exists(fs::path(TVIE_SOURCE_DIR) / "docs" / "results" / svg));
+    CHECK(fs::exists(fs::path(TVIE_SOURCE_DIR) / "docs" / "results" / "tutorial" / svg));
   for (const char* svg : {"memory-over-time.svg", "ledger.svg"}) {
     const auto text = read_text(dir.path / svg);
     CHECK(text.rfind("<svg class=\"chart\"", 0) == 0);
@@ -209,4 +211,35 @@ TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dis
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find("distributed: gloo, 2 ranks, data parallel") != std::string::npos);
   CHECK(run.out.find("parameters identical on every rank after the run: yes") != std::string::npos);
+}
+
+TEST_CASE("the tutorial's GPU paragraph quotes the committed H200 report", "[examples]") {
+  // The figures of "On a GPU" are the report's bytes, written with thousands separators, and their ratio to one
+  // decimal: a new H200 run that changes them fails here until the paragraph is updated.
+  const fs::path root(TVIE_SOURCE_DIR);
+  const auto report =
+      nlohmann::json::parse(read_text(root / "docs" / "results" / "gpu-h200" / "compare-gpt2-small.json"));
+  const auto grouped = [](int64_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+      out += digits[i];
+    }
+    return out;
+  };
+  const auto t = report.at("training").at("memory"), i = report.at("inference").at("memory");
+  const int64_t train_peak = t.at("peak").get<int64_t>(), infer_peak = i.at("peak").get<int64_t>();
+  std::string doc = read_text(root / "docs" / "why-training-needs-more-memory.md");
+  std::replace(doc.begin(), doc.end(), '\n', ' ');
+  std::ostringstream ratio;
+  ratio.setf(std::ios::fixed);
+  ratio.precision(1);
+  ratio << static_cast<double>(train_peak) / static_cast<double>(infer_peak);
+  for (const std::string& quoted :
+       {"peaked at " + grouped(train_peak) + " bytes allocated",
+        "(saved activations " + grouped(t.at("activations").get<int64_t>()) + ")",
+        "bf16 inference at " + grouped(infer_peak) + " bytes: " + ratio.str() + " times less"}) {
+    INFO(quoted);
+    CHECK(doc.find(quoted) != std::string::npos);
+  }
 }

@@ -459,7 +459,7 @@ TEST_CASE("NCCL backend with one rank: a data-parallel training step and the all
   // In-loop communication time comes from CUDA events on NCCL's stream, within the step. (Whether it is
   // device time rather than host queueing time cannot be told with one rank: its all-reduce of these 463 KiB
   // takes 10-30 us either way. On the H200, in-loop p50 12.3 us against 27.1 us for the same all-reduce
-  // timed alone in one run, and above half of it in another: docs/results/gpu-h200-tests.txt.)
+  // timed alone in one run, and above half of it in another: docs/results/gpu-h200/tests.txt.)
   CHECK(dist.comm_ms.min > 0);
   CHECK(dist.comm_ms.p50 < r.step.p50);
   // The trace's buckets from CUDA events: one rank, every timed step, each bucket after backward (no overlap),

@@ -144,18 +144,28 @@ TEST_CASE("plan --html labels every figure projected, infer --html marks what do
   CHECK(count(p, "data-table=\"calibration\"") == 0);
   const auto calibrated = test::run_cli(
       "plan --model gpt --preset gpt2-small --cards h100-sxm --no-host -q --from " + std::string(TVIE_SOURCE_DIR) +
-      "/docs/results/gpu-h200-compare-gpt2-small.json --html " + (dir.path / "plan-calibrated.html").string());
+      "/docs/results/gpu-h200/compare-gpt2-small.json --html " + (dir.path / "plan-calibrated.html").string());
   INFO(calibrated.out);
   REQUIRE(calibrated.exit_code == 0);
   const std::string k = read_text(dir.path / "plan-calibrated.html");
   REQUIRE(count(k, "data-table=\"calibration\"") == 1);
   const std::string table = k.substr(k.find("data-table=\"calibration\""));
   const std::string rows = table.substr(0, table.find("</table>"));
-  CHECK(count(rows, "<tr>") == 6);  // the header, the step, its three phases, the inference batch
-  for (const char* row : {"training: forward", "training: backward", "training: optimizer", "inference batch",
-                          "the operators&#39; time x", "NVIDIA H200"})
+  // The header, the step, its three phases, the inference batch, and a row under its phase for each operator class
+  // the run's profile (--profile-classes) timed.
+  const auto h200 =
+      nlohmann::json::parse(read_text(fs::path(TVIE_SOURCE_DIR) / "docs/results/gpu-h200/compare-gpt2-small.json"));
+  int classes = 0;
+  const std::vector<std::pair<std::string, std::string>> phases = {
+      {"training", "forward"}, {"training", "backward"}, {"inference", "batch"}};
+  for (const auto& [mode, phase] : phases)
+    for (const auto& [name, ms] : h200.at(mode).at("time_by_class").at(phase).items()) classes += ms.get<double>() > 0;
+  CHECK(classes == 12);  // matmul, attention, normalization, elementwise in each
+  CHECK(count(rows, "<tr>") == 6 + classes);
+  for (const char* row :
+       {"training: forward", "training: backward", "training: optimizer", "inference batch",
+        "training: forward: matmul", "inference batch: elementwise", "the operators&#39; time x", "NVIDIA H200"})
     CHECK(k.find(row) != std::string::npos);
-  CHECK(k.find("training: forward: matmul") == std::string::npos);  // the H200 report has no time by class
   // A CPU report with one more step and batch profiled (--profile-classes): a row per class under its phase.
   if (local_host_accelerator()) {
     const auto report = (dir.path / "compare.json").string();

@@ -90,9 +90,9 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
             // the byte there since 2026-12-04 (oneDNN's own bookings, or the rules written out since). Where
             // oneDNN takes AMX's kernels the trace asks LibTorch's oneDNN for its bookings: on the AMX Xeon's
             // measurements (2026-11) the same bookings gave -3.3% .. +8.2% (resnet tiny amp-bf16 AdamW the +8.2%;
-            // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md); where they cannot be asked, only the
-            // input copy is counted, and the peak was 31% under there (resnet tiny in bf16). Without AVX-512 (ATen's
-            // im2col kernels) the rules are exact and the 15% below holds.
+            // research/kernel-scratch/results/bf16-amx-prediction-with-onednn-bookings.md); where they cannot be asked,
+            // only the input copy is counted, and the peak was 31% under there (resnet tiny in bf16). Without AVX-512
+            // (ATen's im2col kernels) the rules are exact and the 15% below holds.
             CHECK(relative(p.peak, m.peak) <= (cpu_bf16_conv_scratch_modelled() ? 0.10 : 0.35));
           } else if (onednn_bf16 && !cpu_bf16_matmul_scratch_modelled() && model == "mlp" &&
                      precision == TrainPrecision::bf16) {
@@ -967,10 +967,10 @@ TEST_CASE("slices: a ResNet from slices of its stages matches the measured ledge
 }
 
 TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200", "[predict]") {
-  // docs/results/gpu-h200-tests-2.txt holds the [gpu] matrix's failures from before the CUDA rules were
+  // tests/data/gpu-h200-tests-before-cuda-rules.txt holds the [gpu] matrix's failures from before the CUDA rules were
   // complete, each as "CHECK( p.activations == m.activations )", "predicted == measured" and the case
   // ("gpt bf16 checkpoint 1"). The rules made since must give each measured figure, here on the CPU.
-  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200-tests-2.txt");
+  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/tests/data/gpu-h200-tests-before-cuda-rules.txt");
   REQUIRE(in);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -1000,11 +1000,11 @@ TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200
 }
 
 TEST_CASE("the CUDA rules reproduce the H200's inference ledgers in every dtype, int8 and fp8 included", "[predict]") {
-  // docs/results/gpu-h200-infer-gpt2-small-3.json: gpt2-small at batches 1, 8 and 64 in fp32, fp16, bf16, int8
+  // docs/results/gpu-h200/infer-gpt2-small.json: gpt2-small at batches 1, 8 and 64 in fp32, fp16, bf16, int8
   // (at::_int_mm) and fp8 (at::_scaled_mm), measured on an H200 with LibTorch 2.11 (tvie::nn::Linear's quantised
   // forward unchanged since). The prediction (CUDA's rules, here on the CPU) must give each row's weights, working
   // set and peak.
-  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200-infer-gpt2-small-3.json");
+  std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200/infer-gpt2-small.json");
   REQUIRE(in);
   const auto report = nlohmann::json::parse(in);
   const auto w = make_zoo_workload("gpt", "gpt2-small");

@@ -171,6 +171,8 @@ struct PredictedTrainingMemory {
     // The phase's largest bytes but its gradients and copies where those grow while the rest shrinks (the
     // backward); -1: bytes - gradients - weight_copies. Sharded, a phase holds at most this + its shards.
     int64_t apart = -1;
+    // What the phase holds beside its gradients and copies: what no ZeRO stage shards.
+    int64_t unsharded() const { return apart >= 0 ? apart : bytes - gradients - weight_copies; }
   };
   std::vector<Phase> phases;
   // What ZeRO's model-state layouts are counted from (tvie/projection.hpp, shard_training_memory): the parameter

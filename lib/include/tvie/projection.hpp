@@ -122,10 +122,13 @@ const char* to_string(ShardingStage stage);
 // DeepSpeed's default reduce_bucket_size (elements): the gradients it reduces at once, one 16-bit bucket per card.
 inline constexpr int64_t kDeepSpeedReduceBucketElements = 500'000'000;
 
+// Whose layout a card's model states follow: tvie's (what tvie runs: autocast over fp32 weights, the stage splitting
+// its categories) or DeepSpeed's mixed-precision one (ZeRO 1-3 under amp).
+enum class ShardingLayout { tvie, deepspeed_mixed_precision };
+const char* to_string(ShardingLayout layout);  // "tvie", "deepspeed-mixed-precision"
+
 struct PerCardTrainingMemory {
-  // Whose layout the model states follow: "tvie" (what tvie runs: autocast over fp32 weights, the stage splitting
-  // its categories) or "deepspeed-mixed-precision" (ZeRO 1-3 under amp, as DeepSpeed lays them out).
-  std::string layout;
+  ShardingLayout layout = ShardingLayout::tvie;
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, weight_copies = 0;  // model states per card
   int64_t model_states = 0;  // their sum, all alive at once (as DeepSpeed's estimators count them)
   int64_t buckets = 0;       // deepspeed layout: one 16-bit reduce bucket (kDeepSpeedReduceBucketElements, at most P)

@@ -177,7 +177,7 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   int64_t scratch = 0;
   const bool sum = bias && x.dims == 2;  // addmm: the bias added as a sum into the product
   {
-    const KernelProducts products = linear_scratch(rows, in, out, sum);
+    const LinearProducts products = linear_scratch(rows, in, out, sum);
     const auto& [forward, input_grad, weight_grad] = products;
     transient(forward);  // alive beside y, then freed
     // Backward runs the two products one after the other, each gradient allocated before its product's scratch;

@@ -70,6 +70,8 @@
 #include <tvie/cpu_kernels.hpp>
 #include <tvie/ledger.hpp>
 
+#include "models/linear_products.hpp"
+
 namespace tvie::trace {
 
 struct Counters;
@@ -208,13 +210,10 @@ class ForwardTrace {
   // The kernels' scratch (kernel_scratch.cpp): what an op's kernels allocate and free inside it on the query's
   // device and threads. A Linear's three products (its forward; its input and weight gradients' in backward), and
   // a convolution's or the attention's forward (beside the output) and backward (beside the gradients).
-  struct KernelProducts {
-    int64_t forward = 0, input_grad = 0, weight_grad = 0;
-  };
   struct KernelScratch {
     int64_t forward_bytes = 0, backward_bytes = 0;
   };
-  KernelProducts linear_scratch(int64_t rows, int64_t in, int64_t out, bool sum) const;
+  LinearProducts linear_scratch(int64_t rows, int64_t in, int64_t out, bool sum) const;
   KernelScratch conv_scratch(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw, int64_t out_hw,
                              bool input_grad, const Sym& xin);
   KernelScratch attention_scratch(int64_t S, int64_t K, int64_t d, bool flash) const;

@@ -54,9 +54,9 @@ namespace {
 // share of the output (its share itself where that is less than a row), at least one thread's whole product, in
 // steps of 64 floats; and 128 bytes of the scratchpad's alignment. Equal to oneDNN's bookings for 720 products (a
 // Linear's three on 60 random shapes, 8-300 rows, 32-600 x 32-320 features, 1-4 threads:
-// scripts/onednn-bookings/matmul.py) and to LibTorch's allocations where measured (scripts/op-scratch.py, 1, 2 and
-// 4 threads, odd shapes). Inside a
-// parallel region (the flash attention's products) oneDNN sees one thread.
+// research/kernel-scratch/onednn-bookings/matmul.py) and to LibTorch's allocations where measured
+// (scripts/op-scratch.py, 1, 2 and 4 threads, odd shapes). Inside a parallel region (the flash attention's products)
+// oneDNN sees one thread.
 int64_t emulated_accumulator(int64_t m, int64_t n, int64_t threads) {
   const auto block = [&](int64_t t) {
     const int64_t share = (m * n + t - 1) / t;
@@ -77,22 +77,22 @@ int64_t emulated_accumulator(int64_t m, int64_t n, int64_t threads) {
 //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output as oneDNN books it
 //    (emulated_accumulator; measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD
 //    EPYC and on an Intel Xeon of that kind).
-ForwardTrace::KernelProducts ForwardTrace::linear_scratch(int64_t rows, int64_t in, int64_t out, bool sum) const {
+LinearProducts ForwardTrace::linear_scratch(int64_t rows, int64_t in, int64_t out, bool sum) const {
   if (query_.cuda || compute_bytes() != 2 || query_.fp16 || rows * in * out <= 16 * 16 * 16) return {};
   // Each product's scratch on this CPU's kernels: the forward's (x W^T, the bias added as a sum on a 2-D input),
   // the input gradient's (dy W) and the weight gradient's (dy^T x).
   const auto kernels = cpu_bf16_matmul_kernels();
   const int64_t threads = this->threads();
-  onednn::LinearProducts products;
+  LinearProducts products;
   if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
       onednn::bookings_available()) {
     // oneDNN's own bookings for the three products as LibTorch hands them over (models/onednn_bookings.hpp):
     // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 for 720 of 720 products (the [cpu-kinds]
-    // test of the bookings; docs/results/cpu-bf16-matmul-scratch-avx512.md, where the written-out fit below is
-    // -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements this
-    // project has (an Intel Xeon: the pure-bf16 mlp's peak +2.0%,
-    // docs/results/cpu-bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
-    products = onednn::bf16_linear_bookings(rows, in, out, sum, threads).value_or(onednn::LinearProducts{});
+    // test of the bookings; research/kernel-scratch/results/bf16-matmul-scratch-avx512.md, where the written-out fit
+    // below is -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements
+    // this project has (an Intel Xeon: the pure-bf16 mlp's peak +2.0%,
+    // research/kernel-scratch/results/bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
+    products = onednn::bf16_linear_bookings(rows, in, out, sum, threads).value_or(LinearProducts{});
   } else if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
     // The avx512_bf16 brgemm kernels' packed blocks and accumulators, written out (models/onednn_scratch.cpp).
     products = onednn::brgemm_bf16_linear_scratch(rows, in, out, threads);
@@ -102,7 +102,7 @@ ForwardTrace::KernelProducts ForwardTrace::linear_scratch(int64_t rows, int64_t 
     products = {rows > 1 || !bf16_one_row_forward_on_aten() ? emulated_accumulator(rows, out, threads) : 0,
                 emulated_accumulator(rows, in, threads), emulated_accumulator(out, in, threads)};
   }
-  return {products.forward, products.input_grad, products.weight_grad};
+  return products;
 }
 
 // Which kernel LibTorch's CPU convolution runs for these shapes and dtype: LibTorch's own choice

@@ -48,7 +48,7 @@ std::optional<ConvBookings> conv_bookings(const ConvShape& c, int64_t element_by
 
 // What LibTorch holds for a convolution with those bookings, above what each phase leaves (ConvScratch), by the
 // structure that reproduces every row of the four measured tables
-// (docs/results/cpu-conv-structure-from-onednn-bookings.md):
+// (research/kernel-scratch/results/conv-structure-from-onednn-bookings.md):
 //  - forward: the input and the weights reordered into oneDNN's layouts (unless plain), the output in its layout
 //    and the scratchpad; then mkldnn_to_dense copies the output to the plain layout, and a channels-last output
 //    once more (ideep's to_public keeps that layout; .contiguous() copies again);

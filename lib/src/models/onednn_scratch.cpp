@@ -46,7 +46,7 @@ int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads) {
 // per thread bytes. Same fit; held at 512 rows. The fallback only, where oneDNN's own bookings cannot be asked (the
 // trace takes those first): against the bookings, which equal LibTorch's allocations on that EPYC, 60 random
 // shapes (8-300 rows, 32-600 x 32-320 features) were equal for 48, 26, 18 and 13 of 60 at 1, 2, 3 and 4 threads,
-// -67.8% .. +253.1% off for the rest (docs/results/cpu-bf16-matmul-scratch-avx512.md); with it the
+// -67.8% .. +253.1% off for the rest (research/kernel-scratch/results/bf16-matmul-scratch-avx512.md); with it the
 // tiny presets' peaks were still equal to the byte at 1, 2 and 4 threads (their shapes' weight gradients equal, or
 // not what decides the peak).
 // oneDNN sizes these buffers from a search over its blockings (brgemm_matmul_utils.cpp), which this does not follow.
@@ -367,7 +367,8 @@ int64_t avx2_fp32_conv_forward(const ConvShape& c) {
 // in blocks (padded) or, strided, by brgconv_strided:avx2 channels-last with its scratchpad
 // (brgconv_strided_fp32_scratch, the same bookings as on AVX-512), then beside its plain copy. Equal to the byte for
 // all 274 convolutions of cnn, resnet and ResNet-50's widths at 1, 2 and 4 threads
-// (docs/results/cpu-fp32-conv-scratch-avx2.md; a filter larger than its input takes oneDNN's gemm kernel, below).
+// (research/kernel-scratch/results/fp32-conv-scratch-avx2.md; a filter larger than its input takes oneDNN's gemm
+// kernel, below).
 ConvScratch avx2_fp32_conv(const ConvShape& c) {
   const int64_t cin = c.cin, cout = c.cout, k = c.kernel, s = c.stride, T = c.threads;
   const PlainSizes p = plain_sizes(c);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "models/linear_products.hpp"
+
 #include <ATen/native/ConvUtils.h>
 
 namespace tvie::trace::onednn {
@@ -98,7 +100,7 @@ const char* to_string(WeightKernel k);
 // What one convolution of this shape allocates above what it leaves, measured: run through LibTorch on the CPU in
 // fp32 (element_bytes 4) or bf16 (2) at `c.threads` intra-op threads (restored after) with tvie's counting
 // allocator, after two warm-up steps, as scripts/op-scratch.py measures it with the profiler. The check behind
-// avx512_fp32_conv and avx512_bf16_conv (tests, bench/conv_scratch_table.cpp).
+// avx512_fp32_conv and avx512_bf16_conv (tests, research/kernel-scratch/conv_scratch_table.cpp).
 ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes);
 
 // oneDNN's scratchpad for a bf16 matmul c[m, n] = a[m, k] b[k, n] on its AVX-512 brgemm kernels (avx512_bf16, no
@@ -106,16 +108,11 @@ ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes);
 int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads);
 int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads);
 
-// The bytes of a bf16 Linear's three products (rows x in -> out), each what it holds above its result: the forward
-// x W^T (+ b), the input gradient dy W and the weight gradient dy^T x.
-struct LinearProducts {
-  int64_t forward = 0, input_grad = 0, weight_grad = 0;
-};
-// The three from the brgemm fits above.
+// A bf16 Linear's three products (rows x in -> out, models/linear_products.hpp) from the brgemm fits above.
 LinearProducts brgemm_bf16_linear_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads);
 // The three measured as measure_conv measures: random bf16 tensors, run through LibTorch on the CPU (the forward
 // with a bias, as torch::linear calls it) at `threads` intra-op threads (restored after), each after two warm-up
-// calls. The check behind the matmul bookings (tests, bench/matmul_scratch_table.cpp).
+// calls. The check behind the matmul bookings (tests, research/kernel-scratch/matmul_scratch_table.cpp).
 LinearProducts measure_bf16_linear(int64_t rows, int64_t in, int64_t out, int64_t threads);
 
 }  // namespace tvie::trace::onednn

@@ -30,9 +30,9 @@ using namespace rules;
 // rest within -9.2% .. +4.2%; the forward's equal for 217 (a 1x1 forward at 3 threads over: see `store`). That
 // was without the 1x1 configuration (thread groups over channels, the rtus stride in balance()); with it,
 // on an Intel Xeon emulating bf16 (AVX-512 without avx512_bf16): 246 of 246 equal to the byte, both phases
-// (docs/results/cpu-bf16-conv-scratch-avx512-emulated.md); and on the AMD EPYC again: the forward
+// (research/kernel-scratch/results/bf16-conv-scratch-avx512-emulated.md); and on the AMD EPYC again: the forward
 // equal for 246 of 246, the backward for 237, the rest the strided input gradient's fit (within 3.6%;
-// docs/results/cpu-bf16-conv-scratch-avx512.md).
+// research/kernel-scratch/results/bf16-conv-scratch-avx512.md).
 
 namespace {
 

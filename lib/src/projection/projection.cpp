@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -269,6 +268,10 @@ const char* to_string(ShardingStage stage) {
   return "?";
 }
 
+const char* to_string(ShardingLayout layout) {
+  return layout == ShardingLayout::deepspeed_mixed_precision ? "deepspeed-mixed-precision" : "tvie";
+}
+
 PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& w, int64_t cards, ShardingStage stage) {
   if (w.peak < 0) throw InvalidArgument("sharding.ledger", "no predicted peak", "a workload with a trace");
   if (cards < 1) throw InvalidArgument("sharding.cards", cat(cards), ">= 1");
@@ -284,10 +287,9 @@ PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& w, in
   }
   PerCardTrainingMemory m;
   const bool deepspeed = stage != ShardingStage::none && z.mixed_precision && z.parameter_count > 0;
-  // What each phase adds beside the model states held all through the step.
-  std::function<int64_t(const PredictedTrainingMemory::Phase&)> phase_bytes;
+  int64_t gathered = 0;  // tvie's stage 3 on several cards: one layer's full weights and gradients
   if (deepspeed) {
-    m.layout = "deepspeed-mixed-precision";
+    m.layout = ShardingLayout::deepspeed_mixed_precision;
     const int64_t p = z.parameter_count, l = z.largest_layer_parameters;
     const int64_t master = shard(4 * p), state = shard(z.optimizer_bytes_per_parameter * p);
     m.optimizer_state = state;
@@ -297,32 +299,26 @@ PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& w, in
                                                       : 2 * l + shard(4 * p);
     m.model_states = m.parameters + m.gradients + m.optimizer_state;
     m.buckets = 2 * std::min(p, kDeepSpeedReduceBucketElements);
-    // The phase's gradients and amp copies are model states here (16-bit weights need no cast cache).
-    phase_bytes = [](const PredictedTrainingMemory::Phase& ph) {
-      return ph.apart >= 0 ? ph.apart : ph.bytes - ph.gradients - ph.weight_copies;
-    };
   } else {
-    m.layout = "tvie";
     // Stage 3 on several cards gathers one layer's full weights for its forward and backward, and its gradients
     // before they are sharded.
-    const int64_t gathered =
-        stage == ShardingStage::parameters && cards > 1 ? 2 * z.largest_layer_parameters * z.weight_bytes : 0;
+    gathered = stage == ShardingStage::parameters && cards > 1 ? 2 * z.largest_layer_parameters * z.weight_bytes : 0;
     m.parameters = split(w.parameters, ShardingStage::parameters) + gathered / 2;
     m.gradients = split(w.gradients, ShardingStage::gradients) + gathered / 2;
     m.optimizer_state = split(w.optimizer_state, ShardingStage::optimizer);
     m.weight_copies = split(copies, ShardingStage::parameters);
     m.model_states = m.parameters + m.gradients + m.optimizer_state + m.weight_copies;
-    phase_bytes = [&](const PredictedTrainingMemory::Phase& ph) {
-      const int64_t apart = ph.apart >= 0 ? ph.apart : ph.bytes - ph.gradients - ph.weight_copies;
-      const int64_t sharded =
-          apart + split(ph.gradients, ShardingStage::gradients) + split(ph.weight_copies, ShardingStage::parameters);
-      return std::min(ph.bytes, sharded) + (ph.gradients > 0 ? gathered / 2 : 0);  // both bound it from above
-    };
   }
+  // What each phase adds beside the model states held all through the step. DeepSpeed's layout: the phase's
+  // gradients and amp copies are model states (16-bit weights need no cast cache). tvie's: they are sharded as the
+  // stage says, the phase bounded by its own bytes too (both bound it from above).
   int64_t largest = -1;
-  for (const auto& phase : phases) {
-    const int64_t bytes = phase_bytes(phase);
-    if (bytes > largest) largest = bytes, m.peak_phase = phase.name, m.phase_bytes = bytes;
+  for (const auto& ph : phases) {
+    const int64_t sharded = ph.unsharded() + split(ph.gradients, ShardingStage::gradients) +
+                            split(ph.weight_copies, ShardingStage::parameters);
+    const int64_t bytes =
+        deepspeed ? ph.unsharded() : std::min(ph.bytes, sharded) + (ph.gradients > 0 ? gathered / 2 : 0);
+    if (bytes > largest) largest = bytes, m.peak_phase = ph.name, m.phase_bytes = bytes;
   }
   // tvie's layout: the gradients and copies are in the phases; the weights and optimizer state all through.
   const int64_t held = deepspeed ? m.model_states + m.buckets : m.parameters + m.optimizer_state;

@@ -266,7 +266,7 @@ void ConsoleReporter::report(const PlanReport& r) {
   out << "  Sharded within each phase: parameters and optimizer state all through the step, the gradients and amp\n"
          "  copies of the phase at the peak (the backward's: an upper bound, its gradients grow as its activations "
          "go).\n";
-  if (!r.cards.empty() && r.cards.front().training.per_card[1].layout == "deepspeed-mixed-precision")
+  if (!r.cards.empty() && r.cards.front().training.per_card[1].layout == ShardingLayout::deepspeed_mixed_precision)
     out << "  z1-z3 under amp in DeepSpeed's mixed-precision layout: 16-bit weights and gradients beside fp32 master\n"
            "  weights, gradients and the optimizer's state (with Adam, ZeRO-2 2P + 18P/N, ZeRO-3 4L + 18P/N, as\n"
            "  DeepSpeed's estimators), one 16-bit reduce bucket and the phase's activations (--json: per_card).\n";

@@ -14,15 +14,12 @@
 namespace tvie {
 namespace detail {
 
-std::vector<Column> columns_of(const std::string& header, const std::vector<std::string>& text) {
+std::vector<Column> columns_of(const std::vector<std::string>& names, const std::vector<std::string>& text) {
   std::vector<Column> columns;
-  size_t start = 0;
-  while (start <= header.size()) {
-    const size_t comma = std::min(header.find(',', start), header.size());
-    Column c{header.substr(start, comma - start)};
-    for (const auto& t : text) c.text = c.text || t == c.name;
+  for (const auto& name : names) {
+    Column c{name};
+    for (const auto& t : text) c.text = c.text || t == name;
     columns.push_back(std::move(c));
-    start = comma + 1;
   }
   return columns;
 }
@@ -52,10 +49,10 @@ std::string positive_cell(double x) { return x < 0 ? std::string() : cat(x); }  
 // The ledger: one row per category (ledger_row_names), training's and inference's measured and predicted bytes; an
 // empty cell where a mode has no such row or no such figure.
 Table ledger_table(const TrainingResult* t, const InferenceResult* i) {
-  std::string header = "category";
-  if (t) header += ",training_bytes,training_predicted_bytes";
-  if (i) header += ",inference_bytes,inference_predicted_bytes";
-  Table table{columns_of(header), {}};
+  std::vector<std::string> names{"category"};
+  if (t) names.insert(names.end(), {"training_bytes", "training_predicted_bytes"});
+  if (i) names.insert(names.end(), {"inference_bytes", "inference_predicted_bytes"});
+  Table table{columns_of(names), {}};
   const auto training = t ? ledger_rows(*t, false) : std::vector<LedgerRow>{};
   const auto inference = i ? ledger_rows(*i) : std::vector<LedgerRow>{};
   const auto mode_cells = [](const std::vector<LedgerRow>& rows, const char* name) -> std::vector<std::string> {
@@ -77,7 +74,8 @@ Table ledger_table(const TrainingResult* t, const InferenceResult* i) {
 
 // Latency statistics, one row per quantity.
 Table summary_table(const std::vector<std::pair<const char*, const Summary*>>& quantities) {
-  Table table{columns_of("quantity,count,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,p99_9_ms,max_ms"), {}};
+  Table table{
+      columns_of({"quantity", "count", "mean_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "max_ms"}), {}};
   for (const auto& [name, s] : quantities)
     table.rows.push_back(cells(name, s->count, s->mean, s->p50, s->p90, s->p95, s->p99, s->p999, s->max));
   return table;
@@ -89,9 +87,9 @@ Table table_of(const CompareReport& r) { return ledger_table(&r.training, &r.inf
 Table table_of(const TrainReport& r) { return ledger_table(&r.training, nullptr); }
 
 Table table_of(const InferReport& r) {
-  Table table{columns_of("batch,dtype,fits,latency_ms_mean,latency_ms_p50,latency_ms_p99,samples_per_s,parameter_bytes,"
-                         "packed_weight_bytes,activation_bytes,peak_bytes,max_abs_error,mean_abs_error,"
-                         "mean_abs_error_relative,top1_agreement"),
+  Table table{columns_of({"batch", "dtype", "fits", "latency_ms_mean", "latency_ms_p50", "latency_ms_p99",
+                          "samples_per_s", "parameter_bytes", "packed_weight_bytes", "activation_bytes", "peak_bytes",
+                          "max_abs_error", "mean_abs_error", "mean_abs_error_relative", "top1_agreement"}),
               {}};
   for (const auto& row : r.sweep.rows) {
     auto out = cells(row.batch_size, to_string(row.dtype), row.fits ? 1 : 0);
@@ -128,7 +126,7 @@ Table table_of(const DecodeReport& r) {
 }
 
 Table table_of(const MaxBatchReport& r) {
-  Table table{columns_of("mode,batch,fits,peak_bytes,seconds"), {}};
+  Table table{columns_of({"mode", "batch", "fits", "peak_bytes", "seconds"}), {}};
   for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
     if (!result) continue;
     for (const auto& p : result->probes)
@@ -139,8 +137,8 @@ Table table_of(const MaxBatchReport& r) {
 
 Table table_of(const AllreduceReport& report) {
   const auto& r = report.result;
-  Table table{columns_of("bytes,count,dtype,oop_time_us,oop_algbw_gbs,oop_busbw_gbs,oop_wrong,ip_time_us,"
-                         "ip_algbw_gbs,ip_busbw_gbs,ip_wrong"),
+  Table table{columns_of({"bytes", "count", "dtype", "oop_time_us", "oop_algbw_gbs", "oop_busbw_gbs", "oop_wrong",
+                          "ip_time_us", "ip_algbw_gbs", "ip_busbw_gbs", "ip_wrong"}),
               {}};
   for (const auto& x : r.rows)
     table.rows.push_back(cells(x.bytes, x.count, r.dtype, x.out_of_place_us, x.out_of_place_algbw_gbs,
@@ -150,10 +148,10 @@ Table table_of(const AllreduceReport& report) {
 }
 
 Table table_of(const ZooReport& r) {
-  Table table{
-      columns_of("model,preset,parameters,buffer_bytes,forward_flops_per_sample,tokens_per_sample,blocks,source",
-                 {"source"}),
-      {}};
+  Table table{columns_of({"model", "preset", "parameters", "buffer_bytes", "forward_flops_per_sample",
+                          "tokens_per_sample", "blocks", "source"},
+                         {"source"}),
+              {}};
   for (const auto& p : r.presets)
     table.rows.push_back(cells(p.model, p.preset, p.facts.parameter_count, p.facts.buffer_bytes,
                                std::llround(p.facts.forward_flops_per_sample), p.facts.tokens_per_sample, p.blocks,
@@ -162,11 +160,11 @@ Table table_of(const ZooReport& r) {
 }
 
 Table table_of(const CardsReport& r) {
-  std::string header = "id,name,memory_gb,memory_bandwidth_gbs";
-  for (const auto& field : accelerator_peak_fields()) header += "," + field;
-  header +=
-      ",tdp_w,interconnect_gbs,price_usd,price_kind,cloud_usd_per_hour_low,cloud_usd_per_hour_high,cloud_listings";
-  Table table{columns_of(header, {"name"}), {}};
+  std::vector<std::string> names{"id", "name", "memory_gb", "memory_bandwidth_gbs"};
+  for (const auto& field : accelerator_peak_fields()) names.push_back(field);
+  names.insert(names.end(), {"tdp_w", "interconnect_gbs", "price_usd", "price_kind", "cloud_usd_per_hour_low",
+                             "cloud_usd_per_hour_high", "cloud_listings"});
+  Table table{columns_of(names, {"name"}), {}};
   for (const auto& a : r.cards) {
     auto row = cells(a.id, a.name, positive_cell(a.memory_gb), positive_cell(a.memory_bandwidth_gbs));
     for (const auto& field : accelerator_peak_fields()) row.push_back(positive_cell(a.peak(field)));
@@ -181,17 +179,36 @@ Table table_of(const CardsReport& r) {
 }
 
 Table table_of(const PlanReport& r) {
-  Table table{
-      columns_of(
-          "card,memory_gb,train_fits,train_peak_bytes,train_largest_batch,train_step_ms_projected_bound,"
-          "train_step_ms_projected_estimate,train_samples_per_s_projected_estimate,train_mfu_estimate,train_cards,"
-          "train_sharding,train_budget_hours_projected_estimate,infer_fits,infer_largest_batch,"
-          "infer_latency_ms_projected_bound,infer_latency_ms_projected_estimate,infer_best_batch,"
-          "infer_samples_per_s_projected_estimate,infer_qps_per_card_projected_estimate,infer_cards_for_qps,"
-          "infer_power_kw_tdp,infer_hardware_usd,train_budget_usd_cloud_low,train_budget_usd_cloud_high,"
-          "infer_usd_per_million_cloud_low,infer_usd_per_million_cloud_high,infer_first_token_ms_projected_estimate,"
-          "infer_time_per_output_token_ms_projected_estimate,infer_tokens_per_s_projected_estimate"),
-      {}};
+  Table table{columns_of({"card",
+                          "memory_gb",
+                          "train_fits",
+                          "train_peak_bytes",
+                          "train_largest_batch",
+                          "train_step_ms_projected_bound",
+                          "train_step_ms_projected_estimate",
+                          "train_samples_per_s_projected_estimate",
+                          "train_mfu_estimate",
+                          "train_cards",
+                          "train_sharding",
+                          "train_budget_hours_projected_estimate",
+                          "infer_fits",
+                          "infer_largest_batch",
+                          "infer_latency_ms_projected_bound",
+                          "infer_latency_ms_projected_estimate",
+                          "infer_best_batch",
+                          "infer_samples_per_s_projected_estimate",
+                          "infer_qps_per_card_projected_estimate",
+                          "infer_cards_for_qps",
+                          "infer_power_kw_tdp",
+                          "infer_hardware_usd",
+                          "train_budget_usd_cloud_low",
+                          "train_budget_usd_cloud_high",
+                          "infer_usd_per_million_cloud_low",
+                          "infer_usd_per_million_cloud_high",
+                          "infer_first_token_ms_projected_estimate",
+                          "infer_time_per_output_token_ms_projected_estimate",
+                          "infer_tokens_per_s_projected_estimate"}),
+              {}};
   for (const auto& c : r.cards) {
     const auto& t = c.training;
     const auto& i = c.inference;

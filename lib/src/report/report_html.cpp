@@ -310,8 +310,8 @@ Section table_section(const std::string& title, const detail::Table& table, cons
 
 // What a measured report corrected in the plan's estimates, per mode (and per phase of a training step).
 Section calibration_section(const Calibration& c) {
-  detail::Table table{detail::columns_of("mode,measured_ms,projected_estimate_ms,projected_bound_ms,"
-                                         "kernel_launches_percent_of_estimate,factor,corrects,below_bound",
+  detail::Table table{detail::columns_of({"mode", "measured_ms", "projected_estimate_ms", "projected_bound_ms",
+                                          "kernel_launches_percent_of_estimate", "factor", "corrects", "below_bound"},
                                          {"mode", "corrects"}),
                       {}};
   const auto row = [&](const std::string& what, const CalibrationFactor& f) {

@@ -124,7 +124,7 @@ json per_card_json(const TrainingPlan& t) {
     const auto& m = t.per_card[stage];
     j[names[stage]] = t.cards_needed[stage] == 0 ? json() : json{{"cards", t.cards_needed[stage]},
                                                                  {"total_bytes", m.total},
-                                                                 {"layout", m.layout},
+                                                                 {"layout", to_string(m.layout)},
                                                                  {"model_states_bytes", m.model_states},
                                                                  {"parameters", m.parameters},
                                                                  {"gradients", m.gradients},

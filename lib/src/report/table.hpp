@@ -20,8 +20,8 @@ struct Table {
   std::vector<std::vector<std::string>> rows;  // each as many cells as there are columns
 };
 
-// The columns of a header written as "a,b,c"; those named in `text` hold free text.
-std::vector<Column> columns_of(const std::string& header, const std::vector<std::string>& text = {});
+// The columns of these names, in order; those named in `text` hold free text.
+std::vector<Column> columns_of(const std::vector<std::string>& names, const std::vector<std::string>& text = {});
 
 // RFC 4180: the header, then a line per row; text cells in double quotes, their quotes doubled.
 std::string csv_of(const Table& table);

@@ -28,7 +28,7 @@ rules = [
     ("How close is the memory prediction?", r"/predicted-vs-measured"),
     ("Has every CUDA path run, and what did the GPU check see?", r"^gpu-[\w-]+/"),
     ("Can the tests fail, and what does bad input do?",
-     r"^cpu-[\w-]+/(bad-inputs|mutants|sanitize|ci-times|bench-overhead|gpu-check)"),
+     r"^cpu-[\w-]+/(bad-inputs|mutants|sanitize|ci-times|bench-overhead|gpu-check|suite-)"),
 ]
 begin = "<!-- index: every file of this folder by question (scripts/results-index.py) -->"
 end = "<!-- end index -->"

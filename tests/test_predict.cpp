@@ -15,11 +15,14 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <tvie/config.hpp>
 
 #include "helpers.hpp"
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
 #include "models/fbgemm_packs.hpp"
 #include "models/onednn_bookings.hpp"
 #include "models/onednn_scratch.hpp"
+#endif
 #include "tvie_test_paths.hpp"
 
 using namespace tvie;
@@ -28,6 +31,22 @@ namespace {
 
 double relative(int64_t predicted, int64_t measured) {
   return std::abs(static_cast<double>(predicted - measured)) / static_cast<double>(measured);
+}
+
+// Built without the CPU kernel-scratch plug-in (TVIE_CPU_KERNEL_SCRATCH=OFF) a CPU prediction leaves out what the
+// kernels allocate and free inside an op. The tiny presets, measured on an Intel Xeon with AMX natively and under
+// each emulated kind, were then off by up to 18% in training peaks and 78% in an inference working set (a small
+// convolution's, where oneDNN's reorders outweigh the activations): the bound such a build is held to.
+constexpr double kWithoutCpuPlugin = 0.80;
+
+// A CPU prediction beside its measurement: within `tolerance` (relative; 0: to the byte) where the CPU plug-in
+// predicts the kernels' scratch (the default build), within kWithoutCpuPlugin where it is not built.
+bool cpu_within(int64_t predicted, int64_t measured, double tolerance) {
+  UNSCOPED_INFO("predicted " << predicted << ", measured " << measured << " (" << relative(predicted, measured)
+                             << " off), tolerance " << tolerance
+                             << (TVIE_WITH_CPU_KERNEL_SCRATCH ? "" : ", without the CPU plug-in 0.80"));
+  if (!TVIE_WITH_CPU_KERNEL_SCRATCH) return relative(predicted, measured) <= std::max(tolerance, kWithoutCpuPlugin);
+  return tolerance == 0 ? predicted == measured : relative(predicted, measured) <= tolerance;
 }
 
 }  // namespace
@@ -50,9 +69,22 @@ struct Threads {
 // fit, the fallback, is not exact: see lib/src/models/onednn_scratch.cpp). Not AMX: never measured since the
 // bookings.
 bool every_kernel_checked_here() {
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
   const auto kernels = cpu_bf16_matmul_kernels();
   return kernels == CpuBf16Matmul::aten || kernels == CpuBf16Matmul::onednn_avx512_emulated ||
          (kernels == CpuBf16Matmul::onednn_avx512_bf16 && trace::onednn::bookings_available());
+#else
+  return false;  // the CPU plug-in is not built: no kernel's scratch is predicted
+#endif
+}
+
+// Whether oneDNN's own bookings can be asked here (models/onednn_bookings.hpp; never without the CPU plug-in).
+bool bookings_asked() {
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
+  return trace::onednn::bookings_available();
+#else
+  return false;
+#endif
 }
 }  // namespace
 
@@ -93,28 +125,28 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
             // research/kernel-scratch/results/bf16-amx-prediction-with-onednn-bookings.md); where they cannot be asked,
             // only the input copy is counted, and the peak was 31% under there (resnet tiny in bf16). Without AVX-512
             // (ATen's im2col kernels) the rules are exact and the 15% below holds.
-            CHECK(relative(p.peak, m.peak) <= (cpu_bf16_conv_scratch_modelled() ? 0.10 : 0.35));
+            CHECK(cpu_within(p.peak, m.peak, (cpu_bf16_conv_scratch_modelled() ? 0.10 : 0.35)));
           } else if (onednn_bf16 && !cpu_bf16_matmul_scratch_modelled() && model == "mlp" &&
                      precision == TrainPrecision::bf16) {
             // Known gap where oneDNN's bf16 matmul scratchpad is not modelled (AMX's kernels, oneDNN's bookings not
             // to be asked): ~25 KiB in the pure-bf16 matmul's backward, 19% of this tiny model's 131 KiB peak on an
             // Intel Xeon with AMX (+2.0% with the bookings). Where it is modelled the 15% below holds.
-            CHECK(relative(p.peak, m.peak) <= 0.25);
+            CHECK(cpu_within(p.peak, m.peak, 0.25));
           } else {
-            CHECK(relative(p.peak, m.peak) <= 0.15);
+            CHECK(cpu_within(p.peak, m.peak, 0.15));
           }
           // Where oneDNN's bf16 kernels are written out (avx512_bf16 without AMX), every case was within -4.8% ..
           // +6.3% on an AMD EPYC (2026-12-03; every one equal to the byte since 2026-12-04). Under autocast a matmul
           // writes its gradients in bf16 and they are cast to fp32 after it (ForwardTrace::cast_gradients): counting
           // them in fp32 from the start put the mlp's amp-bf16 peak at +9.2% there (+1.1% since).
           if (cpu_bf16_matmul_scratch_modelled()) {
-            CHECK(relative(p.peak, m.peak) <= 0.10);
-            if (model == "mlp" && precision == TrainPrecision::amp_bf16) CHECK(relative(p.peak, m.peak) <= 0.05);
+            CHECK(cpu_within(p.peak, m.peak, 0.10));
+            if (model == "mlp" && precision == TrainPrecision::amp_bf16) CHECK(cpu_within(p.peak, m.peak, 0.05));
           }
           // A checkpointed segment's gradients are counted once, as its recomputation writes them (they were
           // counted twice until 2026-12-02: +9-14% on these fp32 peaks, on both CPUs measured); fp32 is the same trace
           // and the same kernels' bytes on every CPU measured (within 5.5%).
-          if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(relative(p.peak, m.peak) <= 0.08);
+          if (checkpoint > 0 && precision == TrainPrecision::fp32) CHECK(cpu_within(p.peak, m.peak, 0.08));
           // The transformers' peak, step by step as autograd runs it (checked against the allocation events of
           // tvie train --json's memory_timeline and LibTorch's profiler, 2026-12-03): the loss's backward holds the
           // two fp32 gradients, not also the logits' 2-byte one; a residual branch's last op receives the held
@@ -130,18 +162,18 @@ TEST_CASE("predicted training ledger: weights, gradients, optimizer state exact,
           const bool transformer = model == "gpt" || model == "bert" || model == "llama";
           if (transformer &&
               (precision == TrainPrecision::fp32 || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
-            CHECK(relative(p.peak, m.peak) <= 0.01);
+            CHECK(cpu_within(p.peak, m.peak, 0.01));
           // fp32 everywhere but on AMX (oneDNN's AVX-512 and AVX2 fp32 convolutions written out from its bookings,
           // 2026-12-03): every model's peak equal to the byte.
           if (precision == TrainPrecision::fp32 &&
               (transformer || cpu_bf16_matmul_kernels() != CpuBf16Matmul::onednn_amx))
-            CHECK(p.peak == m.peak);
+            CHECK(cpu_within(p.peak, m.peak, 0));
           // Where every kernel's scratch is written out and checked on this kind of CPU: every case to the byte.
-          if (every_kernel_checked_here()) CHECK(p.peak == m.peak);
+          if (every_kernel_checked_here()) CHECK(cpu_within(p.peak, m.peak, 0));
           // oneDNN's fp32 convolutions on AVX-512 reorder into blocked layouts padded to 16 channels (modelled
           // since 2026-12-02: cnn tiny -3.2%, resnet tiny +5.3% on an AMD EPYC; -11.1% without the rule).
           if (cpu_bf16_on_onednn() && precision == TrainPrecision::fp32 && (model == "cnn" || model == "resnet"))
-            CHECK(relative(p.peak, m.peak) <= 0.08);
+            CHECK(cpu_within(p.peak, m.peak, 0.08));
         }
       }
     }
@@ -223,7 +255,8 @@ TEST_CASE("the training peak to the byte beyond the tiny presets", "[predict][cp
       TrainSettings s = test::small_train();
       s.batch_size = 8;
       s.precision = precision;
-      CHECK(test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak == predict_training_memory(*w, s).peak);
+      CHECK(
+          cpu_within(predict_training_memory(*w, s).peak, test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak, 0));
     }
   }
 }
@@ -287,11 +320,14 @@ TEST_CASE("a tied embedding's gradient: three [V, h] tensors at its backward, to
 
 TEST_CASE("the attention's per-thread buffers: long sequences, more threads than cores",
           "[predict][cpu-kinds][serial]") {
+  if (!TVIE_WITH_CPU_KERNEL_SCRATCH) {
+    TVIE_SKIP("the CPU kernel-scratch plug-in, whose buffers these are, is not built (TVIE_CPU_KERNEL_SCRATCH=OFF)");
+  }
   const auto kernels = cpu_bf16_matmul_kernels();
   if (kernels == CpuBf16Matmul::onednn_amx) {
     TVIE_SKIP("the flash kernel's bf16 products on AMX (oneDNN's brgemm) were not measured");
   }
-  if (kernels == CpuBf16Matmul::onednn_avx512_bf16 && !trace::onednn::bookings_available()) {
+  if (kernels == CpuBf16Matmul::onednn_avx512_bf16 && !bookings_asked()) {
     TVIE_SKIP(
         "the flash kernel's bf16 products on avx512_bf16 are counted from oneDNN's own bookings, which "
         "cannot be asked here (TVIE_ONEDNN_BOOKINGS=0, or a LibTorch without its symbol table)");
@@ -374,8 +410,9 @@ TEST_CASE("predicting is pure: the threads are data, and work in another thread 
   }
   REQUIRE(at::get_num_threads() == base);
   // The count matters: some case's figures differ between `base` and `other` threads (the attention's per-thread
-  // buffers, the kernels' scratch), so a prediction that ignored the count given would fail below.
-  {
+  // buffers, the kernels' scratch), so a prediction that ignored the count given would fail below. Without the CPU
+  // kernel-scratch plug-in no figure depends on the threads, and what follows checks the rest.
+  if (TVIE_WITH_CPU_KERNEL_SCRATCH) {
     std::vector<std::vector<int64_t>> at_base;
     for (auto [w, q] : cases) {
       q.cpu_threads = base;
@@ -441,11 +478,12 @@ TEST_CASE("oneDNN's emulated bf16 matmul: its fp32 accumulator as oneDNN books i
     TrainSettings s = test::small_train(OptimizerKind::sgd);
     s.batch_size = 36;
     s.precision = TrainPrecision::bf16;
-    CHECK(test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak == predict_training_memory(*w, s).peak);
+    CHECK(cpu_within(predict_training_memory(*w, s).peak, test::measure_ledger(*w, s, c10::Device(c10::kCPU)).peak, 0));
     InferSettings i = test::small_infer();
     i.dtype = InferenceDtype::bf16;
     i.batch_size = 36;
-    CHECK(measure_inference(*w, i, c10::Device(c10::kCPU)).memory.peak == predict_inference_memory(*w, i).peak);
+    CHECK(cpu_within(predict_inference_memory(*w, i).peak, measure_inference(*w, i, c10::Device(c10::kCPU)).memory.peak,
+                     0));
   }
 }
 
@@ -483,14 +521,14 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
       const bool conv_known = ((dtype == InferenceDtype::fp32 && !amx) || cpu_bf16_conv_scratch_modelled() || aten) &&
                               (model == "cnn" || model == "resnet");
       if ((kernels_known && (model == "mlp" || model == "gpt" || model == "llama" || model == "bert")) || conv_known)
-        CHECK(relative(p.activations, r.memory.activations) <= 0.10);
+        CHECK(cpu_within(p.activations, r.memory.activations, 0.10));
       else
         CHECK(p.activations > 0);
       // The whole peak, where the CPU kernels hold nothing the trace does not know (fp32), at one sample:
       // until 2026-12-03 the copy task's one-sequence input was a view of a buffer 8 bytes longer than itself.
       if (dtype == InferenceDtype::fp32 && (!amx || (model != "cnn" && model != "resnet"))) {
         s.batch_size = 1;
-        CHECK(measure_inference(*w, s, cpu).memory.peak == predict_inference_memory(*w, s).peak);
+        CHECK(cpu_within(predict_inference_memory(*w, s).peak, measure_inference(*w, s, cpu).memory.peak, 0));
       }
     }
   }
@@ -506,10 +544,14 @@ namespace {
 // Why this LibTorch or CPU cannot run CPU int8, or fbgemm cannot be asked its blocking; nothing where both work.
 std::optional<std::string> int8_packs_unpredictable() {
   std::string why;
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
   if (!nn::linear_weights_supported(nn::LinearWeights::int8_dynamic, c10::Device(c10::kCPU), &why) ||
       !trace::fbgemm::blocking(&why))
     return why;
   return std::nullopt;
+#else
+  return std::string("fbgemm's packs are the CPU kernel-scratch plug-in's, not built (TVIE_CPU_KERNEL_SCRATCH=OFF)");
+#endif
 }
 
 void check_int8_row(int64_t layers, const InferenceMemory& m, const PredictedInferenceMemory& p) {
@@ -674,7 +716,8 @@ void check_emulated_kind(const std::string& limit) {
                                     << "): this CPU is that kind or an older one, and the [cpu-kinds] tests ran here");
   }
   const int ran = run_cpu_kinds("ONEDNN_MAX_CPU_ISA=" + limit);
-  CHECK(ran >= 8);
+  // Without the CPU kernel-scratch plug-in the tests of its rules are not built and those to the byte skip: 4 run.
+  CHECK(ran >= (TVIE_WITH_CPU_KERNEL_SCRATCH ? 8 : 4));
 }
 }  // namespace
 
@@ -1078,6 +1121,8 @@ TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad argumen
   CHECK(bad.out.find("--threads: got '0'; accepted: integers >= 1") != std::string::npos);
 }
 
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
+// The CPU plug-in's own rules against the kernels (models/onednn_scratch.hpp, models/onednn_bookings.hpp).
 namespace {
 
 // A convolution of the oneDNN scratch tests (padding kernel / 2, square images).
@@ -1330,4 +1375,22 @@ TEST_CASE("oneDNN's own bookings for a bf16 Linear's three products: what LibTor
     }
   }
   CHECK(compared == 18);
+}
+#endif
+
+TEST_CASE("a CPU prediction names the plug-in that counted its kernels' scratch", "[predict]") {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  const auto p = predict_training_memory(*w, test::small_train(OptimizerKind::adamw), false, c10::Device(c10::kCPU));
+  INFO(p.kernel_scratch_source);
+  if (TVIE_WITH_CPU_KERNEL_SCRATCH) {
+    CHECK(p.kernel_scratch_source.rfind("oneDNN's kernels: ", 0) == 0);  // the CPU plug-in
+  } else {
+    CHECK(p.kernel_scratch_source ==
+          "not predicted: this tvie was built without its CPU kernel-scratch plug-in (TVIE_CPU_KERNEL_SCRATCH=OFF)");
+    CHECK_FALSE(cpu_bf16_matmul_scratch_modelled());
+    CHECK_FALSE(cpu_bf16_conv_scratch_modelled());
+  }
+  const auto cuda =
+      predict_training_memory(*w, test::small_train(OptimizerKind::adamw), false, c10::Device(c10::kCUDA, 0));
+  CHECK(cuda.kernel_scratch_source.rfind("none: CUDA's kernels", 0) == 0);  // either way
 }

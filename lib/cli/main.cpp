@@ -1,5 +1,6 @@
 // build/bin/tvie: the command-line tool. Bad input: one line on stderr naming the option and the
 // accepted values, exit code 2, no output file.
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -28,6 +29,9 @@ bool prints_usage_errors() {
 int main(int argc, char** argv) {
   // Before the first tensor, so that every CPU allocation is counted.
   tvie::install_cpu_memory_counter();
+  // A rank whose peer died writes into a closed socket: the write must fail (EPIPE) so that the collective's error
+  // names the lost rank, rather than SIGPIPE ending the process silently (exit 141).
+  std::signal(SIGPIPE, SIG_IGN);
 
   const std::vector<std::string> args(argv, argv + argc);
   CLI::App app{

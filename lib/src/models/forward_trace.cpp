@@ -1,7 +1,7 @@
 // The symbolic forward: see forward_trace.hpp for the rules and their source.
 #include "models/forward_trace.hpp"
 
-#include "models/fbgemm_packs.hpp"
+#include "models/kernel_scratch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -250,9 +250,9 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
       // thread into fbgemm's own buffers (glibc's heap: outside the ledger), the fp32 input read as it is.
       y = make(rows * out, 4, false);
       { const Sym accumulators = make(rows * out, 4, false); }
-      const auto blocking = fbgemm::blocking();  // none: the packs are not predicted (-1)
+      const auto bytes = cpu_int8_packed_linear_bytes(in, out);  // none: the packs are not predicted (-1)
       auto& packs = quantised_.packed_weight_bytes;
-      packs = !blocking || packs < 0 ? -1 : packs + fbgemm::packed_linear_bytes(in, out, *blocking);
+      packs = !bytes || packs < 0 ? -1 : packs + *bytes;
       break;
     }
     case nn::LinearWeights::int8_cuda: {

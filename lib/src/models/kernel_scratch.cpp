@@ -6,8 +6,12 @@
 // they are told.
 #include "models/forward_trace.hpp"
 
+#include "models/fbgemm_packs.hpp"
+#include "models/kernel_scratch.hpp"
 #include "models/onednn_bookings.hpp"
 #include "models/onednn_scratch.hpp"
+
+#include <tvie/log.hpp>
 
 #include <algorithm>
 #include <array>
@@ -218,30 +222,35 @@ ForwardTrace::KernelScratch ForwardTrace::attention_scratch(int64_t S, int64_t K
   return {forward, scratch};
 }
 
+std::optional<int64_t> cpu_int8_packed_linear_bytes(int64_t in, int64_t out) {
+  const auto b = fbgemm::blocking();  // none: the packs are not predicted
+  if (!b) return std::nullopt;
+  return fbgemm::packed_linear_bytes(in, out, *b);
+}
+
+std::string cpu_kernel_scratch_source() {
+  std::string how;
+  if (onednn::bookings_available(&how))
+    return cat("oneDNN's kernels: their own bookings, asked of the oneDNN inside LibTorch (", how,
+               "); ATen's: the trace's rules");
+  return cat(
+      "oneDNN's kernels: the configurations written out for AVX2 and AVX-512 without AMX (oneDNN's own bookings "
+      "cannot be asked: ",
+      how, "); ATen's: the trace's rules");
+}
+
+std::string cpu_int8_packs_source() {
+  std::string how;
+  const auto b = fbgemm::blocking(&how);
+  if (!b) return cat("fbgemm's packs not predicted: ", how);
+  return cat("fbgemm's packs (in features padded to ", b->k_block, ", out features to ", b->n_block, ": ", how,
+             ") and 12 bytes per output (column offsets, scales, zero points); fbgemm's objects and glibc's chunk "
+             "headers not counted");
+}
+
 }  // namespace tvie::trace
 
 namespace tvie {
-
-// LibTorch's own test (mkldnn_bf16_device_check, not in its headers) answers through the convolution's choice.
-bool cpu_bf16_on_onednn() {
-  static const bool yes =
-      trace::onednn::conv_backend(2, 8, 8, 3, 1, 8, at::kBFloat16) == at::native::ConvBackend::Mkldnn;
-  return yes;
-}
-
-// Which of oneDNN's kernels run a bf16 matmul follows the ISA it may use (the CPU's, under ONEDNN_MAX_CPU_ISA):
-// AMX's with amx_bf16, the AVX-512 brgemm kernels with avx512_bf16, and with AVX-512 alone a gemm that converts
-// to fp32 and accumulates in an fp32 buffer of the output's shape.
-CpuBf16Matmul cpu_bf16_matmul_kernels() {
-  static const CpuBf16Matmul kernels = [] {
-    if (!cpu_bf16_on_onednn()) return CpuBf16Matmul::aten;
-    const auto features = describe_host().cpu_features_usable;
-    const auto has = [&](const char* f) { return std::find(features.begin(), features.end(), f) != features.end(); };
-    if (has("amx_bf16")) return CpuBf16Matmul::onednn_amx;
-    return has("avx512_bf16") ? CpuBf16Matmul::onednn_avx512_bf16 : CpuBf16Matmul::onednn_avx512_emulated;
-  }();
-  return kernels;
-}
 
 bool cpu_bf16_matmul_scratch_modelled() {
   const auto k = cpu_bf16_matmul_kernels();

@@ -404,21 +404,6 @@ ConvScratch avx2_fp32_conv(const ConvShape& c) {
   return r;
 }
 
-at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
-                                     at::ScalarType dtype) {
-  // Tensors over a placeholder: select_conv_backend reads shapes, strides, dtype and device, never the data.
-  static char placeholder = 0;
-  const auto options = at::TensorOptions().dtype(dtype).device(at::kCPU);
-  const at::Tensor x = at::from_blob(
-                       &placeholder, {batch, cin, in_hw, in_hw}, [](void*) {}, options),
-                   w = at::from_blob(
-                       &placeholder, {cout, cin, k, k}, [](void*) {}, options);
-  const std::array<int64_t, 2> s{stride, stride}, pad{k / 2, k / 2}, dilation{1, 1}, output_padding{0, 0};
-  return at::native::select_conv_backend(x, w, std::nullopt, c10::fromIntArrayRefSlow(s), c10::fromIntArrayRefSlow(pad),
-                                         c10::fromIntArrayRefSlow(dilation), false,
-                                         c10::fromIntArrayRefSlow(output_padding), c10::SymInt(1), std::nullopt);
-}
-
 ScopedThreads::ScopedThreads(int64_t threads) : saved_(at::get_num_threads()) {
   if (threads != saved_) at::set_num_threads(static_cast<int>(threads));
 }

@@ -8,8 +8,7 @@
 #include <tvie/workload.hpp>
 
 #include "core/text.hpp"
-#include "models/fbgemm_packs.hpp"
-#include "models/onednn_bookings.hpp"
+#include "models/kernel_scratch.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -66,14 +65,7 @@ BatchBytes batch_bytes_of(const Workload& workload, int64_t batch_size, uint64_t
 
 std::string kernel_scratch_source(const c10::Device& device) {
   if (!device.is_cpu()) return "none: CUDA's kernels hold no scratch the caching allocator's statistics see";
-  std::string how;
-  if (trace::onednn::bookings_available(&how))
-    return cat("oneDNN's kernels: their own bookings, asked of the oneDNN inside LibTorch (", how,
-               "); ATen's: the trace's rules");
-  return cat(
-      "oneDNN's kernels: the configurations written out for AVX2 and AVX-512 without AMX (oneDNN's own bookings "
-      "cannot be asked: ",
-      how, "); ATen's: the trace's rules");
+  return trace::cpu_kernel_scratch_source();
 }
 
 PredictedTrainingMemory predict_training_memory(const Workload& workload, const TrainSettings& settings,
@@ -190,12 +182,7 @@ std::string quantised_weights_source(InferenceDtype dtype, const c10::Device& de
   if (dtype == InferenceDtype::fp8) return "e4m3 weights [out, in] and one fp32 scale per Linear (tvie::nn::Linear)";
   if (dtype != InferenceDtype::int8) return "";
   if (device.is_cuda()) return "int8 weights [out, in] and an fp32 scale per output per Linear (tvie::nn::Linear)";
-  std::string how;
-  const auto b = trace::fbgemm::blocking(&how);
-  if (!b) return cat("fbgemm's packs not predicted: ", how);
-  return cat("fbgemm's packs (in features padded to ", b->k_block, ", out features to ", b->n_block, ": ", how,
-             ") and 12 bytes per output (column offsets, scales, zero points); fbgemm's objects and glibc's chunk "
-             "headers not counted");
+  return trace::cpu_int8_packs_source();
 }
 
 }  // namespace tvie

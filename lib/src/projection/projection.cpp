@@ -314,10 +314,12 @@ PerCardTrainingMemory shard_training_memory(const PredictedTrainingMemory& w, in
   // stage says, the phase bounded by its own bytes too (both bound it from above).
   int64_t largest = -1;
   for (const auto& ph : phases) {
-    const int64_t sharded = ph.unsharded() + split(ph.gradients, ShardingStage::gradients) +
-                            split(ph.weight_copies, ShardingStage::parameters);
-    const int64_t bytes =
-        deepspeed ? ph.unsharded() : std::min(ph.bytes, sharded) + (ph.gradients > 0 ? gathered / 2 : 0);
+    int64_t bytes = ph.unsharded();
+    if (!deepspeed) {
+      const int64_t sharded =
+          bytes + split(ph.gradients, ShardingStage::gradients) + split(ph.weight_copies, ShardingStage::parameters);
+      bytes = std::min(ph.bytes, sharded) + (ph.gradients > 0 ? gathered / 2 : 0);
+    }
     if (bytes > largest) largest = bytes, m.peak_phase = ph.name, m.phase_bytes = bytes;
   }
   // tvie's layout: the gradients and copies are in the phases; the weights and optimizer state all through.

@@ -16,6 +16,7 @@
 //   and checks that the document's tables match its output: exactly for weights, gradients, optimizer state and weight
 //   copies, within 10% for the rest (activations depend a little on the CPU's kernels).
 // About a minute on 2 cores. Times are not in the tables: they depend on the machine; bytes do not.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -114,6 +115,13 @@ std::string replace_tables(std::string doc, const std::vector<Table>& tables) {
   return doc;
 }
 
+// LibTorch runs bf16 convolutions and matmuls on oneDNN where the CPU has AVX-512 (and oneDNN may use it), on
+// ATen's own kernels elsewhere.
+bool bf16_on_onednn() {
+  const auto features = tvie::describe_host().cpu_features_usable;
+  return std::find(features.begin(), features.end(), "avx512f") != features.end();
+}
+
 void write(const fs::path& path, const std::string& text) { tvie::write_file_atomically(path.string(), text); }
 
 }  // namespace
@@ -140,10 +148,10 @@ int main(int argc, char** argv) {
     // Which kernels ran bf16 here: the bf16 rows' activations and working sets depend on it (oneDNN's kernels
     // reorder weights into buffers of their own; ATen's unfold convolutions into columns), so the doc-test
     // compares those only against a run on the same kind of CPU.
-    tables.push_back({"machine",
-                      {"this run", "value"},
-                      {{"bf16 kernels", tvie::cpu_bf16_on_onednn() ? "oneDNN (a CPU with AVX-512)"
-                                                                   : "ATen's own (a CPU without AVX-512)"}}});
+    tables.push_back(
+        {"machine",
+         {"this run", "value"},
+         {{"bf16 kernels", bf16_on_onednn() ? "oneDNN (a CPU with AVX-512)" : "ATen's own (a CPU without AVX-512)"}}});
 
     // 1. The gap: the same model and batch, trained with AdamW in fp32 and run for inference in fp32.
     std::cout << "the baseline: training and inference ..." << std::endl;

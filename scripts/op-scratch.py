@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What one CPU kernel allocates and frees inside its forward and its backward: the measurements behind the
-predicted ledger's scratch rules (lib/src/models/forward_trace.cpp, docs/prediction.md).
+predicted ledger's scratch rules (lib/src/predict/forward_trace.cpp, docs/prediction.md).
 
 LibTorch's profiler records every allocation and free of its CPU allocator ([memory] events); this script runs
 one op (a Linear or a Conv2d, bias-free for the convolution as tvie's models have them) at the shapes given,

@@ -19,9 +19,10 @@
 
 #include "helpers.hpp"
 #if TVIE_WITH_CPU_KERNEL_SCRATCH
-#include "models/fbgemm_packs.hpp"
-#include "models/onednn_bookings.hpp"
-#include "models/onednn_scratch.hpp"
+#include "predict/cpu_kernels.hpp"
+#include "predict/fbgemm_packs.hpp"
+#include "predict/onednn_bookings.hpp"
+#include "predict/onednn_scratch.hpp"
 #endif
 #include "tvie_test_paths.hpp"
 
@@ -66,7 +67,7 @@ struct Threads {
 // tiny preset equal to the byte: ATen's bf16 kernels beside oneDNN's AVX2 fp32 ones and oneDNN's AVX-512 kernels
 // emulating bf16 (written out; an Intel Xeon of each, 1, 2 and 4 threads, 2026-12-03), and oneDNN's avx512_bf16
 // brgemm kernels where oneDNN's own bookings can be asked (an AMD EPYC, 1 to 4 threads, 2026-12-04; its written-out
-// fit, the fallback, is not exact: see lib/src/models/onednn_scratch.cpp). Not AMX: never measured since the
+// fit, the fallback, is not exact: see lib/src/predict/onednn_scratch.cpp). Not AMX: never measured since the
 // bookings.
 bool every_kernel_checked_here() {
 #if TVIE_WITH_CPU_KERNEL_SCRATCH
@@ -78,7 +79,7 @@ bool every_kernel_checked_here() {
 #endif
 }
 
-// Whether oneDNN's own bookings can be asked here (models/onednn_bookings.hpp; never without the CPU plug-in).
+// Whether oneDNN's own bookings can be asked here (predict/onednn_bookings.hpp; never without the CPU plug-in).
 bool bookings_asked() {
 #if TVIE_WITH_CPU_KERNEL_SCRATCH
   return trace::onednn::bookings_available();
@@ -537,7 +538,7 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
 namespace {
 // One int8 row predicted and measured on the CPU: the tensors LibTorch's allocator counts to the byte (the weights
 // the conversion leaves, the biases fbgemm keeps, fbgemm's fp32 output and int32 accumulators in the working set),
-// and fbgemm's packs within what glibc and the two C++ objects per layer add (models/fbgemm_packs.hpp): at most
+// and fbgemm's packs within what glibc and the two C++ objects per layer add (predict/fbgemm_packs.hpp): at most
 // 3 KiB per layer under (small chunks an earlier copy freed, which glibc's thread cache keeps and mallinfo2 counts as
 // in use, reused: the vectors and objects of a narrow layer), 5 KiB over (the objects, chunk headers, and a page for
 // a pack glibc maps on its own). Seen on an AMD EPYC: -0.9 .. +0.7 KiB per layer.
@@ -746,7 +747,7 @@ TEST_CASE("the [cpu-kinds] tests at 1 and 4 intra-op threads (the suite runs at 
 }
 
 TEST_CASE("the [cpu-kinds] tests with oneDNN's bookings off: the configurations written out", "[predict][isa-limit]") {
-  // On this CPU with oneDNN's own bookings turned off: the configurations written out in models/onednn_scratch.cpp,
+  // On this CPU with oneDNN's own bookings turned off: the configurations written out in predict/onednn_scratch.cpp,
   // which the trace uses where LibTorch's oneDNN cannot be asked (a stripped LibTorch). The bookings tests say why
   // they skip.
   CHECK(run_cpu_kinds("TVIE_ONEDNN_BOOKINGS=0") >= 1);
@@ -1122,7 +1123,7 @@ TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad argumen
 }
 
 #if TVIE_WITH_CPU_KERNEL_SCRATCH
-// The CPU plug-in's own rules against the kernels (models/onednn_scratch.hpp, models/onednn_bookings.hpp).
+// The CPU plug-in's own rules against the kernels (predict/onednn_scratch.hpp, predict/onednn_bookings.hpp).
 namespace {
 
 // A convolution of the oneDNN scratch tests (padding kernel / 2, square images).
@@ -1236,7 +1237,7 @@ TEST_CASE("oneDNN's bf16 convolution scratch: the bookings the trace writes out 
   const auto within = [](int64_t rule, int64_t measured, double bound) {
     return rule == measured || (measured > 0 && relative(rule, measured) <= bound);
   };
-  // Each kernel path of models/onednn_scratch.cpp: the gemm weight gradient (a first layer, and with the input's
+  // Each kernel path of predict/onednn_scratch.cpp: the gemm weight gradient (a first layer, and with the input's
   // gradient), the JIT kernel on a first convolution, on blocked and on padded channels, strided, and with the
   // full-spatial harness (128 channels); the 1x1 kernel plain, strided (rtus) and wider than 14 (no transposes).
   const std::vector<ConvCase> cases{
@@ -1303,7 +1304,7 @@ TEST_CASE("oneDNN's own bookings, asked of LibTorch's oneDNN: the convolutions' 
   if (!trace::onednn::bookings_available(&how)) {
     TVIE_SKIP("LibTorch's oneDNN cannot be asked here (" << how
                                                          << "); the trace uses the kernels' configurations "
-                                                            "written out in models/onednn_scratch.cpp");
+                                                            "written out in predict/onednn_scratch.cpp");
   }
   INFO("oneDNN: " << how);
   // Every kind of kernel the zoo's convolutions meet on this CPU, in fp32 and (where LibTorch sends bf16 to oneDNN)

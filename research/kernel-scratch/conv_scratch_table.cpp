@@ -1,4 +1,4 @@
-// oneDNN's convolution scratch as the prediction writes it out (lib/src/models/onednn_scratch.cpp) against what the
+// oneDNN's convolution scratch as the prediction writes it out (lib/src/predict/onednn_scratch.cpp) against what the
 // kernels allocate, per convolution, as a Markdown table on stdout (research/kernel-scratch/conv-scratch-table.sh
 // writes it to research/kernel-scratch/results/{bf16,fp32}-conv-scratch-avx512.md and fp32-conv-scratch-avx2.md).
 // `conv_scratch_table [bf16|fp32|avx2]`; the shapes: every
@@ -16,7 +16,8 @@
 #include <torch/version.h>
 #include <tvie/tvie.hpp>
 
-#include "models/onednn_scratch.hpp"
+#include "predict/cpu_kernels.hpp"
+#include "predict/onednn_scratch.hpp"
 
 using namespace tvie;
 using trace::onednn::ConvShape;

@@ -1,6 +1,6 @@
 // oneDNN's bf16 matmul scratch on its avx512_bf16 brgemm kernels: the prediction's two sources, oneDNN's own bookings
-// (models/onednn_bookings.hpp, asked of the oneDNN inside LibTorch) and the fit written out for a LibTorch that
-// cannot be asked (models/onednn_scratch.cpp), against what LibTorch allocates, for a Linear's three products on
+// (predict/onednn_bookings.hpp, asked of the oneDNN inside LibTorch) and the fit written out for a LibTorch that
+// cannot be asked (predict/onednn_scratch.cpp), against what LibTorch allocates, for a Linear's three products on
 // random shapes, as a Markdown table on stdout (research/kernel-scratch/conv-scratch-table.sh matmul writes it to
 // research/kernel-scratch/results/bf16-matmul-scratch-avx512.md). Only meaningful where bf16 matmuls run on those
 // kernels (tvie::cpu_bf16_matmul_kernels() == onednn_avx512_bf16) and the bookings can be asked: elsewhere it says so
@@ -15,8 +15,9 @@
 #include <torch/version.h>
 #include <tvie/tvie.hpp>
 
-#include "models/onednn_bookings.hpp"
-#include "models/onednn_scratch.hpp"
+#include "predict/cpu_kernels.hpp"
+#include "predict/onednn_bookings.hpp"
+#include "predict/onednn_scratch.hpp"
 
 using namespace tvie;
 

@@ -69,7 +69,7 @@ struct ActivationQuery {
 
 // The work of the traced operators, by class, for projecting a workload onto cards it never ran on
 // (tvie/projection.hpp). The trace counts what each operator computes and moves on the shapes it is given
-// (rules beside each operator in lib/src/models/forward_trace.cpp); the optimizer and communication are
+// (rules beside each operator in lib/src/predict/forward_trace.cpp); the optimizer and communication are
 // counted from the parameters (tvie/projection.hpp).
 enum class OpClass { matmul = 0, convolution, attention, normalization, elementwise };
 constexpr int kOpClassCount = 5;

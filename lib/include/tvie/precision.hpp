@@ -10,6 +10,8 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include <tvie/settings.hpp>
+
 namespace tvie {
 
 // Enables autocast for `device_type` with `dtype` for its lifetime and restores the previous state after.
@@ -27,13 +29,6 @@ class AutocastGuard {
   c10::DeviceType device_type_;
   bool previous_enabled_;
   c10::ScalarType previous_dtype_;
-};
-
-struct LossScalerOptions {
-  double initial_scale = 65536.0;  // 2^16, as torch.amp.GradScaler
-  double growth_factor = 2.0;      // scale *= 2 after growth_interval clean steps in a row
-  double backoff_factor = 0.5;     // scale *= 0.5 after a step with an inf/NaN gradient
-  int64_t growth_interval = 2000;  // clean steps before growing
 };
 
 // Dynamic loss scaling, as torch.amp.GradScaler: scale(loss).backward(); unscale_(optimizer) (before

@@ -3,7 +3,7 @@
 // The activations come from a symbolic forward (a "trace") that each zoo model writes beside its module
 // code: the same operators in the same order, on shapes instead of tensors, each operator recording the
 // tensors LibTorch's autograd saves for its backward (under the dtype the precision gives it) and the
-// bytes alive at each moment. The rules per operator are in lib/src/models/forward_trace.hpp; the
+// bytes alive at each moment. The rules per operator are in lib/src/predict/forward_trace.hpp; the
 // formulas they add up to are in docs/prediction.md. The types are in tvie/ledger.hpp.
 #pragma once
 
@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include <tvie/cpu_kernels.hpp>
 #include <tvie/ledger.hpp>
 #include <tvie/settings.hpp>
 

@@ -9,7 +9,6 @@
 #include <c10/core/Device.h>
 
 #include <tvie/ledger.hpp>
-#include <tvie/precision.hpp>
 
 namespace tvie {
 
@@ -22,6 +21,17 @@ std::string checkpoint_to_string(int64_t every);
 enum class LrSchedule { constant, warmup_cosine };
 std::string to_string(LrSchedule schedule);
 LrSchedule parse_lr_schedule(const std::string& text, const std::string& field = "train.lr_schedule");
+
+// amp-fp16's dynamic loss scaling (tvie::LossScaler in tvie/precision.hpp), with torch.amp.GradScaler's defaults.
+struct LossScalerOptions {
+  double initial_scale = 65536.0;  // 2^16, as torch.amp.GradScaler
+  double growth_factor = 2.0;      // scale *= 2 after growth_interval clean steps in a row
+  double backoff_factor = 0.5;     // scale *= 0.5 after a step with an inf/NaN gradient
+  int64_t growth_interval = 2000;  // clean steps before growing
+};
+
+// The optimizer steps a training run spends filling the memory ledger before its warm-up (Trainer::ledger_step).
+inline constexpr int64_t kTrainingLedgerSteps = 2;
 
 struct TrainSettings {
   int64_t batch_size = 8;    // samples per optimizer step, split into `accumulate` micro-batches

@@ -93,7 +93,7 @@ class Trainer {
   // second step's memory over time is recorded into it (tvie/timeline.hpp), thinned to at most
   // `timeline_points` points (0: every allocation and free).
   TrainingMemory ledger_step(MemoryProbe& probe, MemoryTimeline* timeline = nullptr, size_t timeline_points = 2000);
-  static constexpr int64_t kLedgerSteps = 2;
+  static constexpr int64_t kLedgerSteps = kTrainingLedgerSteps;
 
   // Data parallelism: called around every backward from now on (not owned; nullptr: none).
   // `held_bytes`: what building the hook left allocated on the device, measured by the caller (the

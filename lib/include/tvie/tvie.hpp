@@ -13,9 +13,9 @@
 //   building blocks: train.hpp (Trainer, measure_training), infer.hpp (InferenceSession, measure_inference,
 //   sweep), serve.hpp (DynamicBatcher, measure_serving, find_max_qps), decode.hpp (measure_decoding), max_batch.hpp,
 //   slices.hpp, dist.hpp (Communicator, DataParallel), precision.hpp (AutocastGuard, LossScaler), checkpoint.hpp,
-//   layers.hpp (tvie::nn::Linear), torchscript.hpp, memory.hpp (probes, ledgers), timeline.hpp, timing.hpp
-//   (StepTimer), energy.hpp, stats.hpp, class_times.hpp, cpu_kernels.hpp, device.hpp, context.hpp,
-//   options_file.hpp, output_files.hpp, errors.hpp, log.hpp
+//   layers.hpp (tvie::nn::Linear), kernels.hpp (the quantised Linear kinds and what their kernels take),
+//   torchscript.hpp, memory.hpp (probes, ledgers), timeline.hpp, timing.hpp (StepTimer), energy.hpp, stats.hpp,
+//   class_times.hpp, device.hpp, context.hpp, options_file.hpp, output_files.hpp, errors.hpp, log.hpp
 #pragma once
 
 #include <tvie/catalog.hpp>
@@ -23,13 +23,13 @@
 #include <tvie/class_times.hpp>
 #include <tvie/config.hpp>
 #include <tvie/context.hpp>
-#include <tvie/cpu_kernels.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/device.hpp>
 #include <tvie/energy.hpp>
 #include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/infer.hpp>
+#include <tvie/kernels.hpp>
 #include <tvie/layers.hpp>
 #include <tvie/ledger.hpp>
 #include <tvie/log.hpp>

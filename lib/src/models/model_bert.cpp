@@ -123,7 +123,7 @@ struct BertImpl : torch::nn::Module {
   torch::Tensor decoder_bias;
 };
 
-// BertLayerImpl::forward and BertImpl::forward on shapes (models/forward_trace.hpp), for the activation
+// BertLayerImpl::forward and BertImpl::forward on shapes (predict/forward_trace.hpp), for the activation
 // prediction. Per layer, in tensors of [B, S, h] elements (f = d_ff): qkv's input 1, q/k/v 3, the attention
 // output 1, ln_attn's input 1, ffn_in's input 1, GELU's input f/h, ffn_out's input f/h, ln_ffn's input 1:
 // 8 + 2f/h (16 for BERT's f = 4h, as gpt: the norms moved after the residual additions).

@@ -127,7 +127,7 @@ struct CnnImpl : torch::nn::Module {
   tvie::nn::Linear fc{nullptr};
 };
 
-// BasicBlockImpl::forward and CnnImpl::forward on shapes (models/forward_trace.hpp). `hw`: the input's
+// BasicBlockImpl::forward and CnnImpl::forward on shapes (predict/forward_trace.hpp). `hw`: the input's
 // height (= width); a convolution of stride s (padding k/2) gives (hw - 1) / s + 1.
 trace::Sym trace_basic_block(trace::ForwardTrace& t, const trace::Sym& x, int64_t cin, int64_t cout, int64_t stride,
                              int64_t hw) {

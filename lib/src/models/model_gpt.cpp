@@ -145,7 +145,7 @@ struct GptImpl : torch::nn::Module {
   tvie::nn::Linear lm_head{nullptr};
 };
 
-// BlockImpl::forward and GptImpl::forward on shapes (models/forward_trace.hpp): what each op saves for
+// BlockImpl::forward and GptImpl::forward on shapes (predict/forward_trace.hpp): what each op saves for
 // backward, for the activation prediction. Per block, in tensors of [B, S, h] elements: ln_1's input 1
 // (+ 2 row statistics), c_attn's input 1, q/k/v 3 (views of c_attn's output), the attention output 1
 // (+ its log-sum-exp [B, a, S]), ln_2's input 1, c_fc's input 1, GELU's input 4, c_proj's input 4: 16 per

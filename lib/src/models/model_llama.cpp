@@ -159,7 +159,7 @@ struct LlamaImpl : torch::nn::Module {
   tvie::nn::Linear lm_head{nullptr};
 };
 
-// DecoderLayerImpl::forward and LlamaImpl::forward on shapes (models/forward_trace.hpp), for the activation
+// DecoderLayerImpl::forward and LlamaImpl::forward on shapes (predict/forward_trace.hpp), for the activation
 // prediction. Per layer, in tensors of [B, S, h] elements (kv = g*d, f = d_ff, fp32): attn_norm's fp32 input
 // and normed tensor 2, q/k/v projections' input 1 (shared), rotated q 1, rotated and repeated k and v 2
 // (the repeats are new tensors of a/g times the heads), the attention output 1, mlp_norm's 2, gate/up's input

@@ -45,7 +45,7 @@ struct MlpImpl : torch::nn::Module {
   tvie::nn::Linear out{nullptr};
 };
 
-// MlpImpl::forward on shapes (models/forward_trace.hpp): each Linear saves its input, each ReLU its output.
+// MlpImpl::forward on shapes (predict/forward_trace.hpp): each Linear saves its input, each ReLU its output.
 trace::Sym trace_mlp(trace::ForwardTrace& t, const MlpConfig& c) {
   trace::Sym x = t.input(t.batch() * c.input_features, t.weight_bytes());  // floats in the weights' dtype
   x.dims = 2;

@@ -158,7 +158,7 @@ struct ResnetImpl : torch::nn::Module {
   tvie::nn::Linear fc{nullptr};
 };
 
-// ResBlockImpl::forward and ResnetImpl::forward on shapes (models/forward_trace.hpp). `hw`: the input's
+// ResBlockImpl::forward and ResnetImpl::forward on shapes (predict/forward_trace.hpp). `hw`: the input's
 // height (= width); convolutions and the max pool give (hw - 1) / stride + 1.
 trace::Sym trace_block(trace::ForwardTrace& t, const ResnetConfig& c, const trace::Sym& x, int64_t cin, int64_t planes,
                        int64_t stride, int64_t hw) {

@@ -3,11 +3,11 @@
 
 #include <torch/torch.h>
 
-#include "models/forward_trace.hpp"
+#include "predict/forward_trace.hpp"
 
 #include <tvie/layers.hpp>
 #include <tvie/models.hpp>
-#include <tvie/cpu_kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 #include <tvie/ledger.hpp>
 #include <tvie/workload.hpp>
 

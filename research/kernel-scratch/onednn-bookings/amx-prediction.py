@@ -2,14 +2,14 @@
 """The training peaks measured on an Intel Xeon with AMX against tvie's prediction, with and without oneDNN's AMX
 bookings for the convolutions and the bf16 matmuls. An experiment (2026-12-04, at f90f8fc: the patch applies to
 that commit's trace), made when tvie did not yet ask LibTorch's oneDNN for its bookings. Since 35398ee the
-prediction does (lib/src/models/onednn_bookings.cpp: its C API found in libtorch_cpu.so's symbol table, though
+prediction does (lib/src/predict/onednn_bookings.cpp: its C API found in libtorch_cpu.so's symbol table, though
 LibTorch hides it), with the same structure, so on a CPU with AMX it takes these bookings itself; this script remains
 the record of how they were checked against the AMX Xeon's measurements without such a CPU.
 
   amx-prediction.py TVIE PROBE
 
 TVIE: a `tvie` built with amx-prediction-experiment.patch applied (two environment variables in
-lib/src/models/forward_trace.cpp: TVIE_PRETEND_AMX=1 makes the trace take the kernels of a CPU with AMX;
+lib/src/predict/forward_trace.cpp: TVIE_PRETEND_AMX=1 makes the trace take the kernels of a CPU with AMX;
 TVIE_AMX_BOOKINGS=FILE gives each bf16 convolution the forward and backward bytes FILE lists for its shape, batch
 and threads, FILE being research/kernel-scratch/results/bf16-conv-amx-from-onednn-bookings.md; TVIE_AMX_MATMUL_BOOKINGS=FILE gives
 each bf16 matmul on oneDNN the scratchpad FILE lists: this script asks the probe (build.sh) for those of the
@@ -91,7 +91,7 @@ def main(argv):
     print("AMX bookings: the same prediction, each bf16 convolution holding what")
     print("[bf16-conv-amx-from-onednn-bookings.md](bf16-conv-amx-from-onednn-bookings.md) lists for it (oneDNN's")
     print("layouts and scratchpads for AMX, LibTorch's structure around them). Not a rule of the prediction yet: AMX's")
-    print("configuration is not written out in lib/src/models/onednn_scratch.cpp. The last column adds each bf16 matmul's")
+    print("configuration is not written out in lib/src/predict/onednn_scratch.cpp. The last column adds each bf16 matmul's")
     print("scratchpad on oneDNN's AMX kernels (the probe's, as LibTorch calls the product), which today's prediction")
     print("leaves out there.\n")
     measured = measured_peaks()

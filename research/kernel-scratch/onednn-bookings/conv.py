@@ -22,7 +22,7 @@ what research/kernel-scratch/conv_scratch_table.cpp measures. Usage:
   conv.py amx TABLE PROBE           the same shapes as TABLE with oneDNN's AMX kernels (TVIE_FORCE_AMX=1): a
                                     Markdown table of what each convolution would hold, beside what tvie's
                                     prediction counted on AMX until 2026-12-04 (the input's copy in backward; since,
-                                    it asks LibTorch's own oneDNN: lib/src/models/onednn_bookings.cpp).
+                                    it asks LibTorch's own oneDNN: lib/src/predict/onednn_bookings.cpp).
 """
 import os
 import re

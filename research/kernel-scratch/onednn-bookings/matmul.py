@@ -6,12 +6,12 @@ forward x[rows, in] W^T with W's transpose as strides "ba" and the bias as a sum
 and dy^T x ("ba ab")), so nothing is reordered and the product holds only its scratchpad. This compares, on random
 shapes (8-300 rows, 32-600 input and 32-320 output features, 1-4 threads), the probe's scratchpad with:
   - on a CPU with avx512_bf16 and no AMX (the probe under TVIE_FORCE_AMX=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16):
-    onednn::brgemm_bf16_scratch and brgemm_bf16_weight_grad_scratch (lib/src/models/onednn_scratch.cpp, fits to an
+    onednn::brgemm_bf16_scratch and brgemm_bf16_weight_grad_scratch (lib/src/predict/onednn_scratch.cpp, fits to an
     AMD EPYC's profiler, the forward on 360 Linears), rewritten below; keep them in step;
   - with AVX-512 alone (the probe without forcing, on such a host): the trace's emulated accumulator
-    (lib/src/models/forward_trace.cpp, emulated_accumulator), rewritten below.
+    (lib/src/predict/forward_trace.cpp, emulated_accumulator), rewritten below.
 And lists what AMX's kernels book for the same products (the prediction asks LibTorch's own oneDNN for them since
-2026-12-04, lib/src/models/onednn_bookings.cpp).
+2026-12-04, lib/src/predict/onednn_bookings.cpp).
 
   matmul.py PROBE          prints a Markdown report on stdout; run on a host with AVX-512
 """

@@ -2,8 +2,8 @@
 // (scripts/op-scratch.py) and fitted (the fp32 convolutions and the brgemm matmuls), each with how close it came
 // and where it misses; and what LibTorch is asked (its convolution's kernel, a thread count for the scope, a
 // kernel's allocations measured). The bf16 convolutions' bookings written out: onednn_scratch_bf16.cpp.
-#include "models/onednn_scratch.hpp"
-#include "models/onednn_rules.hpp"
+#include "predict/onednn_scratch.hpp"
+#include "predict/onednn_rules.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,7 +18,7 @@
 #include <torch/torch.h>
 
 #include <tvie/memory.hpp>
-#include <tvie/cpu_kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 #include <tvie/ledger.hpp>
 
 namespace tvie::trace::onednn {

@@ -1,5 +1,5 @@
 // oneDNN's own bookings, asked of the oneDNN inside LibTorch (see onednn_bookings.hpp).
-#include "models/onednn_bookings.hpp"
+#include "predict/onednn_bookings.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
-// Which kernels run this CPU's bf16 convolutions and matmuls (tvie/cpu_kernels.hpp): LibTorch's own choice and the
+// Which kernels run this CPU's bf16 convolutions and matmuls (predict/cpu_kernels.hpp): LibTorch's own choice and the
 // ISA oneDNN may use, known whether or not the CPU kernel-scratch plug-in predicts their scratch.
-#include <tvie/cpu_kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 
 #include <tvie/device.hpp>
 
-#include "models/onednn_scratch.hpp"
+#include "predict/onednn_scratch.hpp"
 
 namespace tvie::trace::onednn {
 

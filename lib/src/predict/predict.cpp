@@ -8,7 +8,7 @@
 #include <tvie/workload.hpp>
 
 #include "core/text.hpp"
-#include "models/kernel_scratch.hpp"
+#include "predict/kernel_scratch.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {

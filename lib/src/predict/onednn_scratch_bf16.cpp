@@ -1,12 +1,12 @@
 // bf16 convolutions' scratch on oneDNN's AVX-512 kernels without AMX, written out from oneDNN's own bookings (see
 // onednn_scratch.hpp).
-#include "models/onednn_scratch.hpp"
-#include "models/onednn_rules.hpp"
+#include "predict/onednn_scratch.hpp"
+#include "predict/onednn_rules.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
-#include <tvie/cpu_kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 
 namespace tvie::trace::onednn {
 using namespace rules;

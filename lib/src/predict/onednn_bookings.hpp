@@ -4,14 +4,14 @@
 // table: the functions are found there (or exported, in a LibTorch built that way), and called as the public
 // header (oneapi/dnnl/dnnl.h, shipped with LibTorch) declares them. Where they cannot be found (a stripped
 // LibTorch), every function here says so (std::nullopt) and the trace falls back to the kernels' configurations
-// written out in models/onednn_scratch.cpp, which hold for AVX2 and AVX-512 without AMX only.
+// written out in predict/onednn_scratch.cpp, which hold for AVX2 and AVX-512 without AMX only.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "models/onednn_scratch.hpp"
+#include "predict/onednn_scratch.hpp"
 
 namespace tvie::trace::onednn {
 

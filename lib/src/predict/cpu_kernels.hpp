@@ -3,6 +3,20 @@
 // scratch on the CPU"). Asked of the CPU's features under oneDNN's ISA limit (HostInfo::cpu_features_usable).
 #pragma once
 
+#include <cstdint>
+
+#include <ATen/native/ConvUtils.h>
+
+namespace tvie::trace::onednn {
+
+// Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the calling thread's intra-op threads
+// (at::native::select_conv_backend), asked with tensors of the real shapes that own no memory (their data pointer
+// is a placeholder the choice never reads): nothing is allocated.
+at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
+                                     at::ScalarType dtype);
+
+}  // namespace tvie::trace::onednn
+
 namespace tvie {
 
 // Whether LibTorch runs bf16 convolutions and matmuls on oneDNN on this CPU: it does where the CPU has AVX-512

@@ -1,5 +1,5 @@
 // fbgemm's packed int8 weights: see fbgemm_packs.hpp.
-#include "models/fbgemm_packs.hpp"
+#include "predict/fbgemm_packs.hpp"
 
 #include <dlfcn.h>
 

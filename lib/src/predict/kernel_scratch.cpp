@@ -4,12 +4,12 @@
 // its buffers from oneDNN's own bookings (onednn_bookings.hpp) or from the rules written out for each kind of CPU
 // (onednn_scratch.hpp). The trace's operators (forward_trace.cpp) know none of this: they ask here and count what
 // they are told.
-#include "models/forward_trace.hpp"
+#include "predict/forward_trace.hpp"
 
-#include "models/fbgemm_packs.hpp"
-#include "models/kernel_scratch.hpp"
-#include "models/onednn_bookings.hpp"
-#include "models/onednn_scratch.hpp"
+#include "predict/fbgemm_packs.hpp"
+#include "predict/kernel_scratch.hpp"
+#include "predict/onednn_bookings.hpp"
+#include "predict/onednn_scratch.hpp"
 
 #include <tvie/log.hpp>
 
@@ -25,7 +25,7 @@
 namespace tvie::trace {
 
 namespace {
-// Whether models/onednn_scratch.cpp has this CPU's bf16 convolution kernels written out (the trace's fallback where
+// Whether predict/onednn_scratch.cpp has this CPU's bf16 convolution kernels written out (the trace's fallback where
 // oneDNN's own bookings cannot be asked): the CPUs whose bf16 matmuls run on oneDNN's AVX-512 kernels without AMX
 // run bf16 convolutions on its avx512_core_bf16 JIT kernels (which emulate the bf16 dot products where avx512_bf16
 // is missing, with the same bookings but a smaller 1x1 register blocking and blocked strided input gradients); AMX's
@@ -74,9 +74,9 @@ int64_t emulated_accumulator(int64_t m, int64_t n, int64_t threads) {
 // The CPU kernels' scratch, freed within the op: fp32 and CUDA matmuls hold none the ledger sees; bf16 ones on
 // oneDNN (LibTorch sends it those with rows x in x out above 16^3; the three products of a Linear have the same
 // size) hold, forward beside y and backward the larger of the input gradient's and the weight gradient's:
-//  - on the brgemm kernels (avx512_bf16, AMX): oneDNN's own bookings (models/onednn_bookings.hpp), where
+//  - on the brgemm kernels (avx512_bf16, AMX): oneDNN's own bookings (predict/onednn_bookings.hpp), where
 //    LibTorch's oneDNN can be asked; else, for avx512_bf16 only, their packed blocks and accumulators written out
-//    (models/onednn_scratch.cpp: a fit, exact for the forward and the input gradient of most shapes, not for the
+//    (predict/onednn_scratch.cpp: a fit, exact for the forward and the input gradient of most shapes, not for the
 //    weight gradient's);
 //  - with AVX-512 alone (bf16 emulated): an fp32 accumulator of the product's output as oneDNN books it
 //    (emulated_accumulator; measured with scripts/op-scratch.py under ONEDNN_MAX_CPU_ISA=AVX512_CORE on an AMD
@@ -90,7 +90,7 @@ LinearProducts ForwardTrace::linear_scratch(int64_t rows, int64_t in, int64_t ou
   LinearProducts products;
   if ((kernels == CpuBf16Matmul::onednn_avx512_bf16 || kernels == CpuBf16Matmul::onednn_amx) &&
       onednn::bookings_available()) {
-    // oneDNN's own bookings for the three products as LibTorch hands them over (models/onednn_bookings.hpp):
+    // oneDNN's own bookings for the three products as LibTorch hands them over (predict/onednn_bookings.hpp):
     // equal to LibTorch's allocations on an AMD EPYC with avx512_bf16 for 720 of 720 products (the [cpu-kinds]
     // test of the bookings; research/kernel-scratch/results/bf16-matmul-scratch-avx512.md, where the written-out fit
     // below is -67.8% .. +253.1% off them for most weight gradients). On AMX checked against the only AMX measurements
@@ -98,7 +98,7 @@ LinearProducts ForwardTrace::linear_scratch(int64_t rows, int64_t in, int64_t ou
     // research/kernel-scratch/results/bf16-amx-prediction-with-onednn-bookings.md), not on an AMX CPU since.
     products = onednn::bf16_linear_bookings(rows, in, out, sum, threads).value_or(LinearProducts{});
   } else if (kernels == CpuBf16Matmul::onednn_avx512_bf16) {
-    // The avx512_bf16 brgemm kernels' packed blocks and accumulators, written out (models/onednn_scratch.cpp).
+    // The avx512_bf16 brgemm kernels' packed blocks and accumulators, written out (predict/onednn_scratch.cpp).
     products = onednn::brgemm_bf16_linear_scratch(rows, in, out, threads);
   } else if (kernels == CpuBf16Matmul::onednn_avx512_emulated) {
     // AVX-512 alone (bf16 emulated): an fp32 accumulator of each product's output (emulated_accumulator); the
@@ -130,24 +130,24 @@ ForwardTrace::CpuConv ForwardTrace::cpu_conv(int64_t cin, int64_t cout, int64_t 
 }
 
 // The CPU kernels' scratch, freed within the op (CUDA's kernels hold none the ledger sees). For oneDNN's kernels,
-// first oneDNN's own bookings, asked of the oneDNN inside LibTorch (models/onednn_bookings.hpp: the same bytes as
+// first oneDNN's own bookings, asked of the oneDNN inside LibTorch (predict/onednn_bookings.hpp: the same bytes as
 // the rules below wherever those were checked, and AMX's kernels too); where it cannot be asked, the rules
 // (measured with LibTorch 2.14's profiler over channels, kernels, strides and batches, on an Intel Xeon with AMX
 // and AMD EPYCs with AVX2 and with AVX-512):
 //  - im2col ("slow", bf16/fp16 without AVX-512): forward and backward each unfold the input into columns
 //    [B, cin k k, out_hw^2] in its dtype (none for a 1x1 kernel of stride 1: the input is its own columns);
 //  - oneDNN with AVX-512 in bf16 without AMX (emulated without avx512_bf16): blocked layouts, transposes and
-//    per-thread weight gradients, from oneDNN's own scratchpad bookings (models/onednn_scratch.cpp; checked on
+//    per-thread weight gradients, from oneDNN's own scratchpad bookings (predict/onednn_scratch.cpp; checked on
 //    the AMD EPYC);
 //    with AMX and no bookings: backward copies the saved input (a contiguous clone; measured on the Xeon);
 //  - oneDNN with AVX-512 in fp32: blocked layouts padded to 16 channels in forward and backward, the weight
-//    gradient's per-thread copies and buffers from oneDNN's bookings (models/onednn_scratch.cpp;
+//    gradient's per-thread copies and buffers from oneDNN's bookings (predict/onednn_scratch.cpp;
 //    checked on an Intel Xeon and an AMD EPYC);
 //  - oneDNN with AVX2 (fp32): forward reorders the input and the weights into oneDNN's blocked layouts, writes
 //    its output in blocks and reorders it (the input's and the weights' copies count too: without them resnet
 //    tiny's inference working set at batches 2 to 4 is 12-16% under); backward in
 //    blocks of 8 channels with the weight-gradient kernels' reducers, strided backward data channels-last with its
-//    scratchpad (models/onednn_scratch.cpp, from oneDNN's bookings).
+//    scratchpad (predict/onednn_scratch.cpp, from oneDNN's bookings).
 ForwardTrace::KernelScratch ForwardTrace::conv_scratch(int64_t cin, int64_t cout, int64_t k, int64_t stride,
                                                        int64_t in_hw, int64_t out_hw, bool input_grad, const Sym& xin) {
   if (query_.cuda) return {};

@@ -9,9 +9,8 @@
 #include <tvie/device.hpp>
 #include "core/text.hpp"
 #include <tvie/errors.hpp>
-#include <tvie/layers.hpp>
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
-#include <tvie/train.hpp>
 
 namespace tvie {
 namespace {
@@ -53,7 +52,7 @@ LrSchedule parse_lr_schedule(const std::string& text, const std::string& field) 
 }
 
 int64_t run_optimizer_steps(const TrainSettings& s) {
-  return Trainer::kLedgerSteps + s.warmup_steps + s.steps + (s.profile_classes ? 1 : 0);
+  return kTrainingLedgerSteps + s.warmup_steps + s.steps + (s.profile_classes ? 1 : 0);
 }
 
 int64_t lr_warmup_steps(const TrainSettings& s) {

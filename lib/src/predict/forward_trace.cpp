@@ -1,7 +1,7 @@
 // The symbolic forward: see forward_trace.hpp for the rules and their source.
-#include "models/forward_trace.hpp"
+#include "predict/forward_trace.hpp"
 
-#include "models/kernel_scratch.hpp"
+#include "predict/kernel_scratch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -225,94 +225,6 @@ Sym ForwardTrace::linear(const Sym& x, int64_t in, int64_t out, bool bias, const
   }
   scratch = cast_gradients(scratch, in * out, x, xin, y.bytes());
   end_op(x.requires_grad ? x.bytes() : 0, y.bytes(), scratch);  // no input gradient for the batch
-  return y;
-}
-
-nn::LinearWeights ForwardTrace::quantised_kind() const {
-  if (query_.training) return nn::LinearWeights::dense;
-  if (query_.inference_dtype == InferenceDtype::int8)
-    return query_.cuda ? nn::LinearWeights::int8_cuda : nn::LinearWeights::int8_dynamic;
-  return query_.inference_dtype == InferenceDtype::fp8 ? nn::LinearWeights::fp8_e4m3 : nn::LinearWeights::dense;
-}
-
-// tvie::nn::Linear's forward with int8 or fp8 weights (LinearImpl::forward in models/layers.cpp), op by op. C++
-// frees a full expression's temporaries at its end: each block below is one statement there, its tensors alive
-// together until it ends but for the one it keeps.
-Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool bias, nn::LinearWeights kind) {
-  const int64_t rows = x.elements / in;
-  ++quantised_.quantised_linears;
-  quantised_.released_weight_bytes += in * out * weight_bytes();  // the dense weight; the bias is kept as it is
-  Sym y;
-  switch (kind) {
-    case nn::LinearWeights::int8_dynamic: {
-      // quantized::linear_dynamic (fbgemm, PackedLinearWeight::apply_dynamic_impl in LibTorch): the fp32 output and
-      // an int32 buffer of its shape for the accumulators, freed when the op returns. The input is quantised per
-      // thread into fbgemm's own buffers (glibc's heap: outside the ledger), the fp32 input read as it is.
-      y = make(rows * out, 4, false);
-      { const Sym accumulators = make(rows * out, 4, false); }
-      const auto bytes = cpu_int8_packed_linear_bytes(in, out);  // none: the packs are not predicted (-1)
-      auto& packs = quantised_.packed_weight_bytes;
-      packs = !bytes || packs < 0 ? -1 : packs + *bytes;
-      break;
-    }
-    case nn::LinearWeights::int8_cuda: {
-      // Weights: int8 [out, in] and an fp32 scale per output row; the fp32 bias is kept.
-      quantised_.quantised_weight_bytes += in * out + 4 * out;
-      const int64_t padded = std::max<int64_t>(rows, 17);  // _int_mm wants more than 16 rows: zero rows appended
-      Sym x_scale, xq;
-      {  // x_scale = (x.abs().amax(1, true) / 127).clamp_min(1e-12): [M, 1]
-        const Sym abs = make(rows * in, 4, false), amax = make(rows, 4, false), divided = make(rows, 4, false);
-        x_scale = make(rows, 4, false);
-      }
-      {  // xq = pad_rows((x / x_scale).round().clamp(-127, 127).to(int8), 17)
-        const Sym divided = make(rows * in, 4, false), rounded = make(rows * in, 4, false),
-                  clamped = make(rows * in, 4, false), q = make(rows * in, 1, false);
-        if (padded != rows) {
-          const Sym zeros = make((padded - rows) * in, 1, false);
-          xq = make(padded * in, 1, false);  // cat
-        } else {
-          xq = q;
-        }
-      }
-      const Sym accumulators = make(padded * out, 4, false);  // _int_mm: int32 [padded, out], narrowed to the rows
-      {                                                       // y = acc.to(fp32) * x_scale * q_scale
-        const Sym converted = make(rows * out, 4, false), scaled = make(rows * out, 4, false);
-        y = make(rows * out, 4, false);
-      }
-      if (bias) y = make(rows * out, 4, false);  // y = y + q_bias: the sum, then the old y freed
-      break;
-    }
-    case nn::LinearWeights::fp8_e4m3: {
-      // Weights: e4m3 [out, in] and one fp32 scale; the bias is kept (bf16, as the rest).
-      quantised_.quantised_weight_bytes += in * out + 4;
-      const int64_t padded = (std::max<int64_t>(rows, 16) + 15) / 16 * 16;   // rows cuBLASLt takes: zero rows appended
-      const Sym x32 = x.element_bytes == 4 ? x : make(rows * in, 4, false);  // input.to(fp32): the rest is bf16
-      Sym x_scale, xq;
-      {  // x_scale = (x.abs().amax() / 448).clamp_min(1e-12): one element
-        const Sym abs = make(rows * in, 4, false), amax = make(1, 4, false), divided = make(1, 4, false);
-        x_scale = make(1, 4, false);
-      }
-      {  // xq = pad_rows((x / x_scale).clamp(-448, 448).to(e4m3), 16, 16)
-        const Sym divided = make(rows * in, 4, false), clamped = make(rows * in, 4, false),
-                  q = make(rows * in, 1, false);
-        if (padded != rows) {
-          const Sym zeros = make((padded - rows) * in, 1, false);
-          xq = make(padded * in, 1, false);
-        } else {
-          xq = q;
-        }
-      }
-      // _scaled_mm's bf16 output [padded, out]; the layer returns a view of its first rows, which keeps it whole.
-      y = view(make(padded * out, 2, false), rows * out);
-      break;
-    }
-    case nn::LinearWeights::dense:
-      break;
-  }
-  y.dims = x.dims;
-  const double f = 2.0 * rows * in * out;
-  work(OpClass::matmul, {f, double(x.bytes() + y.bytes()), static_cast<double>(in) * out, 1}, {});
-  end_op(0, 0);
   return y;
 }
 

@@ -1,12 +1,12 @@
 // The scratch oneDNN's CPU kernels allocate inside one op, as LibTorch 2.14 calls them: the bytes a training step's
-// peak holds beside the tensors the trace counts (models/forward_trace.cpp adds them to its ops). Every figure here
+// peak holds beside the tensors the trace counts (predict/forward_trace.cpp adds them to its ops). Every figure here
 // was checked against LibTorch's profiler ([memory] events, scripts/op-scratch.py); which CPUs each applies to is
 // said beside it, and the trace asks LibTorch which kernel a convolution runs before it uses one of these.
 #pragma once
 
 #include <cstdint>
 
-#include "models/linear_products.hpp"
+#include "predict/linear_products.hpp"
 
 #include <ATen/native/ConvUtils.h>
 
@@ -71,12 +71,6 @@ class ThisThreadsCount {
   int saved_ = 0;
 };
 
-// Which kernel LibTorch's CPU convolution runs for these shapes and dtype at the calling thread's intra-op threads
-// (at::native::select_conv_backend), asked with tensors of the real shapes that own no memory (their data pointer
-// is a placeholder the choice never reads): nothing is allocated.
-at::native::ConvBackend conv_backend(int64_t batch, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t in_hw,
-                                     at::ScalarType dtype);
-
 // Whether LibTorch sends this convolution to oneDNN (conv_backend at `c.threads` threads of the calling thread), in
 // fp32 (element_bytes 4) or bf16 (2).
 bool conv_on_onednn(const ConvShape& c, int64_t element_bytes);
@@ -108,7 +102,7 @@ ConvScratch measure_conv(const ConvShape& c, int64_t element_bytes);
 int64_t brgemm_bf16_scratch(int64_t m, int64_t k, int64_t n, int64_t threads);
 int64_t brgemm_bf16_weight_grad_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads);
 
-// A bf16 Linear's three products (rows x in -> out, models/linear_products.hpp) from the brgemm fits above.
+// A bf16 Linear's three products (rows x in -> out, predict/linear_products.hpp) from the brgemm fits above.
 LinearProducts brgemm_bf16_linear_scratch(int64_t rows, int64_t in, int64_t out, int64_t threads);
 // The three measured as measure_conv measures: random bf16 tensors, run through LibTorch on the CPU (the forward
 // with a bias, as torch::linear calls it) at `threads` intra-op threads (restored after), each after two warm-up

@@ -2,10 +2,10 @@
 // scratch on any device, and CPU int8's packed weights are not predicted. A CPU prediction then leaves out what
 // oneDNN's and ATen's kernels allocate and free inside an op (KiB to MiB at the zoo's sizes, docs/prediction.md,
 // "Kernel scratch on the CPU"): its peak is below the measured one by that much. CUDA's predictions are unchanged.
-#include "models/forward_trace.hpp"
-#include "models/kernel_scratch.hpp"
+#include "predict/forward_trace.hpp"
+#include "predict/kernel_scratch.hpp"
 
-#include <tvie/cpu_kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 
 namespace tvie::trace {
 

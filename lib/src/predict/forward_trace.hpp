@@ -18,7 +18,7 @@
 //    scratch depends on the kernel LibTorch picks on this CPU (asked of at::native::select_conv_backend): the
 //    im2col kernel (bf16/fp16 on CPUs without AVX-512) unfolds the input into columns in forward and again in
 //    backward; oneDNN on AVX-512 works in fp32 in blocked layouts padded to 16 channels (forward and backward
-//    reorders), in bf16 on avx512_bf16 without AMX as its scratchpad bookings say (models/onednn_scratch.cpp),
+//    reorders), in bf16 on avx512_bf16 without AMX as its scratchpad bookings say (predict/onednn_scratch.cpp),
 //    elsewhere in bf16 counted as a copy of the saved input in backward; on AVX2 it reorders the input and the
 //    output's gradient. Rules in kernel_scratch.cpp.
 //  - layer_norm: saves input, mean and rstd per row (fp32; bf16 when input and weights are bf16).
@@ -47,7 +47,7 @@
 //    on the CPU fbgemm's linear_dynamic, its fp32 output and int32 accumulators of the output's shape; on CUDA the
 //    input quantised in fp32 temporaries, padded to the rows _int_mm (17) or _scaled_mm (a multiple of 16) takes,
 //    and the product rescaled; the trace also counts the dense weight bytes each conversion releases and what it
-//    holds instead (fbgemm's packs: models/fbgemm_packs.hpp).
+//    holds instead (fbgemm's packs: predict/fbgemm_packs.hpp).
 // On CUDA (ActivationQuery::cuda; measured on an H200 with LibTorch 2.11, every zoo model but resnet at its
 // tiny preset, tests/test_gpu.cpp), where the CPU rules differ:
 //  - attention with 2-byte inputs (the flash kernel) also saves its RNG seed and offset, two int64 tensors
@@ -66,11 +66,11 @@
 #include <utility>
 #include <vector>
 
-#include <tvie/layers.hpp>
-#include <tvie/cpu_kernels.hpp>
+#include <tvie/kernels.hpp>
+#include "predict/cpu_kernels.hpp"
 #include <tvie/ledger.hpp>
 
-#include "models/linear_products.hpp"
+#include "predict/linear_products.hpp"
 
 namespace tvie::trace {
 

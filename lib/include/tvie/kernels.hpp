@@ -1,0 +1,33 @@
+// The kernels LibTorch runs a quantised Linear on, as facts both the models and the memory prediction need: the
+// kinds of weights tvie::nn::Linear can hold (tvie/layers.hpp), which shapes each kind's kernel takes, and whether
+// this build and device run it (docs/metrics.md, "Inference precisions").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace tvie::nn {
+
+enum class LinearWeights {
+  dense,         // weight and bias in the module's floating dtype
+  int8_dynamic,  // CPU: int8 per-channel weights packed by quantized::linear_prepack (fbgemm/x86); the
+                 // activations are quantised per call (quantized::linear_dynamic); output fp32
+  int8_cuda,     // CUDA: int8 per-channel weights; activations quantised per row; at::_int_mm (int32
+                 // accumulation) then rescaled; output in the activation dtype
+  fp8_e4m3,      // CUDA sm_89+: e4m3 weights with one per-tensor scale; activations cast to e4m3 per call
+                 // (per-tensor scale); at::_scaled_mm; output bf16
+};
+
+std::string to_string(LinearWeights kind);
+
+// Whether `kind`'s kernel takes a Linear of these features (CUDA int8: multiples of 8; fp8: of 16; the CPU's
+// int8 and dense: any).
+bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features);
+
+// Whether this build and device can run `kind` (int8_dynamic: a CPU with the fbgemm/x86 quantized
+// engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.
+bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why = nullptr);
+
+}  // namespace tvie::nn

@@ -59,6 +59,10 @@ TEST_CASE("cli: unknown model or preset", "[cli]") {
   expect_usage_error("--model vgg", {"--model", "'vgg'", "accepted: mlp, cnn, gpt, resnet, bert, llama"});
   expect_usage_error("--model mlp --seq 16", {"--seq", "'16'", "accepted: 0 for mlp"});
   expect_usage_error("--model gpt --preset huge", {"--preset", "'huge'", "tiny, small, gpt2-small"});
+  expect_usage_error("--model cnn --pad-vocab 64", {"--pad-vocab", "'64'", "accepted: 0 for cnn"});
+  expect_usage_error("--model gpt --pad-vocab many", {"--pad-vocab"});
+  expect_usage_error("--slice-layers 1,2 --pad-vocab 64", {"--pad-vocab", "0 with --slice-layers"});
+  expect_usage_error("--model gpt --pad-vocab 9000", {"--pad-vocab", "'9000'", "an integer 1 .. 4096"});
 }
 
 TEST_CASE("cli: batch and steps must be positive", "[cli]") {

@@ -44,6 +44,38 @@ TEST_CASE("gpt2-small has GPT-2 small's 124,439,808 parameters (tied head)", "[m
   CHECK(numel_of(*w->make_module()) == parameter_count(untied));
 }
 
+TEST_CASE("pad_vocab (--pad-vocab): GPT-2's 50,257 entries padded to 50,304, as nanoGPT and llm.c train it",
+          "[models]") {
+  ModelShape shape;
+  shape.vocab_multiple = 64;
+  const auto padded = make_zoo_workload("gpt", "gpt2-small", shape);
+  // 47 more rows of the tied embedding and head, 768 wide.
+  CHECK(padded->facts().parameter_count == 124439808 + 47 * 768);
+  CHECK(padded->name() == "gpt/gpt2-small (vocabulary 50,304: 50,257 padded to a multiple of 64)");
+  auto tiny = gpt_preset("tiny");
+  shape.vocab_multiple = 100;  // tiny's 256 -> 300, the module built as counted
+  const auto w = make_zoo_workload("gpt", "tiny", shape);
+  tiny.vocab_size = 300;
+  CHECK(w->facts().parameter_count == parameter_count(tiny));
+  CHECK(numel_of(*w->make_module()) == parameter_count(tiny));
+  shape.vocab_multiple = 64;  // already a multiple: unchanged, and said so
+  CHECK(make_zoo_workload("gpt", "tiny", shape)->facts().parameter_count == parameter_count(gpt_preset("tiny")));
+  CHECK(make_zoo_workload("llama", "tiny", shape)->name().find("padded to a multiple of 64") != std::string::npos);
+  const auto field = [](const std::string& model, int64_t multiple) -> std::string {
+    ModelShape s;
+    s.vocab_multiple = multiple;
+    try {
+      make_zoo_workload(model, "tiny", s);
+    } catch (const InvalidArgument& e) {
+      return e.field() + ": " + e.accepted();
+    }
+    return "(no error)";
+  };
+  CHECK(field("mlp", 64) == "model.pad_vocab: 0 for mlp (a vocabulary: gpt, bert, llama)");
+  CHECK(field("gpt", -1) == "model.pad_vocab: an integer 1 .. 4096 (0: the vocabulary as published)");
+  CHECK(field("bert", 5000) == "model.pad_vocab: an integer 1 .. 4096 (0: the vocabulary as published)");
+}
+
 TEST_CASE("forward FLOPs agree with an independent derivation", "[models]") {
   // mlp: 2 FLOPs per weight (biases and ReLU not counted) = 2 * (parameters - biases).
   const auto mlp = mlp_preset("tiny");

@@ -104,6 +104,9 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       if (o->fusion != "none") throw InvalidArgument("torchscript.fusion", o->fusion, "none without --torchscript");
       workload = zoo_workload(o->model);
     } else {
+      if (o->model.pad_vocab != 0)
+        throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab),
+                              "0 with --torchscript (a zoo model's option)");
       TorchScriptSettings ts;
       ts.path = o->script_path;
       ts.input_shape =

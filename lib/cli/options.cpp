@@ -108,6 +108,11 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& preset
   add_field_option(cmd, "--preset", o.preset, preset_help, "preset")->capture_default_str();
   add_field_option(cmd, "--seq", o.seq, "Tokens per sample of gpt, bert, llama (0: the preset's)", "model.seq")
       ->capture_default_str();
+  add_field_option(cmd, "--pad-vocab", o.pad_vocab,
+                   "Pad the vocabulary of gpt, bert, llama up to a multiple of N, as nanoGPT and llm.c do (64: GPT-2's "
+                   "50,257 -> 50,304; 0: as published)",
+                   "model.pad_vocab")
+      ->capture_default_str();
   add_field_option(cmd, "--device", o.device, "auto (CUDA if available, else CPU), cpu, cuda, cuda:N", "device")
       ->capture_default_str();
 }
@@ -275,7 +280,12 @@ DistSettings dist_settings(const DistOptions& o) {
   return d;
 }
 
-std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) { return make_zoo_workload(o.model, o.preset, o.seq); }
+std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) {
+  ModelShape shape;
+  shape.seq_tokens = o.seq;
+  shape.vocab_multiple = o.pad_vocab;
+  return make_zoo_workload(o.model, o.preset, shape);
+}
 
 void record_rank_fields(const CLI::App* cmd) {
   for (const char* variable : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "MASTER_ADDR"})
@@ -357,6 +367,9 @@ void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOpti
 }
 
 SliceSource slice_source(const ModelOptions& m, const SliceSettings& settings) {
+  if (m.pad_vocab != 0)
+    throw InvalidArgument("model.pad_vocab", cat(m.pad_vocab),
+                          "0 with --slice-layers (the slices extrapolate to the preset's vocabulary)");
   return zoo_slices(m.model, m.preset, m.seq, settings);
 }
 

@@ -59,7 +59,8 @@ CLI::Option* add_field_flag(CLI::App* cmd, const std::string& flags, bool& value
 // --model --preset --device (the zoo model and where it runs).
 struct ModelOptions {
   std::string model = "gpt", preset = "tiny", device = "auto";
-  int64_t seq = 0;  // tokens per sample of gpt, bert, llama (0: the preset's)
+  int64_t seq = 0;        // tokens per sample of gpt, bert, llama (0: the preset's)
+  int64_t pad_vocab = 0;  // the vocabulary padded up to a multiple of this (0: as published)
 };
 // `fixed_model`: the command runs only this model, so there is no --model; `model_help`: --model's help where the
 // command takes fewer models than the zoo's (decode: gpt, llama).

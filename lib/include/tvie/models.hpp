@@ -203,6 +203,10 @@ struct ModelShape {
   int64_t layers = 0;      // gpt, bert, llama: blocks (a slice of the model at its real width; embeddings, head and
                            // final norm as in the preset)
   int64_t vocab = 0;       // gpt, bert, llama: vocabulary entries (a vocabulary slice: embedding and head rows)
+  // gpt, bert, llama: the vocabulary padded up to a multiple of this (0: as published). 64 makes GPT-2's 50,257
+  // entries 50,304, as nanoGPT and llm.c train it: the head's GEMM then tiles evenly on a GPU's tensor cores. The
+  // padded entries are ordinary rows of the embedding and the head (the data may draw them).
+  int64_t vocab_multiple = 0;
   std::vector<int64_t> stage_blocks;  // resnet: blocks per stage (a stage slice; as many stages as the preset)
 };
 // Throws InvalidArgument("model"/"preset", ...) for unknown names.

@@ -129,6 +129,20 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
     if (vocab < 2) throw InvalidArgument("model.vocab", cat(vocab), "an integer >= 2 (0: the preset's)");
     label += cat(" (vocabulary ", vocab, ")");
   }
+  const int64_t multiple = shape.vocab_multiple;
+  if (multiple != 0) {
+    refuse_unless(sequence_model, "model.pad_vocab", cat(multiple), "a vocabulary: gpt, bert, llama");
+    if (multiple < 1 || multiple > 4096)
+      throw InvalidArgument("model.pad_vocab", cat(multiple), "an integer 1 .. 4096 (0: the vocabulary as published)");
+  }
+  // The vocabulary padded up to a multiple of `multiple`, and the label saying so.
+  const auto padded = [&](int64_t v) {
+    if (multiple == 0) return v;
+    const int64_t p = (v + multiple - 1) / multiple * multiple;
+    label += cat(" (vocabulary ", detail::with_commas(p), ": ", detail::with_commas(v), " padded to a multiple of ",
+                 multiple, ")");
+    return p;
+  };
   if (!shape.stage_blocks.empty()) {
     const auto text = [&] {
       std::string t;
@@ -149,6 +163,7 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
     if (seq_tokens != 0) c.context_length = seq_tokens;  // also the position embedding's size
     if (layers != 0) c.n_layer = layers;
     if (vocab != 0) c.vocab_size = vocab;
+    c.vocab_size = padded(c.vocab_size);
     return make_gpt_workload(c, label);
   }
   if (model == "bert") {
@@ -156,6 +171,7 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
     if (seq_tokens != 0) c.seq_len = seq_tokens;
     if (layers != 0) c.n_layer = layers;
     if (vocab != 0) c.vocab_size = vocab;
+    c.vocab_size = padded(c.vocab_size);
     return make_bert_workload(c, label);
   }
   if (model == "llama") {
@@ -163,6 +179,7 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
     if (seq_tokens != 0) c.context_length = seq_tokens;
     if (layers != 0) c.n_layer = layers;
     if (vocab != 0) c.vocab_size = vocab;
+    c.vocab_size = padded(c.vocab_size);
     return make_llama_workload(c, label);
   }
   if (model == "mlp") return make_mlp_workload(mlp_preset(preset), label);

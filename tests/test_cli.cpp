@@ -71,6 +71,7 @@ TEST_CASE("cli: batch and steps must be positive", "[cli]") {
   expect_usage_error("--steps 0", {"--steps", "'0'", "an integer >= 1"});
   expect_usage_error("--batch many", {"--batch"});
   expect_usage_error("--batch 8 --accumulate 3", {"--accumulate", "'3'", "divisor"});
+  expect_usage_error("--optimizer sgd --fused-optimizer", {"--fused-optimizer", "off with sgd"});
 }
 
 TEST_CASE("cli: --find-max-batch needs an emulated device on the CPU, and accumulation off", "[cli][max_batch]") {

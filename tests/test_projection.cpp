@@ -203,6 +203,23 @@ TEST_CASE("M/D/1: the simulated waiting-time quantile against Erlang's exact dis
 
 // --- the traced work and its projection onto cards ---
 
+TEST_CASE("the fused AdamW's step: 7 elements a parameter, CUDA's multi-tensor launches", "[projection][pure]") {
+  const auto w = make_zoo_workload("gpt", "gpt2-small");
+  TrainSettings t;
+  t.batch_size = 1;
+  const StepWork plain = training_step_work(*w, t);
+  t.fused_optimizer = true;
+  const StepWork fused = training_step_work(*w, t);
+  const double n = double(w->facts().parameter_count);
+  CHECK(fused.optimizer.bytes == Approx(7.0 * 4 * n));
+  CHECK(fused.optimizer.flops == plain.optimizer.flops);
+  // 148 parameter tensors (two embeddings, 12 per block, the final LayerNorm's two; the head tied): 9 kernels each
+  // unfused. Fused: 124.4M parameters at 320 chunks of 65,536 a launch are 6 launches (more than 148 / 36 tensors
+  // a launch, 5), and 2 for the step counts' add (110 tensors a launch).
+  CHECK(plain.optimizer.kernels == 9 * 148);
+  CHECK(fused.optimizer.kernels == 6 + 2);
+}
+
 TEST_CASE("traced work: the matmul and attention FLOPs are the models' analytic forward FLOPs", "[projection][pure]") {
   for (const char* preset : {"tiny", "small"}) {
     INFO("gpt " << preset);

@@ -189,6 +189,9 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   add_field_option(cmd, "--optimizer", o.optimizer, "sgd, sgd-momentum, adam, adamw", "train.optimizer")
       ->capture_default_str();
+  add_field_flag(cmd, "--fused-optimizer", s.fused_optimizer,
+                 "adam, adamw: LibTorch's fused step (at::_fused_adamw_, as torch.optim.AdamW(fused=True))",
+                 "train.fused_optimizer");
   add_field_option(cmd, "--lr", s.learning_rate, "Learning rate (the peak of the schedule)", "train.learning_rate")
       ->capture_default_str();
   add_field_option(cmd, "--lr-schedule", o.lr_schedule,

@@ -49,11 +49,15 @@ struct TrainSettings {
   double weight_decay = 0.01;  // adamw only (decoupled)
   uint64_t seed = 0;           // initial weights and synthetic data
   TrainPrecision precision = TrainPrecision::fp32;
-  double clip_grad_norm = 0;      // clip the gradients' global L2 norm to this (after unscaling); 0: off
-  int64_t checkpoint_every = 0;   // activation checkpointing of every k-th transformer block; 0: off, 1: all
-  int64_t data_batches = 64;      // distinct synthetic batches held on the host and cycled through
-  int64_t loss_every = 0;         // a loss-curve point every N steps; 0: about ten points over the run
-  bool cuda_graph = false;        // capture the whole training step in a CUDA graph and replay it (CUDA)
+  double clip_grad_norm = 0;     // clip the gradients' global L2 norm to this (after unscaling); 0: off
+  int64_t checkpoint_every = 0;  // activation checkpointing of every k-th transformer block; 0: off, 1: all
+  int64_t data_batches = 64;     // distinct synthetic batches held on the host and cycled through
+  int64_t loss_every = 0;        // a loss-curve point every N steps; 0: about ten points over the run
+  bool cuda_graph = false;       // capture the whole training step in a CUDA graph and replay it (CUDA)
+  // adam, adamw: LibTorch's fused kernel (at::_fused_adam_ / _fused_adamw_, torch.optim.AdamW(fused=True)) in place
+  // of the C++ frontend's step, which runs eight or nine kernels per parameter tensor. Its state holds one more fp32
+  // scalar per parameter tensor (the step count, on the device), and its step no temporaries.
+  bool fused_optimizer = false;
   LossScalerOptions scaler;       // amp-fp16's dynamic loss scaling
   uint64_t data_seed_offset = 0;  // added to the data seeds (data parallelism: each rank draws other samples)
   // One more step after the timed ones, under LibTorch's profiler: the forward's and backward's time by operator

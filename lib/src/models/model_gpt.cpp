@@ -60,6 +60,9 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
     torch::Tensor y;
     if (pos == 0) {  // no earlier positions: plain causal attention
       y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    } else if (S == 1) {  // one new position sees every cached one: no mask, which would keep SDPA off its fused
+      // (flash, memory-efficient) kernels on CUDA
+      y = at::scaled_dot_product_attention(q, k, v);
     } else {  // new position i (absolute pos + i) sees positions 0 .. pos + i
       const auto mask =
           torch::ones({S, pos + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril(pos);

@@ -87,6 +87,9 @@ struct AttentionImpl : torch::nn::Module {
     torch::Tensor y;
     if (pos == 0) {  // no earlier positions: plain causal attention
       y = at::scaled_dot_product_attention(qh, kh, vh, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+    } else if (S == 1) {  // one new position sees every cached one: no mask, which would keep SDPA off its fused
+      // (flash, memory-efficient) kernels on CUDA
+      y = at::scaled_dot_product_attention(qh, kh, vh);
     } else {  // new position i (absolute pos + i) sees positions 0 .. pos + i
       const auto mask =
           torch::ones({S, pos + S}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril(pos);

@@ -88,6 +88,7 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
                     query.weight_bytes, is_amp(settings.precision)};
   if (!a.known) return p;
   p.model_states.largest_layer_parameters = a.largest_parameter_bytes / query.weight_bytes;
+  if (settings.fused_optimizer) p.optimizer_state += 4 * a.parameter_tensors;  // the fused step's fp32 step counts
   p.activations = a.saved_bytes;  // what backward needs of each layer's forward
   p.weight_copies = a.cast_cache_bytes;
   p.activations_by_layer = a.by_layer;
@@ -118,10 +119,11 @@ PredictedTrainingMemory predict_training_memory(const Workload& workload, const 
   // The optimizer (LibTorch's, one parameter at a time), beside the step's loss (4 bytes: Trainer::step returns
   // it): the gradients, plus for Adam/AdamW two temporaries of the largest parameter's size (the denominator: sqrt
   // of the second moment, then its scaled copy) and, on the CPU, the divisor between them (a double wrapped as a
-  // tensor, and its copy in the parameters' dtype); SGD updates in place.
+  // tensor, and its copy in the parameters' dtype); SGD, and the fused Adam/AdamW, update in place.
   const bool adam = settings.optimizer == OptimizerKind::adam || settings.optimizer == OptimizerKind::adamw;
   const int64_t divisor = query.cuda ? 0 : 8 + query.weight_bytes;
-  const int64_t step = p.gradients + 4 + (adam ? 2 * a.largest_parameter_bytes + divisor : 0);
+  const int64_t step =
+      p.gradients + 4 + (adam && !settings.fused_optimizer ? 2 * a.largest_parameter_bytes + divisor : 0);
   p.phases.push_back({"optimizer step", step, p.gradients, 0});
   int64_t largest = 0;
   for (const auto& phase : p.phases) largest = std::max(largest, phase.bytes);

@@ -87,6 +87,12 @@ void validate(const TrainSettings& s) {
   if (!(s.clip_grad_norm >= 0.0 && std::isfinite(s.clip_grad_norm)))
     throw InvalidArgument("train.clip_grad_norm", cat(s.clip_grad_norm), "a finite number >= 0 (0: off)");
   require_at_least("train.checkpoint_every", s.checkpoint_every, 0);
+  if (s.fused_optimizer && s.optimizer != OptimizerKind::adam && s.optimizer != OptimizerKind::adamw)
+    throw InvalidArgument("train.fused_optimizer", "on",
+                          cat("off with ", to_string(s.optimizer), " (LibTorch fuses adam and adamw)"));
+  if (s.fused_optimizer && s.cuda_graph)
+    throw InvalidArgument("train.fused_optimizer", "on",
+                          "off with --cuda-graph (the graph captures LibTorch's own step)");
   require_at_least("train.data_batches", s.data_batches, 1);
   require_at_least("train.loss_every", s.loss_every, 0);
   require_positive("train.scaler.initial_scale", s.scaler.initial_scale);

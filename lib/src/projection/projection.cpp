@@ -114,7 +114,17 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
   const double b = static_cast<double>(query.weight_bytes);  // the optimizer's tensors: fp32, or bf16 for pure bf16
   const OptimizerTraffic o = optimizer_traffic(settings.optimizer);
   const double n = static_cast<double>(facts.parameter_count);
-  w.optimizer = {o.flops * n, o.elements * n * b, 0, o.kernels * static_cast<double>(a.parameter_tensors)};
+  const double tensors = static_cast<double>(a.parameter_tensors);
+  w.optimizer = {o.flops * n, o.elements * n * b, 0, o.kernels * tensors};
+  if (settings.fused_optimizer) {
+    // The fused Adam/AdamW reads the weight, its gradient and both moments and writes the three back: 7 elements
+    // a parameter, the same FLOPs. Its kernels, as CUDA's multi-tensor apply launches them: each launch takes at
+    // most 36 tensors of its four lists and 320 chunks of 65,536 elements; the step counts' add (one list) 110
+    // tensors a launch.
+    const double launches =
+        std::max(std::ceil(tensors / 36), std::ceil(n / (320.0 * 65536))) + std::ceil(tensors / 110);
+    w.optimizer = {o.flops * n, 7 * n * b, 0, launches};
+  }
   if (settings.clip_grad_norm > 0)  // the norm reads every gradient, the scaling reads and writes them
     w.optimizer += {3 * n, 3 * n * b, 0, 3 * static_cast<double>(a.parameter_tensors)};
   w.allreduce_bytes = n * b;

@@ -18,8 +18,8 @@
 #include <tvie/config.hpp>
 
 #include "helpers.hpp"
-#if TVIE_WITH_CPU_KERNEL_SCRATCH
 #include "predict/cpu_kernels.hpp"
+#if TVIE_WITH_CPU_KERNEL_SCRATCH
 #include "predict/fbgemm_packs.hpp"
 #include "predict/onednn_bookings.hpp"
 #include "predict/onednn_scratch.hpp"

@@ -189,6 +189,23 @@ TEST_CASE("a malformed catalog names the card and the field", "[catalog][pure]")
   bad = j;
   bad["efficiency_defaults"]["cpu"].erase("memory");
   CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.efficiency_defaults.cpu.memory"));
+  // Published results: a rate > 0 with its source, one per benchmark.
+  const nlohmann::json anchor = {{"benchmark", "mlperf-inference resnet50 offline"},
+                                 {"samples_per_s", 5808.47},
+                                 {"precision", "int8"},
+                                 {"stack", "TensorRT"},
+                                 {"source", "mlcommons/inference_results_v1.1 ..."}};
+  bad = j;
+  bad["cards"][0]["published"] = {anchor};
+  const auto published = parse_accelerator_catalog(bad.dump()).cards.at(0);
+  REQUIRE(published.published_result("mlperf-inference resnet50 offline") != nullptr);
+  CHECK(published.published_result("mlperf-inference resnet50 offline")->samples_per_s == 5808.47);
+  CHECK(published.published_result("mlperf-inference bert-99 offline") == nullptr);
+  bad["cards"][0]["published"][0]["samples_per_s"] = 0;
+  CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()),
+                    Catch::Contains("catalog.cards[x1].published[0].samples_per_s"));
+  bad["cards"][0]["published"] = {anchor, anchor};
+  CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.cards[x1].published[1].benchmark"));
   bad = j;
   bad["schema_version"] = 2;
   CHECK_THROWS_WITH(parse_accelerator_catalog(bad.dump()), Catch::Contains("catalog.schema_version"));

@@ -653,8 +653,9 @@ TEST_CASE("cli: plan prints training and inference per card, labelled projected,
       json.string() + " --csv " + csv.string());
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  for (const auto* needle : {"PROJECTED: nothing ran", "Training (projected)", "Inference (projected, bf16)",
-                             "n/a: t4 has no bf16_tflops peak", "bound..estimate"})
+  for (const auto* needle :
+       {"PROJECTED: nothing ran", "Training (projected)", "Inference (projected, bf16, tvie's kernels)",
+        "n/a: t4 has no bf16_tflops peak", "bound..estimate"})
     CHECK(r.out.find(needle) != std::string::npos);
   const auto j = read_json(json);
   CHECK(j["projected"] == true);
@@ -709,6 +710,34 @@ TEST_CASE("cli: plan --batching: continuous for generation by default, static on
   const Run forward = run_cli("plan --model gpt --batching continuous --no-host");
   CHECK(forward.exit_code == 2);
   CHECK(forward.out.find("--new-tokens") != std::string::npos);
+  // --stack: tvie or tuned; tuned not with a calibration (it measures tvie's own kernels).
+  const Run stack = run_cli("plan --model gpt --stack tensorrt --no-host");
+  CHECK(stack.exit_code == 2);
+  CHECK(line_count(stack.out) == 1);
+  CHECK(stack.out.find("--stack") != std::string::npos);
+  CHECK(stack.out.find("tvie, tuned") != std::string::npos);
+  const Run calibrated = run_cli("plan --model gpt --stack tuned --measure --no-host --device cpu");
+  CHECK(calibrated.exit_code == 2);
+  CHECK(line_count(calibrated.out) == 1);
+  CHECK(calibrated.out.find("--stack") != std::string::npos);
+  CHECK(calibrated.out.find("tvie with --from or --measure") != std::string::npos);
+  // On the tuned stack: the cards with an anchor projected, the others said to have none.
+  const Run tuned = run_cli(
+      "plan --model resnet --preset tiny --infer-dtype int8 --stack tuned --cards t4,v100-sxm2-32gb "
+      "--no-host --json " +
+      json.string());
+  INFO(tuned.out);
+  REQUIRE(tuned.exit_code == 0);
+  CHECK(tuned.out.find("int8, tuned stack") != std::string::npos);
+  const auto t = read_json(json);
+  CHECK(t["settings"]["stack"] == "tuned");
+  CHECK(t["cards"][0]["id"] == "v100-sxm2-32gb");
+  CHECK(t["cards"][0]["inference"]["supported"] == false);
+  CHECK(t["cards"][0]["inference"]["tuned"]["unsupported"].get<std::string>().find("no mlperf-inference resnet50") !=
+        std::string::npos);
+  CHECK(t["cards"][1]["inference"]["supported"] == true);
+  CHECK(t["cards"][1]["inference"]["tuned"]["compute_efficiency"].get<double>() > 0);
+  CHECK(t["cards"][1]["inference"]["tuned"]["anchor_samples_per_s"] == 5808.47);
 }
 
 TEST_CASE("cli: plan --measure runs the model here first and calibrates the host card with it", "[cli][projection]") {
@@ -833,6 +862,38 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(both.exit_code == 2);
   CHECK(line_count(both.out) == 1);
   CHECK(both.out.find("--measure") != std::string::npos);
+}
+
+TEST_CASE("cli: plan --measure-layers slices the model as the user shaped it (--seq, --pad-vocab)",
+          "[cli][projection]") {
+  if (!tvie::local_host_accelerator()) {
+    TVIE_SKIP("this machine's CPU has no class in the catalog: no host card to calibrate");
+  }
+  tvie::test::TempDir dir("tvie-cli");
+  const auto json = dir.path / "plan.json";
+  const Run r = run_cli(
+      "plan --model gpt --preset tiny --seq 16 --pad-vocab 100 --batch 2 --measure --measure-layers 1 --steps 1 "
+      "--warmup 0 --infer-dtype fp32 --cards t4 --device cpu --json " +
+      json.string());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("measuring gpt/tiny (seq 16) (1 block) (vocabulary 300: 256 padded to a multiple of 100)") !=
+        std::string::npos);
+  // The slice measured is tiny at 16 tokens, one block, its vocabulary padded to 300: the calibration's projection
+  // is that model's.
+  const auto j = read_json(json);
+  const auto& c = j["settings"]["calibration"];
+  tvie::ModelShape shape;
+  shape.seq_tokens = 16;
+  shape.layers = 1;
+  shape.vocab_multiple = 100;
+  const auto slice = tvie::make_zoo_workload("gpt", "tiny", shape);
+  tvie::TrainSettings train;
+  train.batch_size = 2;
+  train.precision = tvie::parse_train_precision(j["settings"]["train"]["precision"].get<std::string>());
+  train.optimizer = tvie::parse_optimizer(j["settings"]["train"]["optimizer"].get<std::string>());
+  const auto step = tvie::project_time(tvie::training_step_work(*slice, train), *tvie::local_host_accelerator());
+  CHECK(c["training_projected_s"].get<double>() == Approx(step.estimate_s).epsilon(1e-9));
 }
 
 TEST_CASE("cli: --csv writes each command's table, equal to its JSON figures", "[cli][report]") {

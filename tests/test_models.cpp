@@ -76,6 +76,47 @@ TEST_CASE("pad_vocab (--pad-vocab): GPT-2's 50,257 entries padded to 50,304, as 
   CHECK(field("bert", 5000) == "model.pad_vocab: an integer 1 .. 4096 (0: the vocabulary as published)");
 }
 
+TEST_CASE("zoo_spec_of_name reads back every shape a zoo workload's name says", "[models]") {
+  const auto round_trip = [](const std::string& model, const std::string& preset, const ModelShape& shape) {
+    const std::string name = make_zoo_workload(model, preset, shape)->name();
+    INFO(name);
+    const auto spec = zoo_spec_of_name(name);
+    REQUIRE(spec);
+    CHECK(spec->model == model);
+    CHECK(spec->preset == preset);
+    CHECK(spec->shape.seq_tokens == shape.seq_tokens);
+    CHECK(spec->shape.layers == shape.layers);
+    CHECK(spec->shape.vocab == shape.vocab);
+    CHECK(spec->shape.vocab_multiple == shape.vocab_multiple);
+    CHECK(spec->shape.stage_blocks == shape.stage_blocks);
+    CHECK(make_zoo_workload(spec->model, spec->preset, spec->shape)->name() == name);
+  };
+  ModelShape shape;
+  round_trip("mlp", "small", shape);
+  round_trip("gpt", "gpt2-small", shape);
+  shape.seq_tokens = 16;
+  round_trip("gpt", "tiny", shape);
+  shape.layers = 1;
+  round_trip("bert", "tiny", shape);
+  shape.layers = 2;
+  shape.vocab = 1000;
+  round_trip("llama", "llama-3-8b", shape);
+  shape.vocab_multiple = 64;  // a vocabulary slice, then padded: 1,000 -> 1,024
+  round_trip("gpt", "gpt2-small", shape);
+  ModelShape padded;
+  padded.vocab_multiple = 64;
+  round_trip("gpt", "gpt2-small", padded);
+  ModelShape stages;
+  stages.stage_blocks = {1, 2, 1, 1};
+  round_trip("resnet", "resnet50", stages);
+  // Names no zoo workload carries.
+  for (const char* name : {"model.pt", "gpt", "gpt/huge", "cnn/tiny (seq x)", "gpt/tiny (seq 16", "gpt/tiny (3 rows)",
+                           "transformer/tiny", "gpt/tiny (vocabulary 300: 256 padded)"}) {
+    INFO(name);
+    CHECK_FALSE(zoo_spec_of_name(name));
+  }
+}
+
 TEST_CASE("forward FLOPs agree with an independent derivation", "[models]") {
   // mlp: 2 FLOPs per weight (biases and ReLU not counted) = 2 * (parameters - biases).
   const auto mlp = mlp_preset("tiny");

@@ -1188,7 +1188,7 @@ TEST_CASE("the worked example's committed plans are what tvie plan computes now 
     check_same_json(then, now, "", differences);
     CHECK(differences == 0);
   }
-  CHECK(plans == 8);
+  CHECK(plans == 14);
 }
 
 TEST_CASE("the worked example's Llama 3 8B: its parameter count from the architecture, its bytes from the count",
@@ -1216,4 +1216,98 @@ TEST_CASE("the worked example's Llama 3 8B: its parameter count from the archite
   CHECK(train["training_predicted"]["parameters"] == 4 * parameters);
   CHECK(train["training_predicted"]["gradients"] == 4 * parameters);
   CHECK(train["training_predicted"]["optimizer_state"] == 8 * parameters);
+}
+
+TEST_CASE("the tuned stack: products in the dtype on the matrix units, normalisation and elementwise fused",
+          "[projection][pure]") {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  InferSettings i;
+  i.batch_size = 4;
+  i.dtype = InferenceDtype::int8;
+  const StepWork traced = inference_batch_work(*w, i);
+  const StepWork tuned = tuned_inference_work(traced, i);
+  // tvie's int8 copy computes in fp32 around its int8 Linears: the tuned stack's activations are a quarter the bytes.
+  for (const OpClass c : {OpClass::matmul, OpClass::attention}) {
+    INFO(to_string(c));
+    CHECK(tuned.forward[c].flops == traced.forward[c].flops);
+    CHECK(tuned.forward[c].bytes == Approx(traced.forward[c].bytes / 4));
+    CHECK(tuned.forward[c].weight_elements == traced.forward[c].weight_elements);
+    CHECK(tuned.forward[c].kernels == traced.forward[c].kernels);
+  }
+  for (const OpClass c : {OpClass::normalization, OpClass::elementwise}) {
+    INFO(to_string(c));
+    CHECK(traced.forward[c].bytes > 0);
+    CHECK(tuned.forward[c].bytes == 0);
+    CHECK(tuned.forward[c].flops == 0);
+    CHECK(tuned.forward[c].kernels == 0);
+  }
+  CHECK(tuned.matmul_peak == "int8_tops");
+  CHECK(tuned.convolution_peak == "int8_tops");
+  CHECK(tuned.attention_peak == "int8_tops");
+  CHECK(tuned.weight_element_bytes == 1);
+  CHECK(tuned.precision == "int8 (tuned stack)");
+  i.dtype = InferenceDtype::fp16;  // already 16-bit: the bytes as traced
+  const StepWork half = tuned_inference_work(inference_batch_work(*w, i), i);
+  CHECK(half.forward[OpClass::matmul].bytes == inference_batch_work(*w, i).forward[OpClass::matmul].bytes);
+  CHECK(half.matmul_peak == "fp16_tflops");
+  CHECK(half.weight_element_bytes == 2);
+}
+
+TEST_CASE("the tuned stack's calibration: each anchored card's fraction of its int8 peak from MLPerf ResNet-50",
+          "[projection]") {
+  int anchored = 0;
+  for (const auto& card : accelerator_catalog().cards) {
+    INFO(card.id);
+    const PublishedResult* anchor = card.published_result(kTunedAnchor);
+    const PublishedResult* bert = card.published_result("mlperf-inference bert-99 offline");
+    CHECK((bert == nullptr || anchor != nullptr));  // a validation row only where the calibration has an anchor
+    const TunedCalibration t = tuned_calibration(card);
+    if (anchor == nullptr) {
+      CHECK_FALSE(t.supported);
+      CHECK(t.unsupported == card.id +
+                                 " has no mlperf-inference resnet50 offline result in the catalog to calibrate "
+                                 "the tuned stack");
+      continue;
+    }
+    ++anchored;
+    REQUIRE(t.supported);
+    CHECK(t.anchor_samples_per_s == anchor->samples_per_s);
+    CHECK(t.compute_efficiency > 0);
+    CHECK(t.compute_efficiency <= 1);
+    // Projected back at that fraction, the anchor is its published rate unless a class is bound by memory there.
+    CHECK(t.projected_samples_per_s <= anchor->samples_per_s * (1 + 1e-9));
+    CHECK(t.projected_samples_per_s >= anchor->samples_per_s / 1.5);
+    CHECK(t.source.find(anchor->source) == 0);
+    const Accelerator tuned = tuned_card(card, t);
+    CHECK(tuned.efficiency.matmul == t.compute_efficiency);
+    CHECK(tuned.efficiency.convolution == t.compute_efficiency);
+    CHECK(tuned.efficiency.attention == t.compute_efficiency);
+    CHECK(tuned.efficiency.memory == card.efficiency.memory);
+    CHECK(tuned.efficiency.basis.at("convolution").find("calibrated on mlperf-inference resnet50 offline") !=
+          std::string::npos);
+  }
+  CHECK(anchored == 10);
+  CHECK_THROWS_AS(tuned_card(accelerator_catalog().cards.front(), TunedCalibration{}), InvalidArgument);
+}
+
+TEST_CASE("docs/plan.md's tuned-stack tables are what the committed plans give (no figure typed by hand)",
+          "[projection]") {
+  // The plans themselves are checked against tvie plan above (no stale figure); this checks the doc's table against
+  // them and the catalog's published rows.
+  const auto run = tvie::test::run_command("cd " + std::string(TVIE_SOURCE_DIR) +
+                                           " && python3 scripts/plan-example.py --check-tables");
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("docs/plan.md: the tuned-stack table is current") != std::string::npos);
+}
+
+TEST_CASE("docs/training-cards-vs-inference-cards.md is what its committed plans give (no figure typed by hand)",
+          "[projection]") {
+  // Its plans (docs/results/plan-example/cards-*.json) are remade from their command lines by the worked example's
+  // test above; this checks the page against them.
+  const auto run =
+      tvie::test::run_command("cd " + std::string(TVIE_SOURCE_DIR) + " && python3 scripts/cards-page.py --check");
+  INFO(run.out);
+  CHECK(run.exit_code == 0);
+  CHECK(run.out.find("docs/training-cards-vs-inference-cards.md is current") != std::string::npos);
 }

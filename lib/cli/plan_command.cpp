@@ -21,6 +21,7 @@ struct PlanOptions {
   double p99_ms = 0;
   int64_t new_tokens = 0, prompt_tokens = 0;
   std::string batching = "auto";
+  std::string stack = "tvie";
   int64_t train_tokens = 0;
   int64_t train_samples = 0;
   double usable_memory_fraction = 0.9;
@@ -69,6 +70,12 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "and leave between decoding steps, as serving engines schedule them)",
                    "plan.batching")
       ->capture_default_str();
+  add_field_option(cmd, "--stack", o->stack,
+                   "Whose kernels serving is projected for: tvie (tvie's own LibTorch inference copy; what --from and "
+                   "--measure calibrate), tuned (a TensorRT-class stack: products in the --infer-dtype on the matrix "
+                   "units, normalisation and elementwise fused, each card calibrated on its MLPerf ResNet-50 result)",
+                   "plan.stack")
+      ->capture_default_str();
   add_field_option(cmd, "--train-tokens", o->train_tokens, "Training budget in tokens (token models)",
                    "plan.train_tokens");
   add_field_option(cmd, "--train-samples", o->train_samples, "Training budget in samples", "plan.train_samples");
@@ -109,6 +116,7 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.new_tokens = o->new_tokens;
     s.prompt_tokens = o->prompt_tokens;
     s.batching = parse_serving_batching(o->batching);
+    s.stack = parse_serving_stack(o->stack);
     s.train_tokens = o->train_tokens;
     s.train_samples = o->train_samples;
     s.usable_memory_fraction = o->usable_memory_fraction;

@@ -43,6 +43,16 @@ struct Efficiency {
   std::map<std::string, std::string> basis;
 };
 
+// A card's result in a public benchmark ("published" in its entry): what a deployed serving stack reached on it.
+// Per card: the system's result divided by its accelerator count.
+struct PublishedResult {
+  std::string benchmark;     // "mlperf-inference resnet50 offline", "mlperf-inference bert-99 offline"
+  double samples_per_s = 0;  // > 0
+  std::string precision;     // "int8"
+  std::string stack;         // "TensorRT 8.4.2"
+  std::string source;        // the result's file in its repository
+};
+
 struct Accelerator {
   std::string id;                          // short name for --cards: "a100-80gb-sxm", "l4", "tpu-v5e"
   std::string name;                        // "NVIDIA A100 80GB SXM4"
@@ -66,6 +76,10 @@ struct Accelerator {
   std::vector<std::string> sources;
   // The card's own fractions ("efficiency" in its entry) over the catalog's defaults for its kind: complete.
   Efficiency efficiency;
+  std::vector<PublishedResult> published;  // public benchmarks' results on this card (tvie plan --stack tuned)
+
+  // Its published result of `benchmark`; nullptr when the catalog has none.
+  const PublishedResult* published_result(const std::string& benchmark) const;
 
   // The dense peak by field name ("bf16_tflops"); -1 when absent. InvalidArgument for an unknown name.
   double peak(const std::string& field) const;

@@ -216,6 +216,17 @@ std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std:
 std::unique_ptr<Workload> make_zoo_workload(const std::string& model, const std::string& preset, int64_t seq_tokens = 0,
                                             int64_t layers = 0);
 
+// A zoo workload's name read back: make_zoo_workload(model, preset, shape)->name() is "model/preset" followed by
+// one "(...)" per shape field set ("gpt/tiny (seq 16)", "gpt/gpt2-small (vocabulary 50,304: 50,257 padded to a
+// multiple of 64)"). zoo_spec_of_name inverts it; nullopt for a name no zoo workload carries (a TorchScript model's,
+// a user's). What rebuilds a model from a report or from a workload alone (`plan --from`, `plan --measure-layers`).
+struct ZooSpec {
+  std::string model;
+  std::string preset;
+  ModelShape shape;
+};
+std::optional<ZooSpec> zoo_spec_of_name(const std::string& name);
+
 // The slices of a zoo preset (tvie/slices.hpp): gpt, bert, llama along their blocks (K1, K2) and, with
 // settings.vocab_1 > 0, their vocabulary (V1, V2); resnet along the blocks of each stage that has more than K1
 // (min(K1, n) and min(K2, n) blocks of a stage of n). `seq_tokens` as in ModelShape. InvalidArgument

@@ -154,6 +154,14 @@ enum class ServingBatching {
 std::string to_string(ServingBatching b);  // "auto", "static", "continuous"
 ServingBatching parse_serving_batching(const std::string& text, const std::string& field = "plan.batching");
 
+// Whose kernels the serving projection models (PlanSettings::stack).
+enum class ServingStack {
+  tvie,   // tvie's own LibTorch inference copy, as `tvie infer` runs it (what --from / --measure calibrate)
+  tuned,  // a TensorRT-class stack (tuned_inference_work, tvie/projection.hpp), calibrated per card on MLPerf
+};
+std::string to_string(ServingStack s);  // "tvie", "tuned"
+ServingStack parse_serving_stack(const std::string& text, const std::string& field = "plan.stack");
+
 struct PlanSettings {
   TrainSettings train;        // per card: batch, precision, optimizer, accumulation, checkpointing
   InferSettings infer;        // dtype; the throughput batch is searched, latency is at batch 1
@@ -169,6 +177,7 @@ struct PlanSettings {
   int64_t new_tokens = 0;                                 // per request (0: no generation)
   int64_t prompt_tokens = 0;                              // per request (0: the context length minus the new tokens)
   ServingBatching batching = ServingBatching::automatic;  // the serving rate's batching (continuous: generation)
+  ServingStack stack = ServingStack::tvie;                // whose kernels serving is projected for (training: tvie's)
   int64_t train_tokens = 0;                               // the training budget in tokens (token models) ...
   int64_t train_samples = 0;                              // ... or in samples (0 and 0: no budget)
   double usable_memory_fraction = 0.9;                    // of a card's memory the allocator can give the run
@@ -262,6 +271,9 @@ struct InferencePlan {
   double hardware_usd = -1;   // cards_for_qps x purchase price; -1: no purchase price in the catalog
   CloudCost usd_per_million;  // a million requests at serve_qps on cards_for_qps rented cards, on demand
   GenerationPlan generation;
+  // stack tuned: the card's calibration on the published anchor (supported false: why the card is not projected).
+  // The memory figures stay tvie's prediction of its own inference copy.
+  TunedCalibration tuned;
 };
 
 struct CardPlan {

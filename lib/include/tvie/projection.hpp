@@ -113,6 +113,39 @@ struct ProjectedTime {
 // (no overlap): the estimate is their sum.
 ProjectedTime project_time(const StepWork& work, const Accelerator& card);
 
+// --- the tuned serving stack (tvie plan --stack tuned) ---
+// What a TensorRT-class serving stack makes of a forward, modelled on the traced work rather than on tvie's own
+// LibTorch kernels: every matrix product, convolution and attention runs in `dtype` on the card's matrix units
+// (int8 and fp8 convolutions included; fp32 at the TF32 peak where the card has one), reading weights of the dtype's
+// size and activations of that size (the trace's bytes scaled from the dtype tvie's copy computes in); the
+// normalisation and elementwise kernels fuse into the epilogues of the products around them (their bytes, FLOPs and
+// launches gone). The fraction of the peak these kernels reach is calibrated per card on one public result, MLPerf
+// Inference's ResNet-50 Offline (kTunedAnchor, the card's "published" entries in the catalog), and nothing else.
+// Not modelled: structured sparsity, variable-length batching that skips padding (MLPerf's BERT harness does),
+// in-flight batching's overlap of prefill and decoding, and the host's pre-processing.
+inline constexpr const char* kTunedAnchor = "mlperf-inference resnet50 offline";
+inline constexpr int64_t kTunedAnchorBatch = 256;  // the anchor's batch as projected (Offline runs large batches)
+
+// The work of `work` (an inference batch or a cached forward traced for `traced` settings) on the tuned stack.
+StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced);
+
+struct TunedCalibration {
+  bool supported = false;
+  std::string unsupported;             // why not: "t4 has no mlperf-inference resnet50 offline result in the catalog"
+  double compute_efficiency = 0;       // of the int8 peak: the anchor's matrix work at the peak / its published time
+  double anchor_samples_per_s = 0;     // the published rate
+  double projected_samples_per_s = 0;  // the anchor projected back at that efficiency (memory-bound classes and
+                                       // launches can keep it below the published rate)
+  std::string source;
+};
+// The card's tuned efficiency: ResNet-50 (the zoo's resnet50) at kTunedAnchorBatch in int8 on the tuned stack, its
+// matrix work at the card's int8 peak against the published time of that batch (less the batch's launches). Pure;
+// computed once per card id in a process.
+TunedCalibration tuned_calibration(const Accelerator& card);
+// The card as the tuned stack runs on it: matmul, convolution and attention at the calibrated fraction (basis: the
+// anchor and its source). InvalidArgument("card", ...) when `calibration` is not supported.
+Accelerator tuned_card(const Accelerator& card, const TunedCalibration& calibration);
+
 // --- data-parallel sharding, as accounting ---
 // ZeRO's stages (Rajbhandari et al. 2020): 1 splits the optimizer state over the N cards, 2 also the gradients,
 // 3 also the parameters. Activations, the batch and the transients stay per card.

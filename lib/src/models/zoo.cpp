@@ -1,5 +1,7 @@
 // The zoo's presets and lookup by name.
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "core/text.hpp"
 #include <tvie/errors.hpp>
@@ -15,7 +17,85 @@ using detail::join;
   throw InvalidArgument("preset", preset, cat(join(preset_names(model)), " (for ", model, ")"));
 }
 
+// "1,234" -> 1234; nullopt unless digits with commas.
+std::optional<int64_t> number_with_commas(const std::string& text) {
+  std::string digits;
+  for (char ch : text)
+    if (ch != ',') digits += ch;
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(digits);
+}
+
 }  // namespace
+
+std::optional<ZooSpec> zoo_spec_of_name(const std::string& name) {
+  const auto slash = name.find('/');
+  if (slash == std::string::npos) return std::nullopt;
+  ZooSpec spec;
+  spec.model = name.substr(0, slash);
+  const auto models = model_names();
+  if (std::find(models.begin(), models.end(), spec.model) == models.end()) return std::nullopt;
+  std::string rest = name.substr(slash + 1);
+  const auto first = rest.find(" (");
+  spec.preset = rest.substr(0, first);
+  const auto presets = preset_names(spec.model);
+  if (std::find(presets.begin(), presets.end(), spec.preset) == presets.end()) return std::nullopt;
+  rest = first == std::string::npos ? "" : rest.substr(first);
+  // One " (...)" per field, in the order make_zoo_workload writes them.
+  while (!rest.empty()) {
+    if (rest.rfind(" (", 0) != 0) return std::nullopt;
+    const auto close = rest.find(')');
+    if (close == std::string::npos) return std::nullopt;
+    const std::string part = rest.substr(2, close - 2);
+    rest = rest.substr(close + 1);
+    const auto words_after = [&](const std::string& prefix) -> std::optional<std::string> {
+      if (part.rfind(prefix, 0) != 0) return std::nullopt;
+      return part.substr(prefix.size());
+    };
+    if (const auto seq = words_after("seq ")) {
+      const auto n = number_with_commas(*seq);
+      if (!n) return std::nullopt;
+      spec.shape.seq_tokens = *n;
+    } else if (const auto stages = words_after("blocks per stage ")) {
+      std::string item;
+      for (size_t i = 0; i <= stages->size(); ++i) {
+        if (i == stages->size() || (*stages)[i] == ',') {
+          const auto n = number_with_commas(item);
+          if (!n) return std::nullopt;
+          spec.shape.stage_blocks.push_back(*n);
+          item.clear();
+        } else {
+          item += (*stages)[i];
+        }
+      }
+    } else if (const auto vocabulary = words_after("vocabulary ")) {
+      // "V" (a vocabulary slice) or "P: V padded to a multiple of M"
+      const auto colon = vocabulary->find(": ");
+      if (colon == std::string::npos) {
+        const auto n = number_with_commas(*vocabulary);
+        if (!n) return std::nullopt;
+        spec.shape.vocab = *n;
+      } else {
+        const std::string tail = vocabulary->substr(colon + 2);
+        const std::string marker = " padded to a multiple of ";
+        const auto at = tail.find(marker);
+        if (at == std::string::npos) return std::nullopt;
+        const auto multiple = number_with_commas(tail.substr(at + marker.size()));
+        if (!multiple) return std::nullopt;
+        spec.shape.vocab_multiple = *multiple;
+      }
+    } else {
+      // "N block" / "N blocks"
+      const auto space = part.find(' ');
+      const std::string unit = space == std::string::npos ? "" : part.substr(space + 1);
+      const auto n = number_with_commas(part.substr(0, space));
+      if (!n || (unit != "block" && unit != "blocks")) return std::nullopt;
+      spec.shape.layers = *n;
+    }
+  }
+  return spec;
+}
 
 std::vector<std::string> model_names() { return {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}; }
 

@@ -190,12 +190,11 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
   } catch (const json::exception&) {
     bad_report(source, "no model.name or context.device", accepted);
   }
-  const auto slash = c.workload.find('/');
-  if (slash == std::string::npos) bad_report(source, cat("model '", c.workload, "' is not a zoo model"), accepted);
+  const std::optional<ZooSpec> spec = zoo_spec_of_name(c.workload);
+  if (!spec) bad_report(source, cat("model '", c.workload, "' is not a zoo model"), accepted);
   std::unique_ptr<Workload> workload;
   try {
-    workload = make_zoo_workload(c.workload.substr(0, slash), c.workload.substr(slash + 1),
-                                 j.at("model").value("tokens_per_sample", int64_t{0}));
+    workload = make_zoo_workload(spec->model, spec->preset, spec->shape);
   } catch (const InvalidArgument&) {
     bad_report(source, cat("model '", c.workload, "' is not a zoo model"), accepted);
   }

@@ -168,6 +168,20 @@ Accelerator parse_card(const json& j, size_t index) {
   a.sources = r.texts("sources");
   if (a.sources.empty()) r.fail("sources", "at least one source");
   if (j.contains("efficiency")) a.efficiency = parse_efficiency(j.at("efficiency"), r.where + ".efficiency", false);
+  if (j.contains("published")) {
+    if (!j.at("published").is_array())
+      r.fail("published", "an array of {benchmark, samples_per_s, precision, stack, source}");
+    size_t n = 0;
+    for (const auto& e : j.at("published")) {
+      const Reader p{e, cat(r.where, ".published[", n++, "]")};
+      PublishedResult result{p.text("benchmark"), p.number("samples_per_s", false), p.text("precision"),
+                             p.text("stack"), p.text("source")};
+      if (!(result.samples_per_s > 0)) p.fail("samples_per_s", "a rate > 0");
+      if (result.source.empty()) p.fail("source", "where the result is published");
+      if (a.published_result(result.benchmark) != nullptr) p.fail("benchmark", "one result per benchmark");
+      a.published.push_back(std::move(result));
+    }
+  }
   return a;
 }
 
@@ -193,6 +207,12 @@ const std::vector<std::string>& accelerator_peak_fields() {
   static const std::vector<std::string> fields = {"fp64_tflops", "fp32_tflops", "tf32_tflops", "fp16_tflops",
                                                   "bf16_tflops", "fp8_tflops",  "int8_tops"};
   return fields;
+}
+
+const PublishedResult* Accelerator::published_result(const std::string& benchmark) const {
+  for (const auto& r : published)
+    if (r.benchmark == benchmark) return &r;
+  return nullptr;
 }
 
 double Accelerator::peak(const std::string& field) const {

@@ -58,6 +58,10 @@ void validate(const PlanSettings& s) {
     throw InvalidArgument("plan.measure.warmup_steps", cat(s.measure.warmup_steps), ">= 0");
   if (s.measure.layers < 0) throw InvalidArgument("plan.measure.layers", cat(s.measure.layers), ">= 0 (0: whole)");
   if (s.measure.vocab < 0) throw InvalidArgument("plan.measure.vocab", cat(s.measure.vocab), ">= 0 (0: whole)");
+  if (s.stack == ServingStack::tuned && (s.calibration || s.measure.enabled))
+    throw InvalidArgument("plan.stack", "tuned",
+                          "tvie with --from or --measure (a calibration measures tvie's own kernels, not a tuned "
+                          "stack's)");
   if (s.batching == ServingBatching::continuous && s.new_tokens == 0)
     throw InvalidArgument("plan.batching", "continuous",
                           "auto or static without --new-tokens (continuous batching joins requests between decoding "
@@ -71,6 +75,16 @@ constexpr detail::EnumTable<ServingBatching, 3> kBatchings{{{ServingBatching::au
 }  // namespace
 
 std::string to_string(ServingBatching b) { return detail::name_of(kBatchings, b); }
+
+namespace {
+constexpr detail::EnumTable<ServingStack, 2> kStacks{{{ServingStack::tvie, "tvie"}, {ServingStack::tuned, "tuned"}}};
+}  // namespace
+
+std::string to_string(ServingStack s) { return detail::name_of(kStacks, s); }
+
+ServingStack parse_serving_stack(const std::string& text, const std::string& field) {
+  return detail::parse(kStacks, text, field);
+}
 
 ServingBatching parse_serving_batching(const std::string& text, const std::string& field) {
   return detail::parse(kBatchings, text, field);
@@ -275,7 +289,8 @@ struct Predictions {
     if (it != decode_work.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
-    return decode_work[key] = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached);
+    const StepWork w = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached);
+    return decode_work[key] = tuned() ? tuned_inference_work(w, i) : w;
   }
 
   // One request batch with generation on `card`: the prefill and the decoding steps.
@@ -332,8 +347,10 @@ struct Predictions {
     if (it != infer_work.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
-    return infer_work[batch] = inference_batch_work(workload, i);
+    const StepWork w = inference_batch_work(workload, i);
+    return infer_work[batch] = tuned() ? tuned_inference_work(w, i) : w;
   }
+  bool tuned() const { return settings.stack == ServingStack::tuned; }
 };
 
 constexpr const char* kMeasuredNote =
@@ -609,7 +626,21 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& s
       }
     }
     plan.training = plan_training(p, settings, card, plan.training_calibration, plan.training_phase_calibration);
-    plan.inference = plan_inference(p, settings, plan);
+    if (settings.stack == ServingStack::tuned) {
+      // Serving on the tuned stack: the card's matrix units at the fraction its published anchor reached.
+      const TunedCalibration tuned = tuned_calibration(card);
+      if (tuned.supported) {
+        CardPlan on_tuned = plan;
+        on_tuned.card = tuned_card(card, tuned);
+        plan.inference = plan_inference(p, settings, on_tuned);
+      } else {
+        plan.inference.supported = false;
+        plan.inference.unsupported = tuned.unsupported;
+      }
+      plan.inference.tuned = tuned;
+    } else {
+      plan.inference = plan_inference(p, settings, plan);
+    }
     plans.push_back(std::move(plan));
   }
   return plans;

@@ -270,7 +270,8 @@ void ConsoleReporter::report(const PlanReport& r) {
     out << "  z1-z3 under amp in DeepSpeed's mixed-precision layout: 16-bit weights and gradients beside fp32 master\n"
            "  weights, gradients and the optimizer's state (with Adam, ZeRO-2 2P + 18P/N, ZeRO-3 4L + 18P/N, as\n"
            "  DeepSpeed's estimators), one 16-bit reduce bucket and the phase's activations (--json: per_card).\n";
-  out << "\nInference (projected, " << to_string(s.infer.dtype) << "), per card:\n";
+  out << "\nInference (projected, " << to_string(s.infer.dtype)
+      << (s.stack == ServingStack::tuned ? ", tuned stack" : ", tvie's kernels") << "), per card:\n";
   const std::vector<size_t> wi = {22, 6, 7, 18, 7, 19, 20, 7, 9, 12, 14};
   row(out,
       {"card", "fits", "max b", "latency b1 ms", "best b",
@@ -281,7 +282,14 @@ void ConsoleReporter::report(const PlanReport& r) {
   for (const auto& c : r.cards) {
     const auto& i = c.inference;
     if (!i.supported) {
-      row(out, {c.card.id, i.fits ? "yes" : "no", cat(i.largest_batch), "n/a: " + i.unsupported}, {22, 6, 7, 0});
+      const bool untuned = s.stack == ServingStack::tuned && !i.tuned.supported;
+      row(out,
+          {c.card.id,
+           untuned  ? "-"
+           : i.fits ? "yes"
+                    : "no",
+           untuned ? "-" : cat(i.largest_batch), "n/a: " + i.unsupported},
+          {22, 6, 7, 0});
       continue;
     }
     const bool rate = s.serve_qps > 0 && i.cards_for_qps > 0;
@@ -296,6 +304,20 @@ void ConsoleReporter::report(const PlanReport& r) {
          rate && i.hardware_usd >= 0 ? fmt("%.0f", i.hardware_usd) : "-",
          rate ? cloud_span(i.usd_per_million, "%.3g") : "-"},
         wi);
+  }
+  if (s.stack == ServingStack::tuned) {
+    out << "  tuned stack: every product in " << to_string(s.infer.dtype)
+        << " on the matrix units, normalisation and elementwise fused into them; each card's\n  fraction of its "
+           "peak from its MLPerf Inference ResNet-50 Offline result (int8, TensorRT):\n";
+    for (const auto& c : r.cards) {
+      const TunedCalibration& t = c.inference.tuned;
+      if (t.supported)
+        out << "    " << c.card.id << ": " << fmt("%.3g", t.compute_efficiency * 100) << "% of the int8 peak ("
+            << fmt("%.0f", t.anchor_samples_per_s) << " samples/s published, " << fmt("%.0f", t.projected_samples_per_s)
+            << " projected back)\n";
+    }
+    out << "  Memory: tvie's prediction of its own inference copy. Not modelled: sparsity, variable-length batches "
+           "that skip\n  padding, the host's pre-processing (docs/plan.md, \"The tuned stack\").\n";
   }
   if (s.new_tokens > 0) {
     const GenerationPlan* any = nullptr;

@@ -86,6 +86,14 @@ std::string to_json_string(const CardsReport& r, int indent) {
                        {"source", p.source}});
     c["cloud_prices"] = std::move(cloud);
     c["efficiency"] = efficiency_json(a.efficiency);
+    json published = json::array();
+    for (const auto& p : a.published)
+      published.push_back({{"benchmark", p.benchmark},
+                           {"samples_per_s", p.samples_per_s},
+                           {"precision", p.precision},
+                           {"stack", p.stack},
+                           {"source", p.source}});
+    c["published"] = std::move(published);
     cards.push_back(c);
   }
   json classes = json::array();
@@ -194,6 +202,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
                    {"new_tokens", s.new_tokens},
                    {"prompt_tokens", s.prompt_tokens},
                    {"batching", to_string(s.batching)},
+                   {"stack", to_string(s.stack)},
                    {"train_tokens", s.train_tokens},
                    {"train_samples", s.train_samples},
                    {"usable_memory_fraction", s.usable_memory_fraction},
@@ -306,6 +315,14 @@ std::string to_json_string(const PlanReport& r, int indent) {
            {"power_kw", figure(i.power_kw)},
            {"hardware_usd", figure(i.hardware_usd)},
            {"usd_per_million", cloud_cost_json(i.usd_per_million)}}}});
+    cards.back()["inference"]["tuned"] = !i.tuned.supported && i.tuned.unsupported.empty()
+                                             ? json()
+                                             : json{{"supported", i.tuned.supported},
+                                                    {"unsupported", i.tuned.unsupported},
+                                                    {"compute_efficiency", i.tuned.compute_efficiency},
+                                                    {"anchor_samples_per_s", i.tuned.anchor_samples_per_s},
+                                                    {"anchor_projected_samples_per_s", i.tuned.projected_samples_per_s},
+                                                    {"source", i.tuned.source}};
     const GenerationPlan& g = i.generation;
     cards.back()["inference"]["generation"] =
         g.new_tokens == 0 ? json()

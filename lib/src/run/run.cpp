@@ -370,14 +370,18 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
   const std::string name = workload.name();
   std::unique_ptr<Workload> slice;
   if (m.layers > 0 || m.vocab > 0) {
-    const auto slash = name.find('/');
-    if (slash == std::string::npos)
-      throw InvalidArgument("plan.measure.layers", cat(m.layers), "0 for a workload that is not a zoo model");
-    ModelShape shape;
-    shape.seq_tokens = workload.facts().tokens_per_sample;
-    shape.layers = m.layers;
-    shape.vocab = m.vocab;
-    slice = make_zoo_workload(name.substr(0, slash), name.substr(slash + 1), shape);
+    const std::optional<ZooSpec> spec = zoo_spec_of_name(name);
+    if (!spec)
+      throw InvalidArgument(m.layers > 0 ? "plan.measure.layers" : "plan.measure.vocab",
+                            cat(m.layers > 0 ? m.layers : m.vocab), "0 for a workload that is not a zoo model");
+    // The model as the user shaped it (sequence, padded vocabulary), with fewer blocks or a vocabulary slice.
+    ModelShape shape = spec->shape;
+    if (m.layers > 0) shape.layers = m.layers;
+    if (m.vocab > 0) {
+      shape.vocab = m.vocab;
+      shape.vocab_multiple = 0;  // the slice's vocabulary is the one asked for
+    }
+    slice = make_zoo_workload(spec->model, spec->preset, shape);
   }
   const Workload& measured = slice ? *slice : workload;
   std::optional<Accelerator> card;

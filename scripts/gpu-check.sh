@@ -14,7 +14,8 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare train-b16
-# train-b16-tuned infer decode train-graph allreduce slices llama plan; steps past the budget are skipped and say so);
+# train-b16-tuned infer decode train-graph allreduce slices llama plan train-fp32 train-tf32; steps past the budget are
+# skipped and say so);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
 # docs/results/gpu-h200/max-batch-gpt2-small.txt).
 set -euo pipefail
@@ -81,7 +82,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode train-graph allreduce slices llama plan} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode train-graph allreduce slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -226,6 +227,11 @@ gpu_step plan "plan --measure gpt2-small" 60 figure plan-gpt2-small plan --model
   --precision amp-bf16 --infer-dtype bf16 --measure --steps 10 --warmup 3 --device cuda --no-host --quiet --json {json}
 # Not --quiet: every probe's log line (its batch, whether it fit, its seconds) goes into the file as it ends, so that a
 # search its limit cuts short says where its time went (141 s in all on an H200, fourth check).
+# fp32 training with LibTorch's full-precision matmuls (its default), then on the tensor cores' TF32 mode (--tf32).
+gpu_step train-fp32 "train gpt2-small fp32" 60 figure train-gpt2-small-fp32 train --model gpt --preset gpt2-small \
+  --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
+gpu_step train-tf32 "train gpt2-small fp32, TF32" 60 figure train-gpt2-small-fp32-tf32 train --model gpt \
+  --preset gpt2-small --tf32 --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --json {json}
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"

@@ -72,6 +72,8 @@ TEST_CASE("cli: batch and steps must be positive", "[cli]") {
   expect_usage_error("--batch many", {"--batch"});
   expect_usage_error("--batch 8 --accumulate 3", {"--accumulate", "'3'", "divisor"});
   expect_usage_error("--optimizer sgd --fused-optimizer", {"--fused-optimizer", "off with sgd"});
+  expect_usage_error("--device cpu --tf32", {"--tf32", "off on cpu"});
+  expect_usage_error("--device cpu --precision amp-bf16 --tf32", {"--tf32", "off with amp-bf16"});
 }
 
 TEST_CASE("cli: --find-max-batch needs an emulated device on the CPU, and accumulation off", "[cli][max_batch]") {

@@ -203,6 +203,37 @@ TEST_CASE("M/D/1: the simulated waiting-time quantile against Erlang's exact dis
 
 // --- the traced work and its projection onto cards ---
 
+TEST_CASE("TF32 (--tf32): fp32 training's products at the card's TF32 peak, said in the precision",
+          "[projection][pure]") {
+  const auto w = make_zoo_workload("gpt", "small");
+  TrainSettings t;
+  t.batch_size = 4;
+  const StepWork fp32 = training_step_work(*w, t);
+  t.tf32 = true;
+  const StepWork tf32 = training_step_work(*w, t);
+  CHECK(fp32.matmul_peak == "fp32_tflops");
+  CHECK(tf32.matmul_peak == "tf32_tflops");
+  CHECK(tf32.attention_peak == "tf32_tflops");
+  CHECK(tf32.precision == "fp32 (tf32)");
+  CHECK(tf32.forward[OpClass::matmul].flops == fp32.forward[OpClass::matmul].flops);
+  CHECK(tf32.weight_element_bytes == 4);
+  const auto& catalog = accelerator_catalog();
+  const auto h100 = select_accelerators(catalog, "h100-sxm").front();
+  const auto t4 = select_accelerators(catalog, "t4").front();
+  // The matmuls' compute side at 494.5 TFLOPS instead of 67: the bound of the matmul class can only fall.
+  CHECK(project_time(tf32, h100).by_class[0].bound_s <= project_time(fp32, h100).by_class[0].bound_s);
+  CHECK(project_time(tf32, h100).supported);
+  const ProjectedTime none = project_time(tf32, t4);  // Turing has no TF32
+  CHECK_FALSE(none.supported);
+  CHECK(none.unsupported == "t4 has no tf32_tflops peak in the catalog (matmul in fp32 (tf32))");
+  // Refused where it means nothing: with 16-bit products, and off CUDA.
+  t.precision = TrainPrecision::amp_bf16;
+  CHECK_THROWS_WITH(validate(t), Catch::Contains("train.tf32") && Catch::Contains("off with amp-bf16"));
+  t.precision = TrainPrecision::fp32;
+  CHECK_NOTHROW(validate(t));
+  CHECK_THROWS_WITH(validate(t, c10::Device(c10::kCPU)), Catch::Contains("off on cpu"));
+}
+
 TEST_CASE("the fused AdamW's step: 7 elements a parameter, CUDA's multi-tensor launches", "[projection][pure]") {
   const auto w = make_zoo_workload("gpt", "gpt2-small");
   TrainSettings t;

@@ -192,6 +192,10 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
   add_field_flag(cmd, "--fused-optimizer", s.fused_optimizer,
                  "adam, adamw: LibTorch's fused step (at::_fused_adamw_, as torch.optim.AdamW(fused=True))",
                  "train.fused_optimizer");
+  add_field_flag(cmd, "--tf32", s.tf32,
+                 "fp32 on CUDA: the matrix products on the tensor cores' TF32 mode (torch.backends.cuda.matmul."
+                 "allow_tf32)",
+                 "train.tf32");
   add_field_option(cmd, "--lr", s.learning_rate, "Learning rate (the peak of the schedule)", "train.learning_rate")
       ->capture_default_str();
   add_field_option(cmd, "--lr-schedule", o.lr_schedule,

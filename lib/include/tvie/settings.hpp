@@ -58,6 +58,10 @@ struct TrainSettings {
   // of the C++ frontend's step, which runs eight or nine kernels per parameter tensor. Its state holds one more fp32
   // scalar per parameter tensor (the step count, on the device), and its step no temporaries.
   bool fused_optimizer = false;
+  // fp32 only: the matrix products on the tensor cores' TF32 mode (CUDA; LibTorch's float32 matmul precision "high",
+  // torch.backends.cuda.matmul.allow_tf32): a 10-bit mantissa for the products' inputs, fp32 accumulation. LibTorch's
+  // matmuls stay full fp32 by default; cuDNN's convolutions use TF32 either way (its own default).
+  bool tf32 = false;
   LossScalerOptions scaler;       // amp-fp16's dynamic loss scaling
   uint64_t data_seed_offset = 0;  // added to the data seeds (data parallelism: each rank draws other samples)
   // One more step after the timed ones, under LibTorch's profiler: the forward's and backward's time by operator

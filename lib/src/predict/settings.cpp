@@ -93,6 +93,10 @@ void validate(const TrainSettings& s) {
   if (s.fused_optimizer && s.cuda_graph)
     throw InvalidArgument("train.fused_optimizer", "on",
                           "off with --cuda-graph (the graph captures LibTorch's own step)");
+  if (s.tf32 && s.precision != TrainPrecision::fp32)
+    throw InvalidArgument(
+        "train.tf32", "on",
+        cat("off with ", to_string(s.precision), " (TF32 is fp32's mode; 16-bit products need none)"));
   require_at_least("train.data_batches", s.data_batches, 1);
   require_at_least("train.loss_every", s.loss_every, 0);
   require_positive("train.scaler.initial_scale", s.scaler.initial_scale);
@@ -119,6 +123,8 @@ void validate(const TrainSettings& s, const c10::Device& device) {
     throw InvalidArgument("train.precision", "amp-fp16", "fp32, amp-bf16, bf16 on cpu (amp-fp16 needs a CUDA device)");
   if (!device.is_cuda() && s.cuda_graph)
     throw InvalidArgument("train.cuda_graph", "true", "false on cpu (CUDA graphs need a CUDA device)");
+  if (!device.is_cuda() && s.tf32)
+    throw InvalidArgument("train.tf32", "on", "off on cpu (TF32 is a mode of NVIDIA's tensor cores: a CUDA device)");
 }
 
 void validate(const InferSettings& s) {

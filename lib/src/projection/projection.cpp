@@ -135,6 +135,10 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
   switch (settings.precision) {
     case TrainPrecision::fp32:
       w.convolution_tf32 = true;  // cuDNN's default (allow_tf32); LibTorch's matmuls stay fp32 by default
+      if (settings.tf32) {        // ... unless asked (--tf32)
+        w.matmul_peak = w.attention_peak = "tf32_tflops";
+        w.precision += " (tf32)";
+      }
       break;
     case TrainPrecision::amp_bf16:
     case TrainPrecision::bf16:

@@ -1,6 +1,8 @@
 // Scenario: training. See train.hpp for the contract and docs/metrics.md for every figure.
 #include <tvie/train.hpp>
 
+#include <ATen/Context.h>
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -378,10 +380,38 @@ ProfiledClassTimes profile_step_by_class(Trainer& trainer, const TrainSettings& 
       device.is_cuda(), {phase_name(kPhaseForward), phase_name(kPhaseBackward)}, "one step after the timed ones");
 }
 
+// --tf32: LibTorch's float32 matmul precision "high" (TF32 on CUDA's tensor cores) for the run, then back.
+class Tf32Scope {
+ public:
+  explicit Tf32Scope(bool on) : on_(on), before_(at::globalContext().float32MatmulPrecision()) {
+    if (on_) at::globalContext().setFloat32MatmulPrecision("high");
+  }
+  ~Tf32Scope() {
+    if (!on_) return;
+    switch (before_) {
+      case at::Float32MatmulPrecision::HIGHEST:
+        at::globalContext().setFloat32MatmulPrecision("highest");
+        break;
+      case at::Float32MatmulPrecision::HIGH:
+        break;
+      case at::Float32MatmulPrecision::MEDIUM:
+        at::globalContext().setFloat32MatmulPrecision("medium");
+        break;
+    }
+  }
+  Tf32Scope(const Tf32Scope&) = delete;
+  Tf32Scope& operator=(const Tf32Scope&) = delete;
+
+ private:
+  bool on_;
+  at::Float32MatmulPrecision before_;
+};
+
 }  // namespace
 
 TrainingResult measure_training(const Workload& workload, const TrainSettings& settings, const c10::Device& device,
                                 std::shared_ptr<torch::nn::Module>* trained, const TrainingHooks& hooks) {
+  const Tf32Scope tf32(settings.tf32 && device.is_cuda());
   auto probe = make_memory_probe(device);
   TrainingResult r;
   r.predicted = predict_training_memory(workload, settings, static_cast<bool>(hooks.make_gradient_hook), device);

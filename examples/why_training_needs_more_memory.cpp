@@ -271,7 +271,10 @@ int main(int argc, char** argv) {
 
     // 8. Decoding: the KV cache grows with every generated token; training never has one.
     std::cout << "decoding ..." << std::endl;
-    Table decoding{"kv-cache", {"sequences x tokens", "KV cache, measured (bytes)", "KV cache, predicted (bytes)"}, {}};
+    Table decoding{"kv-cache",
+                   {"sequences x tokens", "KV cache, measured (bytes)", "KV cache, predicted (bytes)",
+                    "working set, measured (bytes)", "generation peak, measured (bytes)", "predicted (bytes)"},
+                   {}};
     const auto config = tvie::gpt_preset("small");
     for (int64_t batch : {1, 8}) {
       tvie::DecodeSettings s;
@@ -281,8 +284,9 @@ int main(int argc, char** argv) {
       s.repetitions = 1;
       tvie::validate(s, config);
       const auto r = tvie::measure_decoding(config, s, kCpu);
-      decoding.rows.push_back({tvie::cat(batch, " x ", s.prompt_tokens + s.new_tokens), bytes(r.kv_cache_bytes),
-                               bytes(r.kv_cache_bytes_predicted)});
+      decoding.rows.push_back({tvie::cat(batch, " x ", s.prompt_tokens + s.new_tokens), bytes(r.memory.kv_cache),
+                               bytes(r.predicted.kv_cache), bytes(r.memory.working_set), bytes(r.memory.peak),
+                               bytes(r.predicted.peak)});
     }
     tables.push_back(decoding);
 

@@ -195,9 +195,11 @@ gpu_tests() {  # each [gpu] test case in its own process, within its own limit; 
 }
 gpu_step tests "[gpu] tests (TVIE_REQUIRE_GPU=1)" 400 gpu_tests
 # With one more step and batch profiled by operator class (CUPTI's kernel times): the report `plan --from` calibrates
-# the cards of its architecture with, class by class.
+# the cards of its architecture with, class by class. The trained weights are also served as a generation (prompts
+# of 960 tokens, 64 new): the serving peak with its KV cache beside the full-sequence forward's.
 gpu_step compare "compare gpt2-small" 120 figure compare-gpt2-small compare --model gpt --preset gpt2-small --batch 8 \
-  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --profile-classes --device cuda --quiet --json {json}
+  --steps 20 --warmup 3 --precision amp-bf16 --infer-dtype bf16 --new-tokens 64 --profile-classes --device cuda \
+  --quiet --json {json}
 # Issue 49's efficiency: GPT-2 small trained at batch 16 x 1024 as tvie's defaults run it, then as practitioners do:
 # the vocabulary padded to a multiple of 64 (50,304, as nanoGPT and llm.c train it) and LibTorch's fused AdamW; the
 # MFU is the report's analytic FLOPs over the card's dense peak.

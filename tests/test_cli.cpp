@@ -380,8 +380,8 @@ TEST_CASE("cli: decode prints TTFT, TPOT and the KV-cache bytes, and bad lengths
       run_cli("decode --preset tiny --batch 2 --prompt 8 --new-tokens 4 --repetitions 2 --device cpu --quiet");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  for (const auto* needle :
-       {"time to first token", "time per output token", "tokens/s", "kv_cache 22.0 KiB measured, 22.0 KiB predicted"}) {
+  for (const auto* needle : {"time to first token", "time per output token", "tokens/s",
+                             "kv_cache        22.0 KiB      22.0 KiB      0", "peak            "}) {
     INFO(needle);
     CHECK(r.out.find(needle) != std::string::npos);
   }
@@ -431,11 +431,64 @@ std::string save_conv_bn_script(const fs::path& dir) {
 
 }  // namespace
 
+TEST_CASE("cli: compare --new-tokens serves the trained weights as a generation beside the score forward", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const std::string path = (dir.path / "compare.json").string();
+  const Run r = run_cli(
+      "compare --model gpt --preset tiny --batch 2 --steps 2 --warmup 0 --new-tokens 8 --infer-dtype fp32 "
+      "--device cpu --quiet --json " +
+      path);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const auto* needle : {"generation (serving): batch 2, prompt 24 tokens, 8 new tokens", "time to first token",
+                             "kv_cache", "working_set", "training peak / generation peak = "}) {
+    INFO(needle);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
+  const auto j = read_json(path);
+  const auto& g = j.at("generation");
+  // The prompt is the context (32) less the new tokens; the cache holds prompt + new - 1 positions: 2 x 2 layers x
+  // 2 sequences x 31 x d_model 64 x 4 bytes.
+  CHECK(g["settings"]["prompt_tokens"] == 24);
+  CHECK(g["memory"]["kv_cache"] == 2 * 2 * 2 * 31 * 64 * 4);
+  CHECK(g["memory"]["peak"] == g["predicted"]["peak"]);
+  CHECK(g["memory"]["parameters"] == j["inference"]["memory"]["parameters"]);
+  CHECK(j["gap"]["generation_peak_memory_ratio"].get<double>() ==
+        Approx(j["training"]["memory"]["peak"].get<double>() / g["memory"]["peak"].get<double>()));
+  CHECK(g["tpot_ms"]["count"] == 3 * 7);
+  // By default gpt and llama generate 64 new tokens, at most half the context (tiny's 32: 16); --new-tokens 0 and the
+  // models without a KV-cached forward measure the full-sequence forward alone.
+  for (const auto& [args, tokens] :
+       std::vector<std::pair<std::string, int>>{{"--model gpt --preset tiny", 16},
+                                                {"--model llama --preset tiny", 16},
+                                                {"--model gpt --preset tiny --new-tokens 0", 0},
+                                                {"--model mlp", 0}}) {
+    const Run d = run_cli("compare " + args + " --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json " + path);
+    INFO(args << "\n" << d.out);
+    REQUIRE(d.exit_code == 0);
+    const auto dj = read_json(path);
+    CHECK(dj.contains("generation") == (tokens > 0));
+    if (tokens > 0) CHECK(dj["generation"]["settings"]["new_tokens"] == tokens);
+  }
+  // A model without a KV-cached forward, or more new tokens than the context leaves: one line naming the option.
+  for (const auto* args : {"compare --model mlp --new-tokens 4 --steps 1 --device cpu",
+                           "compare --model gpt --preset tiny --new-tokens 32 --steps 1 --device cpu",
+                           "compare --model gpt --preset tiny --new-tokens 4 --find-max-batch --device cpu"}) {
+    const Run bad = run_cli(args);
+    INFO(args << "\n" << bad.out);
+    CHECK(bad.exit_code == 2);
+    CHECK(line_count(bad.out) == 1);
+    CHECK(bad.out.find("--new-tokens") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no other", "[cli][report]") {
   tvie::test::TempDir dir("tvie-cli");
   const auto json = [&](const std::string& name) { return (dir.path / (name + ".json")).string(); };
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"compare", "compare --model mlp --batch 4 --steps 1 --warmup 0 --clip 1 --device cpu --quiet --json "},
+      {"compare",
+       "compare --model gpt --preset tiny --batch 2 --steps 1 --warmup 0 --new-tokens 4 --device cpu --quiet --json "},
       {"train", "train --model mlp --batch 4 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"infer",
        "infer --model mlp --batch 1,1000000 --dtype fp32,int8 --steps 1 --warmup 0 --cpu-memory-limit-mb 4 "

@@ -404,7 +404,7 @@ TEST_CASE("KV-cached decoding on CUDA in fp32, int8 and fp8: the cache is the pr
     INFO(to_string(dtype));
     s.dtype = dtype;
     const auto r = measure_decoding(config, s, kCuda);
-    CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
+    CHECK(r.memory.kv_cache == r.predicted.kv_cache);
     CHECK(r.tpot_ms.count == 2 * 7);
   }
 }

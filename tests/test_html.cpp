@@ -94,8 +94,12 @@ TEST_CASE("compare --html: the ledger measured and predicted, memory over time, 
   CHECK(series_of(chart(html, "latency-cdf")) == std::vector<std::string>{"training step", "inference batch"});
   for (const char* p : {">train p50<", ">train p99<", ">infer p50<", ">infer p99<"})
     CHECK(chart(html, "latency-cdf").find(p) != std::string::npos);
+  // gpt generates by default: its memory, measured beside predicted, category by category.
+  const auto generation = chart(html, "generation-memory");
+  CHECK(series_of(generation) == std::vector<std::string>{"parameters", "kv_cache", "working_set", "prompt", "other"});
+  for (const char* bar : {">measured<", ">predicted<"}) CHECK(generation.find(bar) != std::string::npos);
   // Every chart declares as many series as it holds; axes carry their units.
-  CHECK(count(html, "<svg class=\"chart\"") == 5);
+  CHECK(count(html, "<svg class=\"chart\"") == 6);
   CHECK(ledger.find("bytes (allocated)") != std::string::npos);
   CHECK(timeline.find("live bytes above the baseline") != std::string::npos);
   // The table is the report's ledger, column for column as the CSV writes it: its rows hold the run's bytes (read

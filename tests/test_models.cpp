@@ -237,22 +237,22 @@ TEST_CASE("llama decoding run: the grouped-query cache measured equals predicted
   const auto config = llama_preset("tiny");
   const DecodeSettings s = test::small_decode(2, 6, 5, 2);
   const auto r = measure_decoding(*w, s, c10::Device(c10::kCPU));
-  CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
-  CHECK(r.kv_cache_bytes == llama_kv_cache_bytes(config, 2, 6 + 5 - 1, 4));
-  CHECK(r.parameter_bytes == parameter_count(config) * 4);
+  CHECK(r.memory.kv_cache == r.predicted.kv_cache);
+  CHECK(r.memory.kv_cache == llama_kv_cache_bytes(config, 2, 6 + 5 - 1, 4));
+  CHECK(r.memory.weights == parameter_count(config) * 4);
   CHECK(r.tpot_ms.count == 2 * 4);
   const DecodeReport report = run_decode(*w, s, {"cpu"});
-  CHECK(report.result.kv_cache_bytes == r.kv_cache_bytes);
+  CHECK(report.result.memory.kv_cache == r.memory.kv_cache);
 }
 
 TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT per token", "[models][decode]") {
   const auto config = gpt_preset("tiny");
   DecodeSettings s = test::small_decode(2, 8, 6, 3);
   const auto r = measure_decoding(config, s, c10::Device(c10::kCPU));
-  CHECK(r.kv_cache_bytes == r.kv_cache_bytes_predicted);
-  CHECK(r.kv_cache_bytes == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);
-  CHECK(r.parameter_bytes == parameter_count(config) * 4);
-  CHECK(r.packed_weight_bytes == 0);
+  CHECK(r.memory.kv_cache == r.predicted.kv_cache);
+  CHECK(r.memory.kv_cache == 2 * config.n_layer * 2 * (8 + 6 - 1) * config.d_model * 4);
+  CHECK(r.memory.weights == parameter_count(config) * 4);
+  CHECK(r.memory.packed_weights == 0);
   CHECK(r.ttft_ms.count == 3);
   CHECK(r.tpot_ms.count == 3 * 5);
   // tokens/s: the generated tokens of a run (2 sequences x 6) over the mean time of a run (its prefill and
@@ -261,12 +261,12 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   CHECK(r.tokens_per_s == Approx(2 * 6 / run_s));
   s.dtype = InferenceDtype::bf16;
   const auto half = measure_decoding(config, s, c10::Device(c10::kCPU));
-  CHECK(half.kv_cache_bytes * 2 == r.kv_cache_bytes);
+  CHECK(half.memory.kv_cache * 2 == r.memory.kv_cache);
   // int8 Linear layers: the cache stays fp32, the weights include fbgemm's packs (measured outside torch).
   s.dtype = InferenceDtype::int8;
   const auto q = measure_decoding(config, s, c10::Device(c10::kCPU));
-  CHECK(q.kv_cache_bytes == r.kv_cache_bytes);
-  CHECK(q.kv_cache_bytes == q.kv_cache_bytes_predicted);
+  CHECK(q.memory.kv_cache == r.memory.kv_cache);
+  CHECK(q.memory.kv_cache == q.predicted.kv_cache);
   // At least what the shapes need: the embeddings and LayerNorms in fp32, one byte per int8 Linear weight
   // and the fp32 biases (the packs add their own layout and padding on top, measured, not predicted).
   auto module = make_gpt_workload(config)->make_module();
@@ -277,17 +277,17 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
       linear_biases += lin->bias.defined() ? lin->bias.numel() : 0;
     }
   const int64_t dense = parameter_count(config) - linear_weights - linear_biases;
-  INFO("int8 decode: " << q.parameter_bytes << " bytes of weights, " << q.packed_weight_bytes
+  INFO("int8 decode: " << q.memory.weights << " bytes of weights, " << q.memory.packed_weights
                        << " of them outside torch's allocator");
   if (test::packs_measurable())  // the packs are measured through glibc's heap statistics
-    CHECK(q.parameter_bytes >= 4 * dense + linear_weights + 4 * linear_biases);
+    CHECK(q.memory.weights >= 4 * dense + linear_weights + 4 * linear_biases);
   // The same int8 copy measured by the inference path: the same tensor bytes, and packs outside torch's
   // allocator within 5% (glibc's heap growth depends on what the process freed before).
   InferSettings at = test::small_infer();
   at.dtype = InferenceDtype::int8;
   const auto inference = measure_inference(*make_gpt_workload(config), at, c10::Device(c10::kCPU));
-  CHECK(q.parameter_bytes - q.packed_weight_bytes == inference.memory.parameters);
-  CHECK(q.packed_weight_bytes == Approx(inference.memory.packed_weights).epsilon(0.05));
+  CHECK(q.memory.weights - q.memory.packed_weights == inference.memory.parameters);
+  CHECK(q.memory.packed_weights == Approx(inference.memory.packed_weights).epsilon(0.05));
   CHECK(q.tpot_ms.count == 3 * 5);
   // The runner validates (once) before anything runs; the building block only asserts.
   const auto gpt = make_gpt_workload(config);
@@ -300,6 +300,32 @@ TEST_CASE("decoding run: KV-cache bytes measured equal predicted, TTFT and TPOT 
   CHECK_THROWS_AS(measure_decoding(config, s, c10::Device(c10::kCPU)), Error);  // precondition
   s.new_tokens = 4;
   CHECK_THROWS_AS(run_decode(*make_zoo_workload("mlp", "tiny"), s, cpu_run), InvalidArgument);  // no KV cache
+}
+
+TEST_CASE("a generation's memory ledger: weights, KV cache, prompt, working set and peak measured as predicted",
+          "[models][decode][ledger]") {
+  // The CPU counter sees every allocation LibTorch makes: each category to the byte, the working set (the prefill's,
+  // whose head reads the last position only, or the last decoding step's) as the trace predicts it.
+  for (const char* model : {"gpt", "llama"})
+    for (auto dtype : {InferenceDtype::fp32, InferenceDtype::bf16}) {
+      INFO(model << " " << to_string(dtype));
+      const auto w = make_zoo_workload(model, "tiny");
+      DecodeSettings s = test::small_decode(3, 12, 6, 1);
+      s.dtype = dtype;
+      const auto r = measure_decoding(*w, s, c10::Device(c10::kCPU));
+      const GenerationMemory& m = r.memory;
+      const GenerationMemory& p = r.predicted;
+      CHECK(m.weights == p.weights);
+      CHECK(m.weights == w->facts().parameter_count * (dtype == InferenceDtype::fp32 ? 4 : 2));
+      CHECK(m.kv_cache == p.kv_cache);
+      CHECK(m.prompt == 3 * 12 * 8);
+      CHECK(p.prompt == m.prompt);
+      CHECK(m.other() == 0);  // the peak is the four categories: nothing else stays alive
+      CHECK(p.other() == 0);
+      CHECK(m.working_set > 0);
+      CHECK(m.working_set == p.working_set);
+      CHECK(m.peak == p.peak);
+    }
 }
 
 TEST_CASE("real architectures have their published parameter counts", "[models]") {

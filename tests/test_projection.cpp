@@ -1342,3 +1342,25 @@ TEST_CASE("docs/training-cards-vs-inference-cards.md is what its committed plans
   CHECK(run.exit_code == 0);
   CHECK(run.out.find("docs/training-cards-vs-inference-cards.md is current") != std::string::npos);
 }
+
+TEST_CASE("plan --from a compare report with a generation calibrates the forward, the prefill and the decoding step",
+          "[projection]") {
+  const auto host = local_host_accelerator();
+  if (!host) {
+    TVIE_SKIP("this machine's CPU has no class in the catalog: no host card to calibrate");
+  }
+  const auto w = make_zoo_workload("gpt", "tiny");
+  CompareSettings s;
+  s.train = test::small_train();
+  s.infer = test::small_infer();
+  s.new_tokens = 8;
+  s.generation_repetitions = 2;
+  const CompareReport r = run_compare(*w, s, {"cpu", {}});
+  REQUIRE(r.generation);
+  const Calibration c = calibration_from_report(to_json_string(r), "compare.json", *host);
+  CHECK(c.training.measured_s == Approx(r.training.step.mean / 1000));
+  CHECK(c.inference.measured_s == Approx(r.inference.latency.mean / 1000));
+  CHECK(c.prefill.measured_s == Approx(r.generation->ttft_ms.mean / 1000));
+  CHECK(c.decoding.measured_s == Approx(r.generation->tpot_ms.mean / 1000));
+  CHECK(c.prefill.factor == Approx(c.prefill.measured_s / c.prefill.projected_s));
+}

@@ -1,6 +1,8 @@
 // `tvie compare`: train the model, then run inference on a copy of its weights, side by side.
 #include <tvie/tvie.hpp>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "options.hpp"
 
@@ -17,7 +19,21 @@ struct CompareOptions {
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
   bool infer_cuda_graph = false;
+  int64_t new_tokens = -1;  // -1: auto (kAutoNewTokens for gpt and llama, capped at half the context; else 0)
 };
+
+// compare's generation by default: as many new tokens as a chat reply's first sentences.
+constexpr int64_t kAutoNewTokens = 64;
+
+// A zoo gpt or llama: a KV-cached forward to generate with.
+bool can_generate(const Workload& workload) {
+  try {
+    kv_cache_bytes(workload, 1, 1, 1);
+    return true;
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -42,6 +58,14 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                    "infer.steps");
   add_field_flag(cmd, "--infer-cuda-graph", o->infer_cuda_graph,
                  "Replay the inference forward from a CUDA graph (CUDA)", "infer.cuda_graph");
+  add_field_option(cmd, "--new-tokens", o->new_tokens,
+                   "gpt, llama: also serve the trained weights as generation: prompts of the context less N tokens "
+                   "(a prefill whose head reads the last position), then N-1 KV-cached decoding steps, at the "
+                   "inference batch and dtype: TTFT, time per output token, tokens/s and the generation's memory "
+                   "ledger with its KV cache. Default: 64 for gpt and llama (at most half the context), 0 for the "
+                   "other models and with --slice-layers or --find-max-batch; 0: the full-sequence forward alone "
+                   "(\"score\", which compare measures in every case)",
+                   "compare.new_tokens");
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
@@ -69,6 +93,14 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.profile_classes = s.train.profile_classes;  // one more training step and one more inference batch
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
+    const bool score_only = slice_settings(o->slices).has_value() || o->max_batch.find;
+    s.new_tokens = o->new_tokens;
+    if (s.new_tokens < 0 && !score_only && can_generate(*workload))
+      s.new_tokens = std::min(kAutoNewTokens, workload->facts().tokens_per_sample / 2);
+    s.new_tokens = std::max<int64_t>(s.new_tokens, 0);
+    if (s.new_tokens != 0 && score_only)
+      throw InvalidArgument("compare.new_tokens", cat(s.new_tokens),
+                            "0 with --slice-layers or --find-max-batch (they measure score only)");
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);

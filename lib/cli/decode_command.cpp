@@ -31,7 +31,8 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   add_field_option(cmd, "--new-tokens", s.new_tokens, "Tokens generated per sequence", "decode.new_tokens")
       ->capture_default_str();
-  add_field_option(cmd, "--repetitions", s.repetitions, "Timed runs (after one warm-up run)", "decode.repetitions")
+  add_field_option(cmd, "--repetitions", s.repetitions, "Timed runs (after the two untimed ones of the memory ledger)",
+                   "decode.repetitions")
       ->capture_default_str();
   add_field_option(cmd, "--dtype", o->dtype, "Weights and cache: fp32, fp16 (CUDA), bf16, int8", "decode.dtype")
       ->capture_default_str();

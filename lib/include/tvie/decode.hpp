@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 
 #include <tvie/class_times.hpp>
+#include <tvie/ledger.hpp>
 #include <tvie/models.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/stats.hpp>
@@ -19,7 +20,7 @@ struct DecodeSettings {
   int64_t batch_size = 1;      // sequences decoded together
   int64_t prompt_tokens = 16;  // prefill length
   int64_t new_tokens = 16;     // generated tokens per sequence (the first comes from the prefill)
-  int64_t repetitions = 5;     // timed prefill+generate runs, after one untimed warm-up run
+  int64_t repetitions = 5;     // timed prefill+generate runs, after the two untimed ones of the memory ledger
   InferenceDtype dtype = InferenceDtype::fp32;
   uint64_t seed = 0;
   // One more generation after the timed ones, under LibTorch's profiler: the prefill's and the decoding steps' time
@@ -30,19 +31,27 @@ struct DecodeSettings {
 void validate(const DecodeSettings& settings, int64_t context_length);
 void validate(const DecodeSettings& settings, const GptConfig& config);
 
+// A generation of settings.new_tokens tokens after settings.prompt_tokens-token prompts by settings.batch_size
+// sequences in settings.dtype, predicted from the workload's trace (a zoo gpt or llama; InvalidArgument("model")
+// otherwise): the weights, the KV cache (2 x layers x batch x (prompt + new - 1) x kv width x bytes per element; the
+// width: gpt's d_model, llama's n_kv_head x head size), the prompts' ids, and the larger working set of the prefill
+// and the last decoding step. peak -1 where the weights are not predicted (CPU int8 without fbgemm's blocking).
+GenerationMemory predict_generation_memory(const Workload& workload, const DecodeSettings& settings,
+                                           const c10::Device& device = c10::kCPU);
+
 struct DecodeResult {
   InferenceDtype dtype = InferenceDtype::fp32;
   std::string memory_counter;
   std::string timer;
-  int64_t parameter_bytes = 0;           // the weights, measured (packed_weight_bytes included)
-  int64_t packed_weight_bytes = 0;       // CPU int8: fbgemm's packs, outside torch's allocator (glibc heap growth)
-  bool packed_weights_measured = true;   // false: CPU int8 without readable heap statistics (packed_weight_bytes 0)
-  int64_t kv_cache_bytes = 0;            // measured: allocated bytes the cache added
-  int64_t kv_cache_bytes_predicted = 0;  // 2 * L * B * (prompt + new tokens - 1) * kv width * bytes per element
-                                         // (kv width: h for gpt, g * d for llama's grouped-query attention)
-  Summary ttft_ms;                       // time to first token: the prefill, per repetition
-  Summary tpot_ms;                       // time per output token after the first, over all steps
-  double tokens_per_s = 0;               // generated tokens (all sequences) / mean time of a whole run
+  // Measured: the weights and the cache as the allocated bytes building them added; the working set as the most a
+  // generation (after the warm-up one) held above what was live before it; the peak above what was live before
+  // the weights were built (fbgemm's packs added: they are outside LibTorch's allocator).
+  GenerationMemory memory;
+  GenerationMemory predicted;           // predict_generation_memory
+  bool packed_weights_measured = true;  // false: CPU int8 without readable heap statistics (packed_weights 0)
+  Summary ttft_ms;                      // time to first token: the prefill, per repetition
+  Summary tpot_ms;                      // time per output token after the first, over all steps
+  double tokens_per_s = 0;              // generated tokens (all sequences) / mean time of a whole run
   int64_t timed_runs = 0;
   // settings.profile_classes: one more generation, profiled (tvie/class_times.hpp): the prefill's classes in
   // `forward`, all the decoding steps' in `backward` (a generation has no backward: the second phase).
@@ -51,7 +60,10 @@ struct DecodeResult {
 
 // Settings validated first (run_decode in tvie/run.hpp validates them and the dtype's device once). `workload`: a
 // zoo gpt or llama (make_kv_decoder).
-DecodeResult measure_decoding(const Workload& workload, const DecodeSettings& settings, const c10::Device& device);
+// `weights`: a module of the workload whose parameters the inference copy takes (compare's trained weights);
+// nullptr: fresh weights of settings.seed.
+DecodeResult measure_decoding(const Workload& workload, const DecodeSettings& settings, const c10::Device& device,
+                              const torch::nn::Module* weights = nullptr);
 DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device);
 
 }  // namespace tvie

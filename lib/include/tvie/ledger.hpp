@@ -216,4 +216,18 @@ struct PredictedInferenceMemory {
   std::string quantised_weights_source;
 };
 
+// A KV-cached generation's memory (tvie decode, compare --new-tokens), measured or predicted: what serving a batch of
+// requests holds. The cache is allocated once, for every position the generation writes, before the prefill.
+struct GenerationMemory {
+  int64_t weights = 0;  // the inference copy's weights (fbgemm's int8 packs outside LibTorch's allocator included)
+  int64_t packed_weights = 0;  // of them, the packs outside the allocator (CPU int8; predicted: -1 where not known)
+  int64_t kv_cache = 0;        // keys and values of prompt + new - 1 positions per sequence, in the layers' dtype
+  int64_t prompt = 0;          // the prompts' token ids, [batch, prompt] int64
+  // The most the prefill (one position's logits: the head reads the last position only) or a decoding step holds at
+  // once above the weights, the cache and the prompt: activations, the logits, the chosen tokens.
+  int64_t working_set = 0;
+  int64_t peak = 0;  // the most allocated during a generation (predicted: the four above); -1 where not predicted
+  int64_t other() const { return peak < 0 ? -1 : peak - weights - kv_cache - prompt - working_set; }
+};
+
 }  // namespace tvie

@@ -69,6 +69,11 @@ struct CompareReport {
   double peak_memory_ratio = 0;       // training peak / inference peak
   double parameter_memory_ratio = 0;  // training parameters / inference parameters
   double throughput_ratio = 0;        // inference samples/s / training samples/s
+  // settings.new_tokens > 0: the trained weights served as a generation (its settings as run: the prompt is the
+  // context less the new tokens), and training's peak over the generation's.
+  std::optional<DecodeSettings> generation_settings;
+  std::optional<DecodeResult> generation;
+  double generation_peak_memory_ratio = 0;
 };
 
 // Training only; with data parallelism, `distributed` holds rank 0's communication figures.

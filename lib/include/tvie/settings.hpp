@@ -92,6 +92,12 @@ struct CompareSettings {
   // Replace infer.dtype by the dtype the device runs natively (native_inference_dtype in device.hpp: bf16
   // with bf16 units, else fp32); the report says which and why.
   bool infer_dtype_auto = false;
+  // gpt, llama: also serve the trained weights as generation does (tvie/decode.hpp): infer.batch_size prompts of
+  // the context less new_tokens tokens, a prefill whose head reads the last position only, then new_tokens - 1
+  // KV-cached decoding steps, in infer.dtype; CompareReport::generation. 0: the full-sequence forward alone
+  // ("score": logits at every position).
+  int64_t new_tokens = 0;
+  int64_t generation_repetitions = 3;  // timed generations, after the two of the generation's memory ledger
 };
 
 // The optimizer steps of one run: the two ledger steps, the warm-up and the timed steps, and the profiled one.

@@ -135,6 +135,8 @@ void validate(const InferSettings& s) {
 
 void validate(const CompareSettings& s, const c10::Device& device) {
   validate(s.train, device);
+  require_at_least("compare.new_tokens", s.new_tokens, 0);
+  require_at_least("compare.generation_repetitions", s.generation_repetitions, 1);
   if (s.infer_dtype_auto)
     validate(s.infer);  // the dtype is chosen for the device
   else

@@ -283,8 +283,10 @@ Calibration calibration_from_report(const std::string& text, const std::string& 
       latency_s = j.at("inference").at("latency_ms").at("mean").get<double>() / 1000;
       if (profiled(j.at("inference"))) inference_classes = class_times(j.at("inference"), "batch");
     }
-    if (j.contains("decoding") && j.at("decoding").contains("ttft_ms")) {  // tvie decode
-      const auto& d = j.at("decoding");
+    // tvie decode's "decoding", or compare's "generation" (the trained weights served as a generation).
+    const char* generated = j.contains("decoding") ? "decoding" : "generation";
+    if (j.contains(generated) && j.at(generated).contains("ttft_ms")) {
+      const auto& d = j.at(generated);
       const auto& k = d.at("settings");
       DecodeSettings s;
       s.batch_size = k.at("batch_size").get<int64_t>();

@@ -18,6 +18,7 @@
 #include "core/enum_names.hpp"
 #include "core/text.hpp"
 #include "projection/projected_time.hpp"
+#include <tvie/decode.hpp>
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -274,14 +275,6 @@ struct Predictions {
   bool generating() const { return settings.new_tokens > 0; }
   std::map<std::pair<int64_t, int64_t>, StepWork> decode_work;  // (batch, cached positions) -> a cached forward
 
-  // The weights an inference copy holds in settings.infer.dtype (as predict_inference_memory counts them): every
-  // parameter in the dtype, less the dense weights an int8/fp8 copy replaces, plus what it holds for them instead
-  // (the trace's quantised weights and scales; on the CPU fbgemm's packs).
-  int64_t inference_weight_bytes(const ActivationQuery& q, const ActivationEstimate& a) {
-    return workload.facts().parameter_count * q.weight_bytes + a.buffer_bytes - a.released_weight_bytes +
-           a.quantised_weight_bytes + std::max<int64_t>(0, a.packed_weight_bytes);
-  }
-
   // KV-cached decoding's work: a prefill (the prompt, `cached` 0) or a decoding step (1 token, `cached` so far).
   const StepWork& cached_forward(int64_t batch, int64_t cached) {
     const auto key = std::make_pair(batch, cached);
@@ -313,16 +306,15 @@ struct Predictions {
     i.batch_size = batch;
     if (generating()) {
       // The weights, the KV cache of prompt + new - 1 positions (in the dtype the layers compute in), the prompt's
-      // token ids, and the larger working set of the prefill and the last decoding step.
-      ActivationQuery q = activation_query(i, device);
-      q.sequence_tokens = prompt_tokens;
-      const ActivationEstimate prefill = workload.estimate_activations(q);
-      q.sequence_tokens = 1;
-      q.cached_tokens = prompt_tokens + settings.new_tokens - 2;
-      const ActivationEstimate step = workload.estimate_activations(q);
-      const int64_t kv = request_kv_bytes(batch);
-      return infer_peak[batch] = inference_weight_bytes(q, prefill) + kv + batch * prompt_tokens * 8 +
-                                 std::max(prefill.forward_peak_bytes, step.forward_peak_bytes);
+      // token ids, and the larger working set of the prefill and the last decoding step (packs not predicted: 0).
+      DecodeSettings d;
+      d.batch_size = batch;
+      d.prompt_tokens = prompt_tokens;
+      d.new_tokens = settings.new_tokens;
+      d.dtype = i.dtype;
+      d.seed = i.seed;
+      const GenerationMemory g = predict_generation_memory(workload, d, device);
+      return infer_peak[batch] = g.weights + g.kv_cache + g.prompt + g.working_set;
     }
     const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
     if (p.peak >= 0) return infer_peak[batch] = p.peak;

@@ -37,6 +37,18 @@ std::vector<LedgerRow> ledger_rows(const TrainingResult& t, bool data_parallel) 
 
 std::vector<LedgerRow> ledger_rows(const InferenceResult& i) { return ledger_rows(i.memory, &i.predicted); }
 
+std::vector<LedgerRow> generation_rows(const GenerationMemory& m, const GenerationMemory* p) {
+  const auto predicted = [&](int64_t GenerationMemory::*field) { return p ? p->*field : int64_t{-1}; };
+  const int64_t packed = predicted(&GenerationMemory::packed_weights);
+  return {{"parameters", m.weights, predicted(&GenerationMemory::weights), true},
+          {"packed_weights", m.packed_weights, packed, m.packed_weights != 0 || (p && packed != 0)},
+          {"kv_cache", m.kv_cache, predicted(&GenerationMemory::kv_cache), true},
+          {"working_set", m.working_set, predicted(&GenerationMemory::working_set), true},
+          {"prompt", m.prompt, predicted(&GenerationMemory::prompt), true},
+          {"other", m.other(), p ? p->other() : -1, true},
+          {"peak", m.peak, predicted(&GenerationMemory::peak), true}};
+}
+
 const std::vector<const char*>& ledger_row_names() {
   static const std::vector<const char*> names = {"parameters",  "packed_weights", "gradients",   "optimizer_state",
                                                  "activations", "weight_copies",  "loss_scaler", "comm_buffers",

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <tvie/decode.hpp>
 #include <tvie/infer.hpp>
 #include <tvie/train.hpp>
 
@@ -32,6 +33,9 @@ std::vector<LedgerRow> ledger_rows(const TrainingMemory& m, const PredictedTrain
 std::vector<LedgerRow> ledger_rows(const InferenceMemory& m, const PredictedInferenceMemory* p);
 std::vector<LedgerRow> ledger_rows(const TrainingResult& t, bool data_parallel);
 std::vector<LedgerRow> ledger_rows(const InferenceResult& i);
+// A generation's ledger (tvie/decode.hpp): parameters (the weights, packs included), packed_weights (held where
+// there are packs), kv_cache, working_set, prompt, other, peak.
+std::vector<LedgerRow> generation_rows(const GenerationMemory& m, const GenerationMemory* p);
 // parameters, packed_weights, gradients, optimizer_state, activations, weight_copies, loss_scaler, comm_buffers,
 // other, batch, peak, peak_reserved: the rows of a table that lines the modes up.
 const std::vector<const char*>& ledger_row_names();

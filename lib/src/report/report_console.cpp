@@ -290,6 +290,28 @@ void ConsoleReporter::report(const ServeReport& r) {
       << "  to batch start, compute = batch start to end; percentiles are sorted[floor(p*n)] (LoadGen's rule).\n";
 }
 
+namespace {
+
+// A generation's ledger, measured beside predicted (a decode report; a compare report's generation).
+void generation_ledger(std::ostream& out, const GenerationMemory& m, const GenerationMemory& p, bool packs_measured) {
+  const std::vector<size_t> w = {18, 14, 14, 22};
+  row(out, {"memory", "generation", "predicted", "measured - predicted"}, w);
+  for (const auto& lr : detail::generation_rows(m, &p))
+    if (lr.held)
+      row(out,
+          {cat("  ", lr.name), format_bytes(lr.measured), predicted_cell(lr.predicted),
+           remainder_cell(lr.measured, lr.predicted)},
+          w);
+  out << "  kv_cache: 2 x layers x batch x (prompt + new - 1) positions x key/value width x bytes (the width: gpt's\n"
+         "  d_model, llama's n_kv_head x head size), allocated before the prefill. working_set: the most the prefill\n"
+         "  (its head reads the last position only) or a decoding step holds at once above the rest.\n";
+  if (m.packed_weights > 0)
+    out << "  packed_weights: int8 weights packed by fbgemm outside torch's allocator (glibc heap growth)\n";
+  if (!packs_measured) out << kPacksNotMeasured;
+}
+
+}  // namespace
+
 void ConsoleReporter::report(const CompareReport& r) {
   const auto& t = r.training;
   const auto& i = r.inference;
@@ -359,8 +381,24 @@ void ConsoleReporter::report(const CompareReport& r) {
   out << "  energy, training (timed steps): " << energy_text(t.energy, t.joules_per_sample) << "\n";
   out << "  energy, inference (timed batches): " << energy_text(i.energy, i.joules_per_sample) << "\n\n";
   training_details(out, t, nullptr);
+  if (r.generation && r.generation_settings) {
+    const auto& g = *r.generation;
+    const auto& gs = *r.generation_settings;
+    out << "\ngeneration (serving): batch " << gs.batch_size << ", prompt " << gs.prompt_tokens << " tokens, "
+        << gs.new_tokens << " new tokens (greedy), " << to_string(g.dtype) << " copy of the trained weights and cache, "
+        << g.timed_runs << " timed runs after the ledger's 2\n"
+        << "  time to first token (prefill): p50 " << fmt("%.3f", g.ttft_ms.p50) << " ms, p99 "
+        << fmt("%.3f", g.ttft_ms.p99) << " ms\n"
+        << "  time per output token:         p50 " << fmt("%.3f", g.tpot_ms.p50) << " ms, p99 "
+        << fmt("%.3f", g.tpot_ms.p99) << " ms (" << g.tpot_ms.count << " steps)\n"
+        << "  tokens/s (generated, all sequences): " << fmt("%.1f", g.tokens_per_s) << "\n\n";
+    generation_ledger(out, g.memory, g.predicted, g.packed_weights_measured);
+  }
   out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
       << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
+  if (r.generation)
+    out << "     training peak / generation peak = " << fmt("%.2f", r.generation_peak_memory_ratio)
+        << "x (inference above is \"score\": one forward of whole sequences, logits at every position)\n";
 }
 
 namespace {
@@ -621,20 +659,15 @@ void ConsoleReporter::report(const DecodeReport& r) {
   auto& out = out_;
   out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype)
       << " weights and cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, " << s.new_tokens
-      << " new tokens (greedy), " << x.timed_runs << " timed runs after 1 warm-up\n";
+      << " new tokens (greedy), " << x.timed_runs << " timed runs after the ledger's 2\n";
   machine_line(out, r.context);
   out << "  time to first token (prefill): p50 " << fmt("%.3f", x.ttft_ms.p50) << " ms, p99 "
       << fmt("%.3f", x.ttft_ms.p99) << " ms\n"
       << "  time per output token:         p50 " << fmt("%.3f", x.tpot_ms.p50) << " ms, p99 "
       << fmt("%.3f", x.tpot_ms.p99) << " ms (" << x.tpot_ms.count << " steps)\n"
-      << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n"
-      << "  memory: parameters " << format_bytes(x.parameter_bytes)
-      << (x.packed_weight_bytes > 0 ? " (" + format_bytes(x.packed_weight_bytes) + " of them packed by fbgemm)" : "")
-      << (x.packed_weights_measured ? "" : " (without fbgemm's packs: not measured here)") << ", kv_cache "
-      << format_bytes(x.kv_cache_bytes) << " measured, " << format_bytes(x.kv_cache_bytes_predicted)
-      << " predicted\n    (2 x layers x batch x positions x key/value width x bytes; the width: gpt's d_model, "
-         "llama's n_kv_head x head size)\n"
-      << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";
+      << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n\n";
+  generation_ledger(out, x.memory, x.predicted, x.packed_weights_measured);
+  out << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";
 }
 
 namespace {

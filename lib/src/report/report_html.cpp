@@ -13,6 +13,7 @@
 
 #include "core/compat.hpp"
 #include "core/text.hpp"
+#include "report/ledger_rows.hpp"
 #include "report/svg_chart.hpp"
 #include "report/table.hpp"
 
@@ -364,6 +365,28 @@ std::string workload_summary(const std::string& workload, const ModelFacts& f) {
 
 // --- the reports --------------------------------------------------------------------------------------------
 
+namespace {
+
+// A generation's ledger, measured beside predicted: one bar each, its categories stacked.
+Section generation_memory_section(const DecodeResult& x) {
+  svg::BarChart chart("generation-memory", "A generation's memory: measured and predicted", bytes_axis("bytes"));
+  for (const auto* m : {&x.memory, &x.predicted}) {
+    svg::Bar bar{m == &x.memory ? "measured" : "predicted", {}, ""};
+    for (const auto& lr : detail::generation_rows(*m, nullptr))
+      if (std::string_view(lr.name) != "packed_weights" && std::string_view(lr.name) != "peak")
+        bar.segments.push_back({lr.name, static_cast<double>(std::max<int64_t>(0, lr.measured))});
+    chart.bars.push_back(std::move(bar));
+  }
+  return {"Generation memory",
+          "Measured (" + x.memory_counter +
+              "): the weights and the KV cache as the bytes building them added, the working set as the most a "
+              "generation held above them. Predicted from the trace; the KV cache: 2 x layers x batch x positions x "
+              "key/value width x bytes per element.",
+          svg::render(chart)};
+}
+
+}  // namespace
+
 std::string to_html_string(const CompareReport& r) {
   std::vector<Section> s;
   add(s, ledger_section(&r.training, &r.inference));
@@ -371,6 +394,7 @@ std::string to_html_string(const CompareReport& r) {
   add(s, phases_section(r.training));
   add(s, latency_section(&r.training, &r.inference));
   add(s, loss_section(r.training));
+  if (r.generation) add(s, generation_memory_section(*r.generation));
   add(s, table_section("The ledger, in bytes", detail::table_of(r), "ledger"));
   return page("tvie compare: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
@@ -488,15 +512,9 @@ std::string to_html_string(const DecodeReport& r) {
                                   std::pair<std::string, Summary>{"time per output token", x.tpot_ms}})
     for (const auto& [label, v] : {std::pair<const char*, double>{"p50", sum.p50}, {"p90", sum.p90}, {"p99", sum.p99}})
       times.bars.push_back({name + " " + label, {{name, v}}, ""});
-  svg::BarChart cache("decode-kv-cache", "KV cache: measured and predicted", bytes_axis("bytes"));
-  cache.bars = {{"measured", {{"KV cache", static_cast<double>(x.kv_cache_bytes)}}, ""},
-                {"predicted", {{"KV cache", static_cast<double>(x.kv_cache_bytes_predicted)}}, ""}};
   std::vector<Section> s;
   add(s, {"Latency", cat(x.timed_runs, " timed runs; timer: ", x.timer, "."), svg::render(times)});
-  add(s, {"KV cache",
-          "Measured: allocated bytes the cache added (" + x.memory_counter +
-              "). Predicted: 2 x layers x batch x tokens x hidden x bytes per element.",
-          svg::render(cache)});
+  add(s, generation_memory_section(x));
   add(s, table_section("Latency statistics (ms)", detail::table_of(r), "latency"));
   return page("tvie decode: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " ", fig(x.tokens_per_s), " tokens/s."), s, r.context);

@@ -327,33 +327,37 @@ std::string to_json_string(const InferReport& r, int indent) {
   return j.dump(indent);
 }
 
-std::string to_json_string(const DecodeReport& r, int indent) {
-  const auto& s = r.settings;
-  const auto& x = r.result;
-  json j = report_head(r.context, r.workload, r.facts);
-  j["decoding"] = {{"settings",
-                    {{"batch_size", s.batch_size},
-                     {"prompt_tokens", s.prompt_tokens},
-                     {"new_tokens", s.new_tokens},
-                     {"repetitions", s.repetitions},
-                     {"dtype", to_string(s.dtype)},
-                     {"seed", s.seed},
-                     {"profile_classes", s.profile_classes}}},
-                   {"memory_counter", x.memory_counter},
-                   {"memory",
-                    {{"parameters", x.parameter_bytes},
-                     {"packed_weights", x.packed_weight_bytes},
-                     {"packed_weights_measured", x.packed_weights_measured},
-                     {"kv_cache", x.kv_cache_bytes},
-                     {"kv_cache_predicted", x.kv_cache_bytes_predicted}}},
-                   {"timer", x.timer},
-                   {"timed_runs", x.timed_runs},
-                   {"ttft_ms", summary_json(x.ttft_ms)},
-                   {"tpot_ms", summary_json(x.tpot_ms)},
-                   {"tokens_per_s", x.tokens_per_s}};
+namespace {
+
+// A generation's block: tvie decode's "decoding", compare's "generation".
+json decoding_json(const DecodeSettings& s, const DecodeResult& x) {
+  json j = {{"settings",
+             {{"batch_size", s.batch_size},
+              {"prompt_tokens", s.prompt_tokens},
+              {"new_tokens", s.new_tokens},
+              {"repetitions", s.repetitions},
+              {"dtype", to_string(s.dtype)},
+              {"seed", s.seed},
+              {"profile_classes", s.profile_classes}}},
+            {"memory_counter", x.memory_counter},
+            {"memory", measured_json(detail::generation_rows(x.memory, nullptr))},
+            {"predicted", predicted_json(detail::generation_rows({}, &x.predicted))},
+            {"timer", x.timer},
+            {"timed_runs", x.timed_runs},
+            {"ttft_ms", summary_json(x.ttft_ms)},
+            {"tpot_ms", summary_json(x.tpot_ms)},
+            {"tokens_per_s", x.tokens_per_s}};
+  j["memory"]["packed_weights_measured"] = x.packed_weights_measured;
   if (s.profile_classes)
-    j["decoding"]["time_by_class"] =
-        time_by_class_json(x.time_by_class, "prefill", s.new_tokens > 1 ? "decoding" : nullptr);
+    j["time_by_class"] = time_by_class_json(x.time_by_class, "prefill", s.new_tokens > 1 ? "decoding" : nullptr);
+  return j;
+}
+
+}  // namespace
+
+std::string to_json_string(const DecodeReport& r, int indent) {
+  json j = report_head(r.context, r.workload, r.facts);
+  j["decoding"] = decoding_json(r.settings, r.result);
   return j.dump(indent);
 }
 
@@ -410,6 +414,10 @@ std::string to_json_string(const CompareReport& r, int indent) {
   j["gap"] = {{"peak_memory_ratio", r.peak_memory_ratio},
               {"parameter_memory_ratio", r.parameter_memory_ratio},
               {"throughput_ratio", r.throughput_ratio}};
+  if (r.generation && r.generation_settings) {
+    j["generation"] = decoding_json(*r.generation_settings, *r.generation);
+    j["gap"]["generation_peak_memory_ratio"] = r.generation_peak_memory_ratio;
+  }
   return j.dump(indent);
 }
 

@@ -47,6 +47,19 @@ Resolved<CompareSettings> resolve_compare(const Workload& workload, const Compar
   const c10::Device device = resolve_device(options.device, "device");
   validate(settings, device);
   validate_checkpointing(workload, settings.train);
+  if (settings.new_tokens > 0) {
+    const int64_t context = workload.facts().tokens_per_sample;
+    try {
+      kv_cache_bytes(workload, 1, 1, 1);
+    } catch (const InvalidArgument&) {
+      throw InvalidArgument("compare.new_tokens", cat(settings.new_tokens),
+                            cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
+    }
+    if (settings.new_tokens >= context)
+      throw InvalidArgument(
+          "compare.new_tokens", cat(settings.new_tokens),
+          cat("0 .. ", context - 1, " (the prompt is the context of ", context, " less the new tokens)"));
+  }
   Resolved<CompareSettings> r{device, settings};
   if (settings.infer_dtype_auto) {
     const auto choice = native_inference_dtype(device);
@@ -129,6 +142,23 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   report.parameter_memory_ratio = ratio(static_cast<double>(t.memory.parameters),
                                         static_cast<double>(i.memory.parameters + i.memory.packed_weights));
   report.throughput_ratio = ratio(i.samples_per_s, t.samples_per_s);
+  if (s.new_tokens > 0) {
+    DecodeSettings d;
+    d.batch_size = s.infer.batch_size;
+    d.prompt_tokens = workload.facts().tokens_per_sample - s.new_tokens;
+    d.new_tokens = s.new_tokens;
+    d.repetitions = s.generation_repetitions;
+    d.dtype = s.infer.dtype;
+    d.seed = s.infer.seed;
+    d.profile_classes = s.infer.profile_classes;  // one more generation, profiled (plan --from calibrates with it)
+    log::info(cat("generation ", workload.name(), " (", to_string(d.dtype), " copy of the trained weights): batch ",
+                  d.batch_size, ", prompt ", d.prompt_tokens, ", ", d.new_tokens, " new tokens, 2 ledger + ",
+                  d.repetitions, " timed generations"));
+    report.generation = measure_decoding(workload, d, run.device, trained.get());
+    report.generation_settings = d;
+    report.generation_peak_memory_ratio =
+        ratio(static_cast<double>(t.memory.peak), static_cast<double>(report.generation->memory.peak));
+  }
   return report;
 }
 

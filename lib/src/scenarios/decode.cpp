@@ -1,6 +1,8 @@
 // Scenario: KV-cached decoding. See decode.hpp.
 #include <tvie/decode.hpp>
 
+#include <algorithm>
+
 #include "core/compat.hpp"
 #include "measure/op_profile.hpp"
 #include "scenarios/harness.hpp"
@@ -8,6 +10,7 @@
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/memory.hpp>
+#include <tvie/predict.hpp>
 #include <tvie/timing.hpp>
 
 namespace tvie {
@@ -28,17 +31,43 @@ void validate(const DecodeSettings& s, int64_t context_length) {
                               context_length, " positions plus the last prediction)"));
 }
 
+GenerationMemory predict_generation_memory(const Workload& workload, const DecodeSettings& settings,
+                                           const c10::Device& device) {
+  InferSettings infer;
+  infer.batch_size = settings.batch_size;
+  infer.dtype = settings.dtype;
+  infer.seed = settings.seed;
+  ActivationQuery q = activation_query(infer, device);
+  const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
+  GenerationMemory g;
+  g.kv_cache = kv_cache_bytes(workload, settings.batch_size, positions, q.weight_bytes);
+  g.prompt = settings.batch_size * settings.prompt_tokens * static_cast<int64_t>(sizeof(int64_t));
+  q.sequence_tokens = settings.prompt_tokens;
+  const ActivationEstimate prefill = workload.estimate_activations(q);
+  g.working_set = prefill.forward_peak_bytes;
+  if (settings.new_tokens > 1) {  // the last decoding step attends to the most cached positions
+    q.sequence_tokens = 1;
+    q.cached_tokens = positions - 1;
+    g.working_set = std::max(g.working_set, workload.estimate_activations(q).forward_peak_bytes);
+  }
+  g.packed_weights = prefill.packed_weight_bytes;
+  g.weights = workload.facts().parameter_count * q.weight_bytes + prefill.buffer_bytes - prefill.released_weight_bytes +
+              prefill.quantised_weight_bytes + std::max<int64_t>(0, g.packed_weights);
+  g.peak = g.packed_weights < 0 ? -1 : g.weights + g.kv_cache + g.prompt + g.working_set;
+  return g;
+}
+
 DecodeResult measure_decoding(const GptConfig& config, const DecodeSettings& settings, const c10::Device& device) {
   return measure_decoding(*make_gpt_workload(config), settings, device);
 }
 
-DecodeResult measure_decoding(const Workload& model, const DecodeSettings& settings, const c10::Device& device) {
+DecodeResult measure_decoding(const Workload& model, const DecodeSettings& settings, const c10::Device& device,
+                              const torch::nn::Module* weights) {
   // Preconditions (validate(DecodeSettings, context) and the dtype's device check run once, in run_decode).
   const int64_t context_length = model.facts().tokens_per_sample;
   detail::require(settings.batch_size >= 1 && settings.prompt_tokens >= 1 && settings.new_tokens >= 1 &&
                       settings.repetitions >= 1 && settings.prompt_tokens + settings.new_tokens <= context_length + 1,
                   "measure_decoding: validated DecodeSettings (validate(settings, context_length) first)");
-  const auto dtype = detail::inference_base_dtype(settings.dtype);  // of the activations and the KV cache
   auto probe = make_memory_probe(device);
   const Workload* workload = &model;
   DecodeResult r;
@@ -49,33 +78,55 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
   const auto built = detail::measure_added_bytes(probe.get(), device, [&] {
     torch::manual_seed(settings.seed);
     module = workload->make_module();
+    if (weights) copy_weights(*weights, *module);
     const auto copy = detail::make_inference_copy(*module, device, settings.dtype);
     packed_bytes = copy.outside_allocator_bytes;
     r.packed_weights_measured = copy.outside_allocator_measured;
   });
-  r.parameter_bytes = built.added + packed_bytes;
-  r.packed_weight_bytes = packed_bytes;
+  r.memory.weights = built.added + packed_bytes;
+  r.memory.packed_weights = packed_bytes;
   // The cache holds every position the run writes: the prompt and all generated tokens but the last.
   const int64_t positions = settings.prompt_tokens + settings.new_tokens - 1;
   std::unique_ptr<KvDecoder> decoder;
-  r.kv_cache_bytes = detail::measure_added_bytes(probe.get(), device, [&] {
-                       decoder = make_kv_decoder(*workload, module, settings.batch_size, positions);
-                     }).added;
-  r.kv_cache_bytes_predicted = kv_cache_bytes(*workload, settings.batch_size, positions, c10::elementSize(dtype));
-  const auto prompt =
-      workload->make_batch(settings.batch_size, device, settings.seed).input.narrow(1, 0, settings.prompt_tokens);
+  r.memory.kv_cache = detail::measure_added_bytes(probe.get(), device, [&] {
+                        decoder = make_kv_decoder(*workload, module, settings.batch_size, positions);
+                      }).added;
+  r.predicted = predict_generation_memory(*workload, settings, device);
+  // The prompts alone (a batch's first prompt_tokens positions, copied: a view would keep the whole batch alive).
+  torch::Tensor prompt;
+  r.memory.prompt = detail::measure_added_bytes(probe.get(), device, [&] {
+                      prompt = workload->make_batch(settings.batch_size, device, settings.seed)
+                                   .input.narrow(1, 0, settings.prompt_tokens)
+                                   .clone();
+                    }).added;
+  const auto generate = [&] {
+    auto next = decoder->prefill(prompt).argmax(-1);  // greedy: [B]
+    for (int64_t t = 1; t < settings.new_tokens; ++t) next = decoder->step(next).argmax(-1);
+  };
+  {
+    // The ledger generation: after one that allocates what LibTorch creates lazily, the most one holds at once.
+    c10::InferenceMode inference_mode;
+    generate();
+    synchronize(device);
+    const int64_t start = probe->allocated_bytes();
+    probe->reset_peak();
+    generate();
+    synchronize(device);
+    const int64_t peak = probe->peak_allocated_bytes();
+    r.memory.working_set = peak - start;
+    r.memory.peak = peak - built.baseline + packed_bytes;
+  }
 
   auto prefill_timer = make_step_timer(device), token_timer = make_step_timer(device);
   c10::InferenceMode inference_mode;
-  for (int64_t rep = 0; rep <= settings.repetitions; ++rep) {
-    const bool timed = rep > 0;  // run 0 warms up
-    if (timed) prefill_timer->start();
+  for (int64_t rep = 1; rep <= settings.repetitions; ++rep) {  // the ledger's two generations warmed up
+    prefill_timer->start();
     auto next = decoder->prefill(prompt).argmax(-1);  // greedy: [B]
-    if (timed) prefill_timer->stop();
+    prefill_timer->stop();
     for (int64_t t = 1; t < settings.new_tokens; ++t) {
-      if (timed) token_timer->start();
+      token_timer->start();
       next = decoder->step(next).argmax(-1);
-      if (timed) token_timer->stop();
+      token_timer->stop();
     }
   }
   synchronize(device);

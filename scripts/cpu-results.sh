@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the CPU results quoted in README.md into docs/results/cpu-KIND/, KIND the kind of CPU it runs on
 # (scripts/common.sh, cpu_kind; every figure there comes from here).
-# Usage: scripts/cpu-results.sh [all|inference|dist|max-batch|slices|plan|plan-bound|calibration]   (a group: only those results)
+# Usage: scripts/cpu-results.sh [all|inference|decode-dtypes|accuracy|dist|max-batch|slices|plan|plan-bound|calibration]   (a group: only those results)
 # Every result names the commit it was made at: the script refuses to run on a tree with uncommitted changes
 # (docs/results/ and README.md aside, which it rewrites itself).
 set -euo pipefail
@@ -127,6 +127,71 @@ for fusion in ["none", "freeze", "optimize"]:
         print(f"| {j['model']['name']} | {row['batch_size']} | {r['latency_ms']['p50']:.3f} | {r['latency_ms']['p99']:.3f} | "
               f"{r['throughput']['samples_per_s']:.0f} | {(m['parameters'] + m['packed_weights']) / 1024:.1f} | "
               f"{m['activations'] / 1024:.1f} | {m['peak'] / 1024:.1f} |")
+PY
+fi
+
+if [ "$group" = all ] || [ "$group" = decode-dtypes ]; then
+# Batch-1 decoding, which reads every weight once per token, in each weight scheme the CPU runs: bf16, int8 weight-only
+# (W8A16, _weight_int8pack_mm) and int8 dynamic (W8A8, fbgemm), Llama 3.2 1B and GPT-2 small at their real widths.
+for preset in llama-3.2-1b gpt2-small; do
+  model=llama; [ "$preset" = gpt2-small ] && model=gpt
+  for dtype in bf16 int8-weight-only int8; do
+    run "decode-$preset-$dtype" "$bin/tvie" decode --model "$model" --preset "$preset" --batch 1 --prompt 64 \
+        --new-tokens 32 --repetitions 3 --dtype "$dtype" --device cpu --quiet --json "$out/decode-$preset-$dtype.json"
+  done
+done
+python3 - "$out" "$machine" >"$out/decode-dtypes-table.md" <<'PY'
+import json, os, sys
+out, machine = sys.argv[1], sys.argv[2]
+print(f"Batch-1 decoding (prompt 64, 32 new tokens, 3 timed runs) on {machine}; each row a `decode-PRESET-DTYPE.json` "
+      "of this folder. Weights and peak measured (the prediction beside them in the file); TPOT = time per output token.")
+print()
+print("| model | dtype | scheme | weights MiB | peak MiB | TPOT p50 ms | tokens/s | tokens/s vs bf16 |")
+print("|---|---|---|---|---|---|---|---|")
+for preset in ["llama-3.2-1b", "gpt2-small"]:
+    base = None
+    for dtype in ["bf16", "int8-weight-only", "int8"]:
+        d = json.load(open(os.path.join(out, f"decode-{preset}-{dtype}.json")))["decoding"]
+        base = base or d["tokens_per_s"]
+        m = d["memory"]
+        print(f"| {preset} | {dtype} | {d['scheme']} | {m['parameters'] / 2**20:.1f} | {m['peak'] / 2**20:.1f} | "
+              f"{d['tpot_ms']['p50']:.1f} | {d['tokens_per_s']:.1f} | {d['tokens_per_s'] / base:.2f}x |")
+PY
+fi
+
+if [ "$group" = all ] || [ "$group" = accuracy ]; then
+# The reduced precisions' accuracy on trained weights: gpt tiny trained on its copy task (the learning run's settings),
+# its parameters saved, then the sweep on them beside the same sweep on fresh weights of seed 0.
+params="$(mktemp -d)/gpt-tiny-trained.pt"
+run "train-gpt-tiny-for-accuracy" "$bin/tvie" train --model gpt --preset tiny --batch 16 --steps 300 --warmup 0 \
+    --lr 3e-3 --clip 1.0 --device cpu --quiet --json "$out/train-gpt-tiny-for-accuracy.json" --save-parameters "$params"
+for weights in trained fresh; do
+  load=(); [ "$weights" = trained ] && load=(--load-parameters "$params")
+  run "infer-gpt-tiny-$weights" "$bin/tvie" infer --model gpt --preset tiny --batch 16 \
+      --dtype fp32,bf16,int8,int8-weight-only --steps 5 --warmup 1 --device cpu --quiet \
+      --json "$out/infer-gpt-tiny-$weights.json" "${load[@]}"
+done
+rm -rf "$(dirname "$params")"
+python3 - "$out" >"$out/infer-gpt-tiny-accuracy.md" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+t = json.load(open(os.path.join(out, "train-gpt-tiny-for-accuracy.json")))["training"]
+print(f"gpt tiny's outputs (logits at every position, batch 16) in each precision against fp32 on the same inputs: on "
+      f"weights trained for {t['optimizer_steps']} steps on the copy task to a loss of {t['loss']['final']:.3f} "
+      f"(train-gpt-tiny-for-accuracy.json; step 1: {t['loss']['first']:.3f}), and on fresh weights of seed 0, whose "
+      "near-uniform logits make top-1 agreement say little. Rows from infer-gpt-tiny-trained.json and "
+      "infer-gpt-tiny-fresh.json.")
+print()
+print("| dtype | trained: mean abs err / mean abs fp32 | trained: top-1 agreement | fresh: mean abs err / mean abs fp32 | fresh: top-1 agreement |")
+print("|---|---|---|---|---|")
+rows = {w: json.load(open(os.path.join(out, f"infer-gpt-tiny-{w}.json")))["inference_sweep"]["rows"] for w in ["trained", "fresh"]}
+for i, row in enumerate(rows["trained"]):
+    if "accuracy_vs_fp32" not in row: continue
+    cells = []
+    for w in ["trained", "fresh"]:
+        a = rows[w][i]["accuracy_vs_fp32"]
+        cells += [f"{a['mean_abs_error'] / a['reference_mean_abs']:.4f}", f"{100 * a['top1_agreement']:.2f}%"]
+    print(f"| {row['dtype']} | " + " | ".join(cells) + " |")
 PY
 fi
 

@@ -14,8 +14,8 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare train-b16
-# train-b16-tuned infer decode train-graph allreduce slices llama plan train-fp32 train-tf32; steps past the budget are
-# skipped and say so);
+# train-b16-tuned infer decode decode-wo train-graph allreduce slices llama plan train-fp32 train-tf32; steps past the
+# budget are skipped and say so);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
 # docs/results/gpu-h200/max-batch-gpt2-small.txt).
 set -euo pipefail
@@ -82,7 +82,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode train-graph allreduce slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -209,10 +209,14 @@ gpu_step train-b16-tuned "train gpt2-small b16, padded, fused" 90 figure train-g
   --model gpt --preset gpt2-small --pad-vocab 64 --fused-optimizer --batch 16 --steps 20 --warmup 3 --precision amp-bf16 --device cuda --quiet \
   --json {json}
 gpu_step infer "infer sweep gpt2-small" 150 figure infer-gpt2-small infer --model gpt --preset gpt2-small \
-  --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8 --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
+  --batch 1,8,64 --dtype fp32,fp16,bf16,int8,fp8,int8-weight-only --cuda-graph --steps 20 --warmup 3 --device cuda --quiet \
   --json {json}
 gpu_step decode "decode gpt2-small" 90 figure decode-gpt2-small decode --preset gpt2-small --batch 8 --prompt 128 \
   --new-tokens 128 --repetitions 3 --dtype bf16 --profile-classes --device cuda --quiet --json {json}
+# The same generation with int8 Linear weights read by LibTorch's CUDA _weight_int8pack_mm (weight-only, W8A16).
+gpu_step decode-wo "decode gpt2-small int8-weight-only" 60 figure decode-gpt2-small-int8-weight-only decode \
+  --preset gpt2-small --batch 8 --prompt 128 --new-tokens 128 --repetitions 3 --dtype int8-weight-only --device cuda \
+  --quiet --json {json}
 gpu_step train-graph "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
   --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet --json {json}
 gpu_step allreduce "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \

@@ -440,8 +440,9 @@ TEST_CASE("cli: compare --new-tokens serves the trained weights as a generation 
       path);
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
-  for (const auto* needle : {"generation (serving): batch 2, prompt 24 tokens, 8 new tokens", "time to first token",
-                             "kv_cache", "working_set", "training peak / generation peak = "}) {
+  for (const auto* needle :
+       {"generation (serving): batch 2, prompt 24 tokens, 8 new tokens", "time to first token", "kv_cache",
+        "working_set", "\ngap: training peak / generation peak = ", "     training peak / score peak = "}) {
     INFO(needle);
     CHECK(r.out.find(needle) != std::string::npos);
   }
@@ -1451,4 +1452,54 @@ TEST_CASE("cli: under tvie launch a bad input is printed once, by rank 0, and ev
   for (size_t at = r.out.find("--batch: got '0'"); at != std::string::npos; at = r.out.find("--batch: got '0'", at + 1))
     ++lines;
   CHECK(lines == 1);
+}
+
+TEST_CASE("cli: infer and decode --load-parameters run on the weights train --save-parameters wrote", "[cli]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path params = dir.path / "gpt-tiny.pt", trained = dir.path / "infer-trained.json",
+                 fresh = dir.path / "infer-fresh.json", decoded = dir.path / "decode.json";
+  const Run train = run_cli(
+      "train --model gpt --preset tiny --batch 16 --steps 30 --warmup 0 --lr 3e-3 --device cpu "
+      "--quiet --save-parameters " +
+      params.string());
+  INFO(train.out);
+  REQUIRE(train.exit_code == 0);
+  REQUIRE(fs::exists(params));
+  const std::string sweep =
+      "infer --model gpt --preset tiny --batch 4 --dtype fp32,int8-weight-only --steps 1 "
+      "--warmup 0 --device cpu --quiet --json ";
+  const Run on_trained = run_cli(sweep + trained.string() + " --load-parameters " + params.string());
+  INFO(on_trained.out);
+  REQUIRE(on_trained.exit_code == 0);
+  CHECK(on_trained.out.find("(read from " + params.string() + ")") != std::string::npos);
+  REQUIRE(run_cli(sweep + fresh.string()).exit_code == 0);
+  const auto t = read_json(trained)["inference_sweep"], f = read_json(fresh)["inference_sweep"];
+  CHECK(t["weights"] == "read from " + params.string());
+  CHECK(f["weights"] == "fresh, seed 0");
+  // The same inputs through other weights: the quantised row's error against fp32 is not the fresh weights' one.
+  CHECK(t["rows"][1]["accuracy_vs_fp32"]["mean_abs_error"] != f["rows"][1]["accuracy_vs_fp32"]["mean_abs_error"]);
+  CHECK(t["rows"][1]["result"]["scheme"].get<std::string>().find("_weight_int8pack_mm") != std::string::npos);
+
+  const Run decode = run_cli(
+      "decode --model gpt --preset tiny --prompt 8 --new-tokens 4 --repetitions 1 --device cpu "
+      "--quiet --json " +
+      decoded.string() + " --load-parameters " + params.string());
+  INFO(decode.out);
+  REQUIRE(decode.exit_code == 0);
+  CHECK(read_json(decoded)["decoding"]["weights"] == "read from " + params.string());
+
+  // Another model's parameters, and a file that is not a tensor list: one line, exit 2, the option named.
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"infer --model mlp --steps 1 --load-parameters " + params.string(), "wrote for mlp/tiny ("},
+           {"decode --model llama --preset tiny --load-parameters " + params.string(), "wrote for llama/tiny ("},
+           {"infer --model gpt --preset tiny --steps 1 --load-parameters " + trained.string(), "cannot be read"},
+           {"infer --model gpt --preset tiny --steps 1 --find-max-batch --load-parameters " + params.string(),
+            "--find-max-batch"}}) {
+    const Run r = run_cli(args);
+    INFO("tvie " << args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(line_count(r.out) == 1);
+    CHECK(r.out.find("--load-parameters") != std::string::npos);
+    CHECK(r.out.find(needle) != std::string::npos);
+  }
 }

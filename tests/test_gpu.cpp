@@ -42,6 +42,7 @@ Tolerance tolerance(InferenceDtype d) {
     case InferenceDtype::bf16:
       return {0.03, 0.90};
     case InferenceDtype::int8:
+    case InferenceDtype::int8_weight_only:
       return {0.05, 0.90};
     case InferenceDtype::fp8:
       return {0.10, 0.80};
@@ -55,6 +56,8 @@ std::vector<InferenceDtype> cuda_dtypes() {
   std::vector<InferenceDtype> d = {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16,
                                    InferenceDtype::int8};
   if (nn::linear_weights_supported(nn::LinearWeights::fp8_e4m3, kCuda)) d.push_back(InferenceDtype::fp8);
+  if (nn::linear_weights_supported(nn::LinearWeights::int8_weight_only, kCuda))
+    d.push_back(InferenceDtype::int8_weight_only);
   return d;
 }
 
@@ -354,7 +357,8 @@ TEST_CASE("CUDA int8 keeps Linear layers dense whose shape _int_mm cannot take",
   CHECK(r.linears_converted >= 1);
 }
 
-TEST_CASE("CUDA int8 and fp8 inference predicted: weights, working set and peak to the byte", "[gpu]") {
+TEST_CASE("CUDA int8, fp8 and int8-weight-only inference predicted: weights, working set and peak to the byte",
+          "[gpu]") {
   TVIE_REQUIRE_CUDA();
   // Where the Linear layers decide the working set (the mlp; the transformers at few positions): the quantisation's
   // temporaries (tvie::nn::Linear's forward, traced op by op in ForwardTrace::quantised_linear), the rows padded
@@ -363,7 +367,7 @@ TEST_CASE("CUDA int8 and fp8 inference predicted: weights, working set and peak 
   for (const std::string model : {"mlp", "gpt", "bert", "llama"}) {
     const auto w = make_zoo_workload(model, "tiny");
     for (auto dtype : cuda_dtypes()) {
-      if (dtype != InferenceDtype::int8 && dtype != InferenceDtype::fp8) continue;
+      if (nn::linear_weights_for(dtype, kCuda) == nn::LinearWeights::dense) continue;
       for (int64_t batch : {1, 4, 20}) {
         INFO(model << " tiny, " << to_string(dtype) << ", batch " << batch);
         const auto s = gpu_infer(batch, dtype);

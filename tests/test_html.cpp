@@ -98,6 +98,12 @@ TEST_CASE("compare --html: the ledger measured and predicted, memory over time, 
   const auto generation = chart(html, "generation-memory");
   CHECK(series_of(generation) == std::vector<std::string>{"parameters", "kv_cache", "working_set", "prompt", "other"});
   for (const char* bar : {">measured<", ">predicted<"}) CHECK(generation.find(bar) != std::string::npos);
+  // The page's summary leads with serving as a generation, the full-sequence forward (score) after it.
+  const auto served = html.find("serving as a generation ("),
+             score = html.find("one forward of whole sequences (score)");
+  CHECK(served != std::string::npos);
+  CHECK(score != std::string::npos);
+  CHECK(served < score);
   // Every chart declares as many series as it holds; axes carry their units.
   CHECK(count(html, "<svg class=\"chart\"") == 6);
   CHECK(ledger.find("bytes (allocated)") != std::string::npos);

@@ -155,6 +155,71 @@ TEST_CASE("int8 on CPU: gpt tiny logits near fp32", "[infer]") {
   CHECK(int8.memory.peak >= int8.memory.parameters + int8.memory.packed_weights);
 }
 
+TEST_CASE("int8-weight-only Linear computes (x Wq^T) scale + b in bf16, and keeps widths its kernel cannot take dense",
+          "[infer]") {
+  torch::manual_seed(13);
+  nn::Linear lin(48, 24);
+  const auto w = lin->weight.detach().clone(), b = lin->bias.detach().clone();
+  const auto x = (torch::randn({5, 48}) * 2 + 0.5).to(torch::kBFloat16);
+  torch::NoGradGuard no_grad;
+  REQUIRE(nn::convert_linear_weights(*lin, nn::LinearWeights::int8_weight_only) == 1);
+  CHECK(lin->weight.numel() == 0);  // the dense copy released
+  const auto y = lin->forward(x);
+  CHECK(y.scalar_type() == torch::kBFloat16);
+  // The reference, written out: weights symmetric int8 per output channel (scale = row amax / 127, held in bf16),
+  // activations as they are (bf16), the products summed in fp64 here.
+  const auto scale = (w.abs().amax(1) / 127.0).clamp_min(1e-12);
+  const auto wq = (w / scale.unsqueeze(1)).round().clamp(-127, 127).to(torch::kFloat64);
+  const auto reference =
+      torch::matmul(x.to(torch::kFloat64), wq.t()) * scale.to(torch::kBFloat16).to(torch::kFloat64).unsqueeze(0) +
+      b.to(torch::kBFloat16).to(torch::kFloat64);
+  const double magnitude = reference.abs().max().item<double>();
+  const double error = (y.to(torch::kFloat64) - reference).abs().max().item<double>();
+  INFO("max |y - reference| " << error << ", max |reference| " << magnitude);
+  CHECK(error <= 1e-2 * magnitude);  // bf16 rounding of the sums and of the bias addition: under 1%
+
+  // The CPU kernel reads 16 inputs at a time: 24 input features stay dense (LibTorch would read past the rows).
+  CHECK_FALSE(nn::linear_shape_supported(nn::LinearWeights::int8_weight_only, 24, 40));
+  CHECK(nn::linear_shape_supported(nn::LinearWeights::int8_weight_only, 32, 7));
+  nn::Linear narrow(24, 40);
+  CHECK_FALSE(narrow->convert_weights(nn::LinearWeights::int8_weight_only));
+  CHECK(narrow->weights_kind() == nn::LinearWeights::dense);
+}
+
+TEST_CASE("int8-weight-only inference on CPU: every ledger category as predicted, logits near fp32, scheme named",
+          "[infer][ledger]") {
+  const c10::Device cpu(c10::kCPU);
+  for (const char* model : {"mlp", "gpt", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (int64_t batch : {1, 3}) {
+      INFO(model << " tiny, batch " << batch);
+      const auto s = infer_at(batch, InferenceDtype::int8_weight_only);
+      const auto a = w->estimate_activations(activation_query(s, cpu));
+      const auto r = measure_inference(*w, s, cpu);
+      CHECK(r.linears_converted >= 1);
+      CHECK(a.quantised_linears == r.linears_converted);
+      CHECK(a.dense_linears == r.linears_kept_dense);
+      CHECK(r.memory.packed_weights == 0);  // everything in LibTorch's allocator
+      CHECK(r.predicted.parameters == r.memory.parameters);
+      CHECK(r.predicted.activations == r.memory.activations);
+      CHECK(r.predicted.peak == r.memory.peak);
+      // int8 Linear weights: less than the bf16 copy's
+      CHECK(r.memory.parameters < w->facts().parameter_count * 2);
+      CHECK(r.scheme == nn::inference_scheme(InferenceDtype::int8_weight_only, cpu));
+    }
+  }
+  CHECK_THAT(nn::inference_scheme(InferenceDtype::int8_weight_only, cpu), Catch::Contains("_weight_int8pack_mm"));
+  CHECK_THAT(nn::inference_scheme(InferenceDtype::int8, cpu), Catch::Contains("quantized::linear_dynamic"));
+  auto gpt = make_zoo_workload("gpt", "tiny");
+  const auto a = compare_outputs(output_of(*gpt, infer_at(4, InferenceDtype::fp32)),
+                                 output_of(*gpt, infer_at(4, InferenceDtype::int8_weight_only)));
+  INFO("max " << a.max_abs_error << " mean " << a.mean_abs_error << " ref " << a.reference_mean_abs << " top1 "
+              << a.top1_agreement);
+  CHECK(a.max_abs_error > 0);  // it really ran quantised
+  CHECK(a.mean_abs_error < 0.05 * a.reference_mean_abs);
+  CHECK(a.top1_agreement >= 0.9);
+}
+
 TEST_CASE("int8 without tvie::nn::Linear layers and fp8 on CPU are refused", "[infer]") {
   PlainLinearWorkload plain;
   try {

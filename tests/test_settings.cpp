@@ -131,7 +131,7 @@ TEST_CASE("every enum's names parse back to their values, and unknown names list
   for (const auto& name : inference_dtype_names()) CHECK(to_string(parse_inference_dtype(name)) == name);
   for (const auto& name : train_precision_names()) CHECK(to_string(parse_train_precision(name)) == name);
   CHECK(optimizer_names() == std::vector<std::string>{"sgd", "sgd-momentum", "adam", "adamw"});
-  CHECK(inference_dtype_names() == std::vector<std::string>{"fp32", "fp16", "bf16", "int8", "fp8"});
+  CHECK(inference_dtype_names() == std::vector<std::string>{"fp32", "fp16", "bf16", "int8", "fp8", "int8-weight-only"});
   CHECK(train_precision_names() == std::vector<std::string>{"fp32", "amp-bf16", "amp-fp16", "bf16"});
   for (const char* name : {"single-stream", "server", "offline"}) CHECK(to_string(parse_scenario(name)) == name);
   for (const char* name : {"none", "freeze", "optimize"}) CHECK(to_string(parse_script_fusion(name)) == name);
@@ -191,4 +191,25 @@ TEST_CASE("an options file: each key's value as the command line spells it, sort
   CHECK_THAT(message(R"({"batch": [[1]]})"), Catch::Contains("\"batch\": [[1]]"));
   CHECK_THAT(message(R"({"batch": {"a": 1}})"), Catch::Contains("a string, a number, true or false"));
   CHECK_THROWS_WITH(read_options_file((dir.path / "none.json").string()), Catch::Contains("a readable JSON file"));
+}
+
+TEST_CASE("write_parameters then read_parameters gives the module's parameters back, in a fresh module", "[settings]") {
+  test::TempDir dir;
+  const auto w = make_zoo_workload("llama", "tiny");
+  torch::manual_seed(5);
+  const auto module = w->make_module();
+  const std::string path = (dir.path / "llama.pt").string();
+  write_parameters(*module, path);
+  torch::manual_seed(6);  // a fresh module of other weights: read_parameters must overwrite them all
+  const auto read = read_parameters(*w, path);
+  const auto a = module->parameters(), b = read->parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));
+  try {
+    read_parameters(*make_zoo_workload("gpt", "tiny"), path, "load_parameters");
+    FAIL("gpt tiny read llama tiny's parameters");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.field() == "load_parameters");
+    CHECK_THAT(e.accepted(), Catch::Contains("tvie train --save-parameters"));
+  }
 }

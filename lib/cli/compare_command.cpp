@@ -25,16 +25,6 @@ struct CompareOptions {
 // compare's generation by default: as many new tokens as a chat reply's first sentences.
 constexpr int64_t kAutoNewTokens = 64;
 
-// A zoo gpt or llama: a KV-cached forward to generate with.
-bool can_generate(const Workload& workload) {
-  try {
-    kv_cache_bytes(workload, 1, 1, 1);
-    return true;
-  } catch (const InvalidArgument&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) {
@@ -46,11 +36,13 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   add_model_options(cmd, o->model, "Size preset: tiny, small, and per model large / resnet18-cifar / gpt2-small");
   add_train_options(cmd, o->train);
   record_field(cmd, "infer.warmup_steps", "--warmup");  // --warmup sets both modes' warm-up
-  add_field_option(cmd, "--infer-dtype", o->infer_dtype,
-                   "Weights of the inference copy: auto (what the device runs natively: bf16 with bf16 units, "
-                   "else fp32), fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic quantisation, CUDA "
-                   "_int_mm), fp8 (CUDA sm_89+)",
-                   "infer.dtype")
+  add_field_option(
+      cmd, "--infer-dtype", o->infer_dtype,
+      "Weights of the inference copy: auto (what the device runs natively: bf16 with bf16 units, "
+      "else fp32), fp32, fp16 (CUDA), bf16, int8 (Linear layers; CPU dynamic quantisation, CUDA "
+      "_int_mm), fp8 (CUDA sm_89+), int8-weight-only (Linear weights int8 read by _weight_int8pack_mm, the "
+      "rest bf16)",
+      "infer.dtype")
       ->capture_default_str();
   add_field_option(cmd, "--infer-batch", o->infer_batch, "Inference samples per batch (default: same as --batch)",
                    "infer.batch_size");
@@ -95,7 +87,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     check_outputs(o->output);
     const bool score_only = slice_settings(o->slices).has_value() || o->max_batch.find;
     s.new_tokens = o->new_tokens;
-    if (s.new_tokens < 0 && !score_only && can_generate(*workload))
+    if (s.new_tokens < 0 && !score_only && has_kv_decoder(*workload))
       s.new_tokens = std::min(kAutoNewTokens, workload->facts().tokens_per_sample / 2);
     s.new_tokens = std::max<int64_t>(s.new_tokens, 0);
     if (s.new_tokens != 0 && score_only)

@@ -12,6 +12,7 @@ struct DecodeOptions {
   OutputOptions output;
   std::string dtype = "fp32";
   DecodeSettings settings;
+  std::string load_parameters;
 };
 
 }  // namespace
@@ -34,21 +35,33 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--repetitions", s.repetitions, "Timed runs (after the two untimed ones of the memory ledger)",
                    "decode.repetitions")
       ->capture_default_str();
-  add_field_option(cmd, "--dtype", o->dtype, "Weights and cache: fp32, fp16 (CUDA), bf16, int8", "decode.dtype")
+  add_field_option(
+      cmd, "--dtype", o->dtype,
+      "Weights and cache: fp32, fp16 (CUDA), bf16, int8, fp8 (CUDA sm_89+), int8-weight-only (Linear weights int8, "
+      "activations and cache bf16)",
+      "decode.dtype")
       ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the weights and the prompt", "decode.seed")->capture_default_str();
   add_field_flag(cmd, "--profile-classes", s.profile_classes,
                  "One more generation under LibTorch's profiler: the prefill's and decoding steps' time by operator "
                  "class, which plan --from calibrates class by class",
                  "decode.profile_classes");
+  add_field_option(cmd, "--load-parameters", o->load_parameters,
+                   "Generate with these weights (a file `tvie train --save-parameters` wrote for the same model) "
+                   "instead of fresh ones of --seed",
+                   "load_parameters")
+      ->check(non_empty_path());
   add_output_options(cmd, o->output, true, "Write the JSON report (docs/metrics.md) to this file (atomically)");
   return [o, argv]() {
     apply_log_level(o->output);
     auto s = o->settings;
     s.dtype = parse_inference_dtype(o->dtype, "decode.dtype");
     const auto workload = zoo_workload(o->model);
+    o->output.inputs = {{"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
-    emit(run_decode(*workload, s, run_options(o->model.device, argv)), o->output);
+    auto run = run_options(o->model.device, argv);
+    run.load_parameters = o->load_parameters;
+    emit(run_decode(*workload, s, run), o->output);
     return 0;
   };
 }

@@ -21,6 +21,7 @@ struct InferOptions {
   SliceOptions slices;
   std::string script_path, input_shape, fusion = "none";
   int64_t vocab = 0;
+  std::string load_parameters;
 };
 
 std::vector<InferenceDtype> parse_dtype_list(const std::string& text) {
@@ -52,7 +53,8 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ->capture_default_str();
   add_field_option(cmd, "--dtype", o->dtypes,
                    "Precisions, a list: fp32, fp16 (CUDA), bf16, int8 (CPU: dynamic quantisation; CUDA: _int_mm), "
-                   "fp8 (CUDA sm_89+)",
+                   "fp8 (CUDA sm_89+), int8-weight-only (Linear weights int8 read by _weight_int8pack_mm, the rest "
+                   "bf16)",
                    "infer_sweep.dtypes")
       ->capture_default_str();
   add_field_option(cmd, "--steps", s.steps, "Timed batches per row", "infer_sweep.steps")->capture_default_str();
@@ -82,6 +84,11 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "TorchScript: none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)",
                    "torchscript.fusion")
       ->capture_default_str();
+  add_field_option(cmd, "--load-parameters", o->load_parameters,
+                   "Run every row on these weights (a file `tvie train --save-parameters` wrote for the same model): "
+                   "accuracy against fp32 on trained weights instead of fresh ones of --seed",
+                   "load_parameters")
+      ->check(non_empty_path());
   add_force_flag(cmd, o->force);
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/false);
   add_slice_options(cmd, o->slices);
@@ -119,7 +126,11 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ts.fusion = parse_script_fusion(o->fusion);
       workload = make_torchscript_workload(ts);
     }
-    o->output.inputs = {{"--torchscript", o->script_path}};
+    if (!o->load_parameters.empty() &&
+        (!o->script_path.empty() || slice_settings(o->slices).has_value() || o->max_batch.find))
+      throw InvalidArgument("load_parameters", o->load_parameters,
+                            "nothing with --torchscript, --slice-layers or --find-max-batch (a sweep of a zoo model)");
+    o->output.inputs = {{"--torchscript", o->script_path}, {"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
@@ -151,7 +162,9 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
       return 0;
     }
-    emit(run_infer_sweep(*workload, s, run_options(o->model.device, argv)), o->output);
+    auto run = run_options(o->model.device, argv);
+    run.load_parameters = o->load_parameters;
+    emit(run_infer_sweep(*workload, s, run), o->output);
     return 0;
   };
 }

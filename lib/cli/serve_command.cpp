@@ -48,7 +48,8 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "--find-max-qps halves no lower",
                    "serve.max_run_s")
       ->capture_default_str();
-  add_field_option(cmd, "--dtype", o->dtype, "Weights: fp32, fp16 (CUDA), bf16, int8, fp8 (CUDA sm_89+)", "serve.dtype")
+  add_field_option(cmd, "--dtype", o->dtype,
+                   "Weights: fp32, fp16 (CUDA), bf16, int8, fp8 (CUDA sm_89+), int8-weight-only", "serve.dtype")
       ->capture_default_str();
   add_field_option(cmd, "--seed", s.seed, "Seed of the weights, the request data and the arrival schedule",
                    "serve.seed")

@@ -41,6 +41,7 @@ GenerationMemory predict_generation_memory(const Workload& workload, const Decod
 
 struct DecodeResult {
   InferenceDtype dtype = InferenceDtype::fp32;
+  std::string scheme;  // how the copy holds and runs its weights (nn::inference_scheme)
   std::string memory_counter;
   std::string timer;
   // Measured: the weights and the cache as the allocated bytes building them added; the working set as the most a

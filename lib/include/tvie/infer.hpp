@@ -69,6 +69,7 @@ struct InferenceResult {
   std::string memory_counter;
   MemoryTimeline memory_timeline;  // the ledger batch's live bytes at every allocation and free
   InferenceDtype dtype = InferenceDtype::fp32;
+  std::string scheme;                  // how the copy holds and runs its weights (nn::inference_scheme)
   std::vector<double> latency_ms;      // every timed batch
   std::vector<double> batch_start_ms;  // each timed batch's start, ms after the first's (timer's clock; --trace)
   Summary latency;
@@ -139,7 +140,9 @@ struct InferSweepResult {
   int64_t cpu_memory_limit_bytes = 0;
 };
 
+// `weights`: a module of the workload whose parameters every row's copy takes (trained ones); nullptr: fresh
+// weights of settings.seed.
 InferSweepResult measure_inference_sweep(const Workload& workload, const InferSweepSettings& settings,
-                                         const c10::Device& device);
+                                         const c10::Device& device, const torch::nn::Module* weights = nullptr);
 
 }  // namespace tvie

@@ -8,26 +8,38 @@
 
 #include <c10/core/Device.h>
 
+#include <tvie/ledger.hpp>
+
 namespace tvie::nn {
 
 enum class LinearWeights {
-  dense,         // weight and bias in the module's floating dtype
-  int8_dynamic,  // CPU: int8 per-channel weights packed by quantized::linear_prepack (fbgemm/x86); the
-                 // activations are quantised per call (quantized::linear_dynamic); output fp32
-  int8_cuda,     // CUDA: int8 per-channel weights; activations quantised per row; at::_int_mm (int32
-                 // accumulation) then rescaled; output in the activation dtype
-  fp8_e4m3,      // CUDA sm_89+: e4m3 weights with one per-tensor scale; activations cast to e4m3 per call
-                 // (per-tensor scale); at::_scaled_mm; output bf16
+  dense,             // weight and bias in the module's floating dtype
+  int8_dynamic,      // CPU: int8 per-channel weights packed by quantized::linear_prepack (fbgemm/x86); the
+                     // activations are quantised per call (quantized::linear_dynamic); output fp32
+  int8_cuda,         // CUDA: int8 per-channel weights; activations quantised per row; at::_int_mm (int32
+                     // accumulation) then rescaled; output in the activation dtype
+  fp8_e4m3,          // CUDA sm_89+: e4m3 weights with one per-tensor scale; activations cast to e4m3 per call
+                     // (per-tensor scale); at::_scaled_mm; output bf16
+  int8_weight_only,  // CPU and CUDA: int8 per-channel weights, their scales in bf16; the activations stay bf16 and
+                     // the kernel (at::_weight_int8pack_mm) widens the weights as it reads them; output bf16
 };
 
 std::string to_string(LinearWeights kind);
 
-// Whether `kind`'s kernel takes a Linear of these features (CUDA int8: multiples of 8; fp8: of 16; the CPU's
-// int8 and dense: any).
+// Whether `kind`'s kernel takes a Linear of these features (CUDA int8: multiples of 8; fp8: of 16; weight-only int8:
+// in_features a multiple of 16, as the CPU kernel's vector loads need; the CPU's dynamic int8 and dense: any).
 bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features);
 
 // Whether this build and device can run `kind` (int8_dynamic: a CPU with the fbgemm/x86 quantized
 // engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.
 bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why = nullptr);
+
+// The Linear weights an inference copy in `dtype` on `device` holds (fp32, fp16, bf16: dense; int8: the CPU's dynamic
+// quantisation or CUDA's _int_mm; int8-weight-only; fp8).
+LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device);
+
+// The quantisation scheme of an inference copy in `dtype` on `device`, in one line as a report prints it beside
+// the figure: what is quantised, with which scales, which kernel runs, what stays in which dtype.
+std::string inference_scheme(InferenceDtype dtype, const c10::Device& device);
 
 }  // namespace tvie::nn

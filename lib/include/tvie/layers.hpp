@@ -29,7 +29,8 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   // Replaces the dense weights by `kind` for inference (one way: the dense weight and bias become
   // empty tensors so that their memory is released). The module must already be on its device.
   // Throws InvalidArgument when the device cannot run `kind`. Returns false, keeping the layer dense,
-  // when the kernel cannot take its shape (CUDA int8: in and out features multiples of 8; fp8: of 16).
+  // when the kernel cannot take its shape (CUDA int8: in and out features multiples of 8; fp8: of 16; weight-only
+  // int8: in features a multiple of 16).
   bool convert_weights(LinearWeights kind);
   // Whether `kind`'s kernel takes this layer's shape (see convert_weights).
   bool shape_supported(LinearWeights kind) const;
@@ -45,9 +46,9 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
 
  private:
   LinearWeights kind_ = LinearWeights::dense;
-  torch::Tensor q_weight_;  // int8 [out, in] (int8_cuda) or e4m3 [out, in] (fp8)
-  torch::Tensor q_scale_;   // fp32: [out] per channel (int8_cuda) or [] per tensor (fp8)
-  torch::Tensor q_bias_;    // bias in the output dtype (int8_cuda, fp8)
+  torch::Tensor q_weight_;  // int8 [out, in] (int8_cuda, int8_weight_only) or e4m3 [out, in] (fp8)
+  torch::Tensor q_scale_;   // [out] per channel (int8_cuda: fp32; int8_weight_only: bf16) or [] per tensor (fp8)
+  torch::Tensor q_bias_;    // bias in the output dtype (int8_cuda, fp8, int8_weight_only)
   c10::IValue packed_;      // int8_dynamic: LinearPackedParamsBase (weights held by fbgemm)
   int64_t packed_bytes_ = 0;
 };

@@ -189,6 +189,10 @@ std::unique_ptr<Workload> make_llama_workload(const LlamaConfig& config, std::st
 std::optional<GptConfig> gpt_config_of(const Workload& workload);
 std::optional<LlamaConfig> llama_config_of(const Workload& workload);
 
+// Whether `workload` has a KV-cached forward to generate with (a zoo gpt or llama); require_kv_decoder throws
+// InvalidArgument("model", ...) when it has none.
+bool has_kv_decoder(const Workload& workload);
+void require_kv_decoder(const Workload& workload);
 // The KV-cached decoder of a zoo gpt or llama workload's module (made by its make_module(), any dtype/device), for
 // `batch` sequences of up to `max_length` positions; InvalidArgument("model", ...) for any other workload.
 std::unique_ptr<KvDecoder> make_kv_decoder(const Workload& workload, std::shared_ptr<torch::nn::Module> module,

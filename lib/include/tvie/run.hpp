@@ -46,11 +46,20 @@ struct RunOptions {
   // run_train and run_train_data_parallel: after the run, the trained parameters are written here
   // (write_parameters); with data parallelism every rank writes its own, "<path>.rank<N>". "": none.
   std::string save_parameters;
+  // run_infer_sweep and run_decode: the weights are read from this file (write_parameters' format, as `tvie train
+  // --save-parameters` writes it for the same model and shape) instead of fresh ones of the settings' seed, so that
+  // the reduced precisions' accuracy is measured on trained weights. "": fresh weights.
+  std::string load_parameters;
 };
 
 // A module's parameters, in its parameters() order, as one torch::save archive of a tensor list (torch::load of a
 // std::vector<torch::Tensor> reads it back), written atomically.
 void write_parameters(const torch::nn::Module& module, const std::string& path);
+// A module of `workload` holding the parameters write_parameters wrote to `path` (on the CPU, fp32).
+// InvalidArgument(`field`, path, ...) when the file cannot be read or holds another model's parameters (their
+// count or a shape differs).
+std::shared_ptr<torch::nn::Module> read_parameters(const Workload& workload, const std::string& path,
+                                                   const std::string& field = "load_parameters");
 
 // --- reports: what each runner returns ---
 
@@ -96,6 +105,8 @@ struct InferReport {
   std::string workload;
   ModelFacts facts;
   InferSweepSettings settings;
+  // How the weights were made: "fresh, seed N" or "read from FILE" (RunOptions::load_parameters).
+  std::string weights;
   InferSweepResult sweep;
 };
 
@@ -117,6 +128,7 @@ struct DecodeReport {
   std::string workload;  // "gpt/tiny"
   ModelFacts facts;
   DecodeSettings settings;
+  std::string weights;  // as InferReport's
   DecodeResult result;
 };
 

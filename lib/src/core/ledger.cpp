@@ -11,11 +11,13 @@ constexpr detail::EnumTable<OptimizerKind, 4> kOptimizers{{{OptimizerKind::sgd, 
                                                            {OptimizerKind::sgd_momentum, "sgd-momentum"},
                                                            {OptimizerKind::adam, "adam"},
                                                            {OptimizerKind::adamw, "adamw"}}};
-constexpr detail::EnumTable<InferenceDtype, 5> kInferenceDtypes{{{InferenceDtype::fp32, "fp32"},
-                                                                 {InferenceDtype::fp16, "fp16"},
-                                                                 {InferenceDtype::bf16, "bf16"},
-                                                                 {InferenceDtype::int8, "int8"},
-                                                                 {InferenceDtype::fp8, "fp8"}}};
+constexpr detail::EnumTable<InferenceDtype, 6> kInferenceDtypes{
+    {{InferenceDtype::fp32, "fp32"},
+     {InferenceDtype::fp16, "fp16"},
+     {InferenceDtype::bf16, "bf16"},
+     {InferenceDtype::int8, "int8"},
+     {InferenceDtype::fp8, "fp8"},
+     {InferenceDtype::int8_weight_only, "int8-weight-only"}}};
 constexpr detail::EnumTable<TrainPrecision, 4> kTrainPrecisions{{{TrainPrecision::fp32, "fp32"},
                                                                  {TrainPrecision::amp_bf16, "amp-bf16"},
                                                                  {TrainPrecision::amp_fp16, "amp-fp16"},

@@ -109,6 +109,16 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
                                     std::nullopt, torch::kBFloat16, /*use_fast_accum=*/false);
       return y.narrow(0, 0, rows).to(input.scalar_type()).reshape(shape);
     }
+    case LinearWeights::int8_weight_only: {
+      // y = (x @ q_weight.t()) * q_scale in one kernel that widens each int8 weight as it reads it: the weights
+      // cross memory in one byte each, the activations stay bf16 (the copy's dtype).
+      auto shape = input.sizes().vec();
+      shape.back() = out_features;
+      const auto x = input.reshape({-1, in_features}).to(torch::kBFloat16).contiguous();  // [M, K]
+      auto y = at::_weight_int8pack_mm(x, q_weight_, q_scale_);                           // [M, N] bf16
+      if (q_bias_.defined()) y = y + q_bias_;
+      return y.to(input.scalar_type()).reshape(shape);
+    }
   }
   return {};
 }
@@ -150,6 +160,13 @@ bool LinearImpl::convert_weights(LinearWeights kind) {
       q_scale_ = row_scales(w, kInt8Max);                                                           // [out]
       q_weight_ = (w / q_scale_.unsqueeze(1)).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8);  // [out, in]
       if (bias.defined()) q_bias_ = bias.detach().to(torch::kFloat32);
+      break;
+    }
+    case LinearWeights::int8_weight_only: {
+      const auto scale = row_scales(w, kInt8Max);                                                // [out] fp32
+      q_weight_ = (w / scale.unsqueeze(1)).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8);  // [out, in]
+      q_scale_ = scale.to(torch::kBFloat16);  // the kernel takes the scales in the activations' dtype
+      if (bias.defined()) q_bias_ = bias.detach().to(torch::kBFloat16);
       break;
     }
     case LinearWeights::fp8_e4m3: {

@@ -272,6 +272,15 @@ std::unique_ptr<KvDecoder> llama_decoder(const LlamaConfig& c, std::shared_ptr<t
 
 }  // namespace zoo
 
+bool has_kv_decoder(const Workload& workload) {
+  return gpt_config_of(workload).has_value() || llama_config_of(workload).has_value();
+}
+
+void require_kv_decoder(const Workload& workload) {
+  if (!has_kv_decoder(workload))
+    throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
+}
+
 std::unique_ptr<KvDecoder> make_kv_decoder(const Workload& workload, std::shared_ptr<torch::nn::Module> module,
                                            int64_t batch, int64_t max_length) {
   if (const auto gpt = gpt_config_of(workload)) return zoo::gpt_decoder(*gpt, std::move(module), batch, max_length);

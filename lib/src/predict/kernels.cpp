@@ -2,6 +2,7 @@
 #include <tvie/kernels.hpp>
 
 #include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include "core/enum_names.hpp"
 #include <tvie/config.hpp>
@@ -14,11 +15,18 @@
 namespace tvie::nn {
 
 namespace {
-constexpr detail::EnumTable<LinearWeights, 4> kLinearWeights{
+constexpr detail::EnumTable<LinearWeights, 5> kLinearWeights{
     {{LinearWeights::dense, "dense"},
      {LinearWeights::int8_dynamic, "int8 dynamic (quantized::linear_dynamic)"},
      {LinearWeights::int8_cuda, "int8 (at::_int_mm)"},
-     {LinearWeights::fp8_e4m3, "fp8 e4m3 (at::_scaled_mm)"}}};
+     {LinearWeights::fp8_e4m3, "fp8 e4m3 (at::_scaled_mm)"},
+     {LinearWeights::int8_weight_only, "int8 weight-only (at::_weight_int8pack_mm)"}}};
+
+// Whether this LibTorch registers a kernel of `op` for `key` (an operator a LibTorch version may lack).
+bool has_kernel(const char* op, c10::DispatchKey key) {
+  const auto handle = c10::Dispatcher::singleton().findOp({op, ""});
+  return handle.has_value() && handle->hasKernelForDispatchKey(key);
+}
 }  // namespace
 
 std::string to_string(LinearWeights kind) { return detail::name_of(kLinearWeights, kind); }
@@ -40,6 +48,11 @@ bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std
     case LinearWeights::int8_cuda:
       if (!device.is_cuda()) return refuse("int8 through at::_int_mm needs a CUDA device");
       return true;
+    case LinearWeights::int8_weight_only:
+      if (!device.is_cpu() && !device.is_cuda()) return refuse("int8 weight-only runs on the CPU and CUDA");
+      if (!has_kernel("aten::_weight_int8pack_mm", device.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA))
+        return refuse(cat("this LibTorch has no ", device.is_cpu() ? "CPU" : "CUDA", " kernel of _weight_int8pack_mm"));
+      return true;
     case LinearWeights::fp8_e4m3: {
       if (!device.is_cuda()) return refuse("fp8 needs a CUDA device of compute capability 8.9 or newer");
 #if TVIE_WITH_CUDA
@@ -58,7 +71,54 @@ bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std
 bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features) {
   if (kind == LinearWeights::int8_cuda) return in_features % 8 == 0 && out_features % 8 == 0;
   if (kind == LinearWeights::fp8_e4m3) return in_features % 16 == 0 && out_features % 16 == 0;
+  // The CPU kernel loads 16 bf16 activations and 16 int8 weights at a time, aligned: in_features must be a
+  // multiple of 16 (LibTorch does not check it; other widths read past the row or crash).
+  if (kind == LinearWeights::int8_weight_only) return in_features % 16 == 0 && out_features >= 1;
   return true;
+}
+
+LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device) {
+  switch (dtype) {
+    case InferenceDtype::int8:
+      return device.is_cuda() ? LinearWeights::int8_cuda : LinearWeights::int8_dynamic;
+    case InferenceDtype::fp8:
+      return LinearWeights::fp8_e4m3;
+    case InferenceDtype::int8_weight_only:
+      return LinearWeights::int8_weight_only;
+    case InferenceDtype::fp32:
+    case InferenceDtype::fp16:
+    case InferenceDtype::bf16:
+      return LinearWeights::dense;
+  }
+  return LinearWeights::dense;
+}
+
+std::string inference_scheme(InferenceDtype dtype, const c10::Device& device) {
+  switch (dtype) {
+    case InferenceDtype::fp32:
+      return "fp32 weights and activations";
+    case InferenceDtype::fp16:
+      return "fp16 weights and activations (the whole copy converted)";
+    case InferenceDtype::bf16:
+      return "bf16 weights and activations (the whole copy converted)";
+    case InferenceDtype::int8:
+      return device.is_cuda()
+                 ? "W8A8: int8 Linear weights, one scale per output channel; activations quantised per row at each "
+                   "call; at::_int_mm (int32 sums) rescaled in fp32; the other layers and a tied head fp32"
+                 : "W8A8 dynamic: int8 Linear weights, one scale per output channel, packed by fbgemm; activations "
+                   "quantised per tensor at each call; quantized::linear_dynamic, fp32 out; the other layers and a "
+                   "tied head fp32";
+    case InferenceDtype::fp8:
+      return "W8A8 fp8: e4m3 Linear weights, one scale per tensor; activations cast to e4m3 per tensor at each "
+             "call; at::_scaled_mm, bf16 out; the other layers and a tied head bf16";
+    case InferenceDtype::int8_weight_only:
+      return cat(
+          "W8A16: int8 Linear weights, one bf16 scale per output channel; activations bf16; "
+          "at::_weight_int8pack_mm",
+          device.is_cuda() ? " (LibTorch's CUDA kernel: one thread per output, fp32 sums)" : "",
+          "; the other layers and a tied head bf16");
+  }
+  return "";
 }
 
 }  // namespace tvie::nn

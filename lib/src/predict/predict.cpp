@@ -9,6 +9,7 @@
 
 #include "core/text.hpp"
 #include "predict/kernel_scratch.hpp"
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -32,11 +33,9 @@ ActivationQuery activation_query(const InferSettings& settings, const c10::Devic
   q.cpu_threads = device.is_cuda() ? 0 : at::get_num_threads();  // the threads the run on this thread uses
   q.batch_size = settings.batch_size;
   q.training = false;
-  // fp16/bf16 convert the whole copy; fp8 keeps the layers other than Linear in bf16; int8 keeps them fp32.
-  q.weight_bytes = settings.dtype == InferenceDtype::fp16 || settings.dtype == InferenceDtype::bf16 ||
-                           settings.dtype == InferenceDtype::fp8
-                       ? 2
-                       : 4;
+  // fp16/bf16 convert the whole copy; fp8 and int8-weight-only keep the layers other than Linear in bf16; int8
+  // keeps them fp32.
+  q.weight_bytes = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::int8 ? 4 : 2;
   q.fp16 = settings.dtype == InferenceDtype::fp16;
   q.inference_dtype = settings.dtype;
   return q;
@@ -160,12 +159,13 @@ PredictedInferenceMemory predict_inference_memory(const Workload& workload, cons
   PredictedInferenceMemory p;
   p.kernel_scratch_source = kernel_scratch_source(device);
   p.batch = batch_bytes_of(workload, settings.batch_size, settings.seed, query.weight_bytes).total();
-  const bool quantised = settings.dtype == InferenceDtype::int8 || settings.dtype == InferenceDtype::fp8;
+  const bool quantised = nn::linear_weights_for(settings.dtype, device) != nn::LinearWeights::dense;
   const int64_t dense = facts.parameter_count * query.weight_bytes + (a.known ? a.buffer_bytes : facts.buffer_bytes);
   if (!quantised) {
     p.parameters = dense;
   } else {
-    // int8/fp8: only the trace knows which Linear layers the copy replaces (and what each holds instead).
+    // int8/fp8/int8-weight-only: only the trace knows which Linear layers the copy replaces (and what each holds
+    // instead).
     if (!a.known) {
       p.packed_weights = -1;
       return p;
@@ -182,6 +182,8 @@ PredictedInferenceMemory predict_inference_memory(const Workload& workload, cons
 
 std::string quantised_weights_source(InferenceDtype dtype, const c10::Device& device) {
   if (dtype == InferenceDtype::fp8) return "e4m3 weights [out, in] and one fp32 scale per Linear (tvie::nn::Linear)";
+  if (dtype == InferenceDtype::int8_weight_only)
+    return "int8 weights [out, in] and a bf16 scale per output per Linear (tvie::nn::Linear)";
   if (dtype != InferenceDtype::int8) return "";
   if (device.is_cuda()) return "int8 weights [out, in] and an fp32 scale per output per Linear (tvie::nn::Linear)";
   return trace::cpu_int8_packs_source();

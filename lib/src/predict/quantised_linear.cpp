@@ -10,9 +10,7 @@ namespace tvie::trace {
 
 nn::LinearWeights ForwardTrace::quantised_kind() const {
   if (query_.training) return nn::LinearWeights::dense;
-  if (query_.inference_dtype == InferenceDtype::int8)
-    return query_.cuda ? nn::LinearWeights::int8_cuda : nn::LinearWeights::int8_dynamic;
-  return query_.inference_dtype == InferenceDtype::fp8 ? nn::LinearWeights::fp8_e4m3 : nn::LinearWeights::dense;
+  return nn::linear_weights_for(query_.inference_dtype, query_.cuda ? c10::Device(c10::kCUDA) : c10::Device(c10::kCPU));
 }
 
 // tvie::nn::Linear's forward with int8 or fp8 weights (LinearImpl::forward in models/layers.cpp), op by op. C++
@@ -84,6 +82,21 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
       }
       // _scaled_mm's bf16 output [padded, out]; the layer returns a view of its first rows, which keeps it whole.
       y = view(make(padded * out, 2, false), rows * out);
+      break;
+    }
+    case nn::LinearWeights::int8_weight_only: {
+      // Weights: int8 [out, in] and a bf16 scale per output row; the bias is kept (bf16, as the rest).
+      quantised_.quantised_weight_bytes += in * out + 2 * out;
+      const Sym x16 = x.element_bytes == 2 ? x : make(rows * in, 2, false);  // input.to(bf16): the copy is bf16
+      if (query_.cuda) {
+        // LibTorch's CUDA _weight_int8pack_mm: the input and the scales copied to fp32, an fp32 output, then the
+        // output cast back to bf16; the fp32 tensors freed when the op returns.
+        const Sym x32 = make(rows * in, 4, false), s32 = make(out, 4, false), y32 = make(rows * out, 4, false);
+        y = make(rows * out, 2, false);
+      } else {
+        y = make(rows * out, 2, false);  // the CPU kernel writes its bf16 output and allocates nothing else
+      }
+      if (bias) y = make(rows * out, 2, false);  // y = y + q_bias: the sum, then the old y freed
       break;
     }
     case nn::LinearWeights::dense:

@@ -149,14 +149,11 @@ void validate_inference_dtype(InferenceDtype dtype, const c10::Device& device, c
   if (device.is_cpu() && dtype == InferenceDtype::fp16)
     throw InvalidArgument(field, "fp16", "fp32, bf16, int8 on cpu (fp16 needs a CUDA device)");
   std::string why;
-  if (dtype == InferenceDtype::int8 &&
-      !nn::linear_weights_supported(device.is_cpu() ? nn::LinearWeights::int8_dynamic : nn::LinearWeights::int8_cuda,
-                                    device, &why))
-    throw InvalidArgument(field, "int8", cat("fp32, bf16 (", why, ")"));
-  if (dtype == InferenceDtype::fp8 && !nn::linear_weights_supported(nn::LinearWeights::fp8_e4m3, device, &why))
-    throw InvalidArgument(
-        field, "fp8",
-        cat(device.is_cpu() ? "fp32, bf16, int8" : "fp32, fp16, bf16, int8", " on ", device.str(), " (", why, ")"));
+  const nn::LinearWeights kind = nn::linear_weights_for(dtype, device);
+  if (kind != nn::LinearWeights::dense && !nn::linear_weights_supported(kind, device, &why))
+    throw InvalidArgument(field, to_string(dtype),
+                          cat(device.is_cpu() ? "fp32, bf16, int8, int8-weight-only" : "fp32, fp16, bf16, int8", " on ",
+                              device.str(), " (", why, ")"));
 }
 
 void validate(const InferSettings& s, const c10::Device& device) {

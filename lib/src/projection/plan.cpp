@@ -477,6 +477,11 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
         "int8/fp8 on CUDA predicted from tvie::nn::Linear's code: the quantised weights and scales, and the fp32 "
         "temporaries that quantise each Linear's input (equal to the byte to an H200's gpt2-small rows, whose working "
         "set attention sets; the Linears' temporaries there not yet checked against a GPU)";
+  else if (s.infer.dtype == InferenceDtype::int8_weight_only && i.peak_bytes >= 0)
+    i.peak_note =
+        "int8-weight-only on CUDA predicted from tvie::nn::Linear's code and LibTorch's _weight_int8pack_mm: the int8 "
+        "weights and bf16 scales, and the kernel's fp32 copies of each Linear's input and output (not yet checked "
+        "against a GPU; equal to the byte on the CPU, whose kernel makes no copies)";
   const bool predicted = i.peak_bytes >= 0;
   i.fits = !predicted || i.peak_bytes <= i.usable_bytes;
   i.largest_batch = predicted
@@ -571,7 +576,7 @@ CloudCost cloud_cost(const Accelerator& card, double device_hours) {
 
 int64_t generation_prompt_tokens(const Workload& workload, const PlanSettings& settings) {
   if (settings.new_tokens == 0) return 0;
-  kv_cache_bytes(workload, 1, 1, 1);  // InvalidArgument("model") unless a zoo gpt or llama
+  require_kv_decoder(workload);
   const int64_t context = workload.facts().tokens_per_sample, n = settings.new_tokens;
   if (n >= context)
     throw InvalidArgument("plan.new_tokens", cat(n), cat("1 .. ", context - 1, " (below the context length, --seq)"));

@@ -188,6 +188,10 @@ StepWork inference_work(const Workload& workload, const InferSettings& settings,
       w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 1;
       break;
+    case InferenceDtype::int8_weight_only:  // Linear weights read as int8, the products computed in bf16
+      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.weight_element_bytes = 1;
+      break;
   }
   return w;
 }
@@ -205,7 +209,7 @@ StepWork inference_batch_work(const Workload& workload, const InferSettings& set
 
 StepWork decoding_work(const Workload& workload, const InferSettings& settings, int64_t new_positions,
                        int64_t cached_positions) {
-  kv_cache_bytes(workload, 1, 1, 1);  // InvalidArgument("model") unless a zoo gpt or llama
+  require_kv_decoder(workload);
   if (new_positions < 1) throw InvalidArgument("new_positions", cat(new_positions), ">= 1");
   if (cached_positions < 0) throw InvalidArgument("cached_positions", cat(cached_positions), ">= 0");
   ActivationQuery query = activation_query(settings);

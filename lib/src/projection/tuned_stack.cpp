@@ -25,6 +25,8 @@ TunedDtype tuned_dtype(InferenceDtype dtype) {
       return {"fp16_tflops", 2};
     case InferenceDtype::bf16:
       return {"bf16_tflops", 2};
+    case InferenceDtype::int8_weight_only:  // int8 weights, bf16 products
+      return {"bf16_tflops", 1};
     case InferenceDtype::fp32:
       break;
   }

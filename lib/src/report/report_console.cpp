@@ -321,6 +321,7 @@ void ConsoleReporter::report(const CompareReport& r) {
   training_line(out, r.settings.train, t);
   out << "inference: batch " << is.batch_size << ", " << to_string(i.dtype) << " copy of the trained weights";
   if (r.inference_dtype_choice != "given") out << "\n           (" << r.inference_dtype_choice << ")";
+  if (i.dtype != InferenceDtype::fp32) out << "\n           scheme: " << i.scheme;
   out << "\n\n";
 
   const std::vector<size_t> w = {18, 14, 14, 18, 14, 10};
@@ -394,11 +395,16 @@ void ConsoleReporter::report(const CompareReport& r) {
         << "  tokens/s (generated, all sequences): " << fmt("%.1f", g.tokens_per_s) << "\n\n";
     generation_ledger(out, g.memory, g.predicted, g.packed_weights_measured);
   }
-  out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
-      << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
+  // A token model's serving is its generation: the gap leads with it, the full-sequence forward ("score") after.
   if (r.generation)
-    out << "     training peak / generation peak = " << fmt("%.2f", r.generation_peak_memory_ratio)
-        << "x (inference above is \"score\": one forward of whole sequences, logits at every position)\n";
+    out << "\ngap: training peak / generation peak = " << fmt("%.2f", r.generation_peak_memory_ratio)
+        << "x (serving: a prefill, then KV-cached decoding)\n"
+        << "     training peak / score peak = " << fmt("%.2f", r.peak_memory_ratio)
+        << "x; score throughput / training throughput = " << fmt("%.2f", r.throughput_ratio)
+        << "x (score: one forward of whole sequences, logits at every position)\n";
+  else
+    out << "\ngap: training peak / inference peak = " << fmt("%.2f", r.peak_memory_ratio)
+        << "x; inference throughput / training throughput = " << fmt("%.2f", r.throughput_ratio) << "x\n";
 }
 
 namespace {
@@ -420,14 +426,16 @@ void ConsoleReporter::report(const InferReport& r) {
   header(out, "infer", r.workload, r.context, r.facts);
   out << "rows: " << s.batch_sizes.size() << " batch sizes x " << s.dtypes.size() << " precisions; each row 1 ledger + "
       << s.warmup_steps << " warm-up + " << s.steps << " timed batches (only the timed ones count)"
-      << (s.cuda_graph ? ", replayed from a CUDA graph" : "") << "\n      same weights (seed " << s.seed
-      << ") in every row; accuracy against the fp32 output on the same inputs\n";
+      << (s.cuda_graph ? ", replayed from a CUDA graph" : "") << "\n      the same weights in every row (" << r.weights
+      << "); accuracy against the fp32 output on the same inputs (seed " << s.seed << ")\n";
   if (r.sweep.cpu_memory_limit_bytes > 0)
     out << "memory: emulated device with " << format_bytes(r.sweep.cpu_memory_limit_bytes)
         << " free for tensors (--cpu-memory-limit-mb)\n";
   out << '\n';
   const bool tokens = r.facts.tokens_per_sample > 0;
-  const std::vector<size_t> w = {7, 6, 11, 11, 12, 12, 11, 13, 11, 12, 10, 10, 9};
+  size_t dtype_width = 6;
+  for (const auto d : s.dtypes) dtype_width = std::max(dtype_width, to_string(d).size() + 1);
+  const std::vector<size_t> w = {7, dtype_width, 11, 11, 12, 12, 11, 13, 11, 12, 10, 10, 9};
   row(out,
       {"batch", "dtype", "p50 ms", "p99 ms", "samples/s", tokens ? "tokens/s" : "", "weights", "activations", "peak",
        "peak pred.", "max|err|", "mean|err|", "top-1"},
@@ -455,9 +463,12 @@ void ConsoleReporter::report(const InferReport& r) {
       << "  peak pred.: predicted before the run (weights + the traced forward's working set + batch; docs/metrics.md\n"
       << "  \"Predicted memory\"; int8/fp8: the Linear layers' quantised weights from their shapes).\n"
       << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
-      << "  argmax matches fp32's. int8 = tvie::nn::Linear weights in int8, the rest fp32; fp8 = e4m3 Linear\n"
-      << "  weights, the rest bf16.\n"
+      << "  argmax matches fp32's.\n"
       << "  timer: " << r.sweep.timer << '\n';
+  std::set<InferenceDtype> schemes;
+  for (const auto& x : r.sweep.rows)
+    if (x.fits && x.dtype != InferenceDtype::fp32 && schemes.insert(x.dtype).second)
+      out << "  " << to_string(x.dtype) << ": " << x.result.scheme << '\n';
   std::set<InferenceDtype> explained;
   for (const auto& x : r.sweep.rows)
     if (x.fits && !x.result.predicted.quantised_weights_source.empty() && explained.insert(x.dtype).second)
@@ -660,6 +671,8 @@ void ConsoleReporter::report(const DecodeReport& r) {
   out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype)
       << " weights and cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, " << s.new_tokens
       << " new tokens (greedy), " << x.timed_runs << " timed runs after the ledger's 2\n";
+  if (x.dtype != InferenceDtype::fp32) out << "  scheme: " << x.scheme << '\n';
+  out << "  weights: " << r.weights << '\n';
   machine_line(out, r.context);
   out << "  time to first token (prefill): p50 " << fmt("%.3f", x.ttft_ms.p50) << " ms, p99 "
       << fmt("%.3f", x.ttft_ms.p99) << " ms\n"

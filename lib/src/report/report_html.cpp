@@ -396,13 +396,23 @@ std::string to_html_string(const CompareReport& r) {
   add(s, loss_section(r.training));
   if (r.generation) add(s, generation_memory_section(*r.generation));
   add(s, table_section("The ledger, in bytes", detail::table_of(r), "ledger"));
-  return page("tvie compare: " + r.workload,
-              cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
-                  r.settings.train.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak),
-                  "; inference (", to_string(r.inference.dtype), ", batch ", r.settings.infer.batch_size, ") at ",
-                  detail::bytes_text(r.inference.memory.peak), ": ",
-                  svg::format_value(r.peak_memory_ratio, svg::Format::number), "x the memory."),
-              s, r.context);
+  // A token model's serving is its generation: the summary leads with it, the full-sequence forward ("score") after.
+  std::string summary =
+      cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
+          r.settings.train.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak), "; ");
+  if (r.generation && r.generation_settings)
+    summary +=
+        cat("serving as a generation (", to_string(r.generation->dtype), ", batch ", r.generation_settings->batch_size,
+            ", ", r.generation_settings->prompt_tokens, "-token prompts, ", r.generation_settings->new_tokens,
+            " new tokens) at ", detail::bytes_text(r.generation->memory.peak), ": ",
+            svg::format_value(r.generation_peak_memory_ratio, svg::Format::number),
+            "x the memory; one forward of whole sequences (score) at ", detail::bytes_text(r.inference.memory.peak),
+            ": ", svg::format_value(r.peak_memory_ratio, svg::Format::number), "x.");
+  else
+    summary += cat("inference (", to_string(r.inference.dtype), ", batch ", r.settings.infer.batch_size, ") at ",
+                   detail::bytes_text(r.inference.memory.peak), ": ",
+                   svg::format_value(r.peak_memory_ratio, svg::Format::number), "x the memory.");
+  return page("tvie compare: " + r.workload, summary, s, r.context);
 }
 
 std::string to_html_string(const TrainReport& r) {

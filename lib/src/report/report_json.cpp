@@ -270,7 +270,8 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
 }
 
 json inference_json(const InferenceResult& i) {
-  json j = {{"memory_counter", i.memory_counter},
+  json j = {{"scheme", i.scheme},
+            {"memory_counter", i.memory_counter},
             {"memory", memory_json(i.memory)},
             {"memory_predicted", predicted_json(i.predicted)},
             {"timer", i.timer},
@@ -321,6 +322,7 @@ std::string to_json_string(const InferReport& r, int indent) {
                             {"seed", s.seed},
                             {"cuda_graph", s.cuda_graph},
                             {"cpu_memory_limit_mb", s.cpu_memory_limit_mb}}},
+                          {"weights", r.weights},
                           {"memory_counter", r.sweep.memory_counter},
                           {"timer", r.sweep.timer},
                           {"rows", rows}};
@@ -339,6 +341,7 @@ json decoding_json(const DecodeSettings& s, const DecodeResult& x) {
               {"dtype", to_string(s.dtype)},
               {"seed", s.seed},
               {"profile_classes", s.profile_classes}}},
+            {"scheme", x.scheme},
             {"memory_counter", x.memory_counter},
             {"memory", measured_json(detail::generation_rows(x.memory, nullptr))},
             {"predicted", predicted_json(detail::generation_rows({}, &x.predicted))},
@@ -358,6 +361,7 @@ json decoding_json(const DecodeSettings& s, const DecodeResult& x) {
 std::string to_json_string(const DecodeReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
   j["decoding"] = decoding_json(r.settings, r.result);
+  j["decoding"]["weights"] = r.weights;
   return j.dump(indent);
 }
 

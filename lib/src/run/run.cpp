@@ -49,12 +49,9 @@ Resolved<CompareSettings> resolve_compare(const Workload& workload, const Compar
   validate_checkpointing(workload, settings.train);
   if (settings.new_tokens > 0) {
     const int64_t context = workload.facts().tokens_per_sample;
-    try {
-      kv_cache_bytes(workload, 1, 1, 1);
-    } catch (const InvalidArgument&) {
+    if (!has_kv_decoder(workload))
       throw InvalidArgument("compare.new_tokens", cat(settings.new_tokens),
                             cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
-    }
     if (settings.new_tokens >= context)
       throw InvalidArgument(
           "compare.new_tokens", cat(settings.new_tokens),
@@ -170,6 +167,37 @@ void write_parameters(const torch::nn::Module& module, const std::string& path) 
   write_file_atomically(path, out.str());
 }
 
+std::shared_ptr<torch::nn::Module> read_parameters(const Workload& workload, const std::string& path,
+                                                   const std::string& field) {
+  const std::string expected = cat("a file `tvie train --save-parameters` wrote for ", workload.name());
+  std::vector<torch::Tensor> saved;
+  try {
+    torch::load(saved, path);
+  } catch (const c10::Error&) {
+    throw InvalidArgument(field, path, cat(expected, " (this one cannot be read as a tensor list)"));
+  }
+  auto module = workload.make_module();
+  const auto parameters = module->parameters();
+  if (saved.size() != parameters.size())
+    throw InvalidArgument(field, path,
+                          cat(expected, " (", parameters.size(), " tensors; the file holds ", saved.size(), ")"));
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    if (saved[i].sizes() != parameters[i].sizes())
+      throw InvalidArgument(
+          field, path,
+          cat(expected, " (its tensor ", i, " is ", saved[i].sizes(), "; the model's is ", parameters[i].sizes(), ")"));
+    parameters[i].copy_(saved[i]);
+  }
+  return module;
+}
+
+namespace {
+std::string weights_description(const RunOptions& options, uint64_t seed) {
+  return options.load_parameters.empty() ? cat("fresh, seed ", seed) : cat("read from ", options.load_parameters);
+}
+}  // namespace
+
 TrainReport run_train(const Workload& workload, const TrainSettings& settings, const RunOptions& options) {
   const auto run = resolve_training(workload, settings, resolve_device(options.device, "device"));
   if (!options.save_parameters.empty()) check_output_path(options.save_parameters, "save_parameters");
@@ -236,13 +264,15 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
 InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& settings, const RunOptions& options) {
   const Resolved<InferSweepSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings, run.device);
+  const auto weights = options.load_parameters.empty() ? nullptr : read_parameters(workload, options.load_parameters);
   InferReport report;
   fill_head(report, workload, run.device, options);
   report.settings = settings;
+  report.weights = weights_description(options, settings.seed);
   log::info(cat("inference sweep of ", workload.name(), " on ", report.context.device, ": ",
                 settings.batch_sizes.size(), " batch sizes x ", settings.dtypes.size(), " precisions, 1 ledger + ",
                 settings.warmup_steps, " warm-up + ", settings.steps, " timed batches each"));
-  report.sweep = measure_inference_sweep(workload, run.settings, run.device);
+  report.sweep = measure_inference_sweep(workload, run.settings, run.device, weights.get());
   return report;
 }
 
@@ -538,12 +568,14 @@ DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings
   const Resolved<DecodeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings, workload.facts().tokens_per_sample);
   validate_inference_dtype(run.settings.dtype, run.device, "decode.dtype");
+  const auto weights = options.load_parameters.empty() ? nullptr : read_parameters(workload, options.load_parameters);
   DecodeReport report;
   fill_head(report, workload, run.device, options);
   report.settings = settings;
+  report.weights = weights_description(options, settings.seed);
   log::info(cat("decoding ", workload.name(), " on ", report.context.device, ": batch ", settings.batch_size,
                 ", prompt ", settings.prompt_tokens, ", ", settings.new_tokens, " new tokens"));
-  report.result = measure_decoding(workload, run.settings, run.device);
+  report.result = measure_decoding(workload, run.settings, run.device, weights.get());
   return report;
 }
 

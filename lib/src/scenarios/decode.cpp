@@ -8,6 +8,7 @@
 #include "scenarios/harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/predict.hpp>
@@ -72,6 +73,7 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
   const Workload* workload = &model;
   DecodeResult r;
   r.dtype = settings.dtype;
+  r.scheme = nn::inference_scheme(settings.dtype, device);
   r.memory_counter = probe->counter_description();
   std::shared_ptr<torch::nn::Module> module;
   int64_t packed_bytes = 0;  // CPU int8: fbgemm's packed weights, outside torch's allocator

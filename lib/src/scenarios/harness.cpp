@@ -111,6 +111,7 @@ c10::ScalarType inference_base_dtype(InferenceDtype dtype) {
       return torch::kFloat16;
     case InferenceDtype::bf16:
     case InferenceDtype::fp8:
+    case InferenceDtype::int8_weight_only:
       return torch::kBFloat16;
   }
   return torch::kFloat32;
@@ -123,10 +124,8 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
   torch::NoGradGuard no_grad;
   convert_floating(module, device, inference_base_dtype(dtype));
   module.eval();  // BatchNorm uses its running statistics and stops updating them
-  if (dtype != InferenceDtype::int8 && dtype != InferenceDtype::fp8) return copy;
-  const auto kind = dtype == InferenceDtype::fp8 ? nn::LinearWeights::fp8_e4m3
-                    : device.is_cpu()            ? nn::LinearWeights::int8_dynamic
-                                                 : nn::LinearWeights::int8_cuda;
+  const auto kind = nn::linear_weights_for(dtype, device);
+  if (kind == nn::LinearWeights::dense) return copy;
   // The process's first conversion also allocates what LibTorch and fbgemm make once (the operators' lookups,
   // fbgemm's CPU detection: 5 KiB of glibc's heap on an AMD EPYC): a 1 x 1 layer converted first, so that each
   // layer's pack measured is its own (tvie::nn::Linear::packed_bytes()).

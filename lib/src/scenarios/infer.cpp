@@ -7,6 +7,7 @@
 #include "scenarios/harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
 #include <tvie/timing.hpp>
 
@@ -140,6 +141,7 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
   }
   r.memory_counter = probe->counter_description();
   r.dtype = settings.dtype;
+  r.scheme = nn::inference_scheme(settings.dtype, device);
   r.cuda_graph = settings.cuda_graph;
   r.warmup_batches = settings.warmup_steps;
   r.timed_batches = settings.steps;

@@ -56,7 +56,8 @@ void validate(const InferSweepSettings& s, const c10::Device& device) {
       for (int64_t b : s.batch_sizes) list += (list.empty() ? "" : ",") + cat(b);
       throw InvalidArgument("infer_sweep.batch_sizes", list, "batch sizes each listed once");
     }
-  if (s.dtypes.empty()) throw InvalidArgument("infer_sweep.dtypes", "", "a list of fp32, fp16, bf16, int8, fp8");
+  if (s.dtypes.empty())
+    throw InvalidArgument("infer_sweep.dtypes", "", "a list of fp32, fp16, bf16, int8, fp8, int8-weight-only");
   if (s.cpu_memory_limit_mb < 0)
     throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb),
                           "an integer >= 0 (0: no limit)");
@@ -80,7 +81,7 @@ void validate(const InferSweepSettings& s, const c10::Device& device) {
 }
 
 InferSweepResult measure_inference_sweep(const Workload& workload, const InferSweepSettings& s,
-                                         const c10::Device& device) {
+                                         const c10::Device& device, const torch::nn::Module* weights) {
   detail::require(!s.batch_sizes.empty() && !s.dtypes.empty(),
                   "measure_inference_sweep: validated settings (validate(InferSweepSettings, device) first)");
   InferSweepResult result;
@@ -97,7 +98,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
     std::optional<ScopedCpuMemoryLimit> limit;
     if (result.cpu_memory_limit_bytes > 0) limit.emplace(result.cpu_memory_limit_bytes);
     try {
-      row.result = measure_inference(workload, one, device, nullptr, output);
+      row.result = measure_inference(workload, one, device, weights, output);
       if (result.memory_counter.empty()) result.memory_counter = row.result.memory_counter;
       if (result.timer.empty()) result.timer = row.result.timer;
     } catch (const OutOfMemory& e) {

@@ -143,19 +143,28 @@ done
 python3 - "$out" "$machine" >"$out/decode-dtypes-table.md" <<'PY'
 import json, os, sys
 out, machine = sys.argv[1], sys.argv[2]
-print(f"Batch-1 decoding (prompt 64, 32 new tokens, 3 timed runs) on {machine}; each row a `decode-PRESET-DTYPE.json` "
-      "of this folder. Weights and peak measured (the prediction beside them in the file); TPOT = time per output token.")
+print(f"Batch-1 generation (prompt 64, 32 new tokens, 3 timed runs) on {machine}; each row a "
+      "`decode-PRESET-DTYPE.json` of this folder. Weights and peak measured (each equal to its prediction in the "
+      "file, int8's fbgemm packs aside). TTFT = time to first token (the prefill); TPOT = time per output token (a "
+      "decoding step, which reads every weight once); decoding vs bf16 = bf16's TPOT / the row's TPOT; tokens/s over "
+      "whole runs, prefill included.")
 print()
-print("| model | dtype | scheme | weights MiB | peak MiB | TPOT p50 ms | tokens/s | tokens/s vs bf16 |")
+print("| model | dtype | weights MiB | peak MiB | TTFT p50 ms | TPOT p50 ms | decoding vs bf16 | tokens/s |")
 print("|---|---|---|---|---|---|---|---|")
+schemes = {}
 for preset in ["llama-3.2-1b", "gpt2-small"]:
     base = None
     for dtype in ["bf16", "int8-weight-only", "int8"]:
         d = json.load(open(os.path.join(out, f"decode-{preset}-{dtype}.json")))["decoding"]
-        base = base or d["tokens_per_s"]
+        base = base or d["tpot_ms"]["p50"]
+        schemes[dtype] = d["scheme"]
         m = d["memory"]
-        print(f"| {preset} | {dtype} | {d['scheme']} | {m['parameters'] / 2**20:.1f} | {m['peak'] / 2**20:.1f} | "
-              f"{d['tpot_ms']['p50']:.1f} | {d['tokens_per_s']:.1f} | {d['tokens_per_s'] / base:.2f}x |")
+        print(f"| {preset} | {dtype} | {m['parameters'] / 2**20:.1f} | {m['peak'] / 2**20:.1f} | "
+              f"{d['ttft_ms']['p50']:.1f} | {d['tpot_ms']['p50']:.1f} | {base / d['tpot_ms']['p50']:.2f}x | "
+              f"{d['tokens_per_s']:.1f} |")
+print()
+for dtype, scheme in schemes.items():
+    print(f"- {dtype}: {scheme}")
 PY
 fi
 

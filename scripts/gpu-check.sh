@@ -145,6 +145,17 @@ fi
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)"
 card="$(echo "${gpu_name:-unknown}" | tr 'A-Z' 'a-z' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/-$//')"
 mkdir -p "$res/gpu-$card"
+board() {  # board WHEN: the board as the driver reports it (form factor, power limits, clocks, ECC, throttle reasons),
+  # before the first GPU step and after the last, so that a figure can be read against the board it ran on
+  {
+    echo "# board $1 the GPU steps; $(date -u +%FT%TZ)"
+    nvidia-smi --query-gpu=name,pci.bus_id,memory.total,power.limit,power.default_limit,power.max_limit,clocks.sm,\
+clocks.max.sm,clocks.mem,clocks.max.mem,ecc.mode.current,temperature.gpu,pstate --format=csv 2>&1 || true
+    nvidia-smi -q -d POWER,CLOCK,ECC,PERFORMANCE,TEMPERATURE 2>&1 || true
+    nvidia-smi -q 2>/dev/null | grep -iE "product name|product brand|form factor|board part|gpu part|module id" || true
+  } >"$res/gpu-$card/board-$1.txt"
+}
+board before
 header() {
   echo "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo unknown)"
   echo "# torch: $("$py" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null)"
@@ -240,6 +251,7 @@ gpu_step train-tf32 "train gpt2-small fp32, TF32" 60 figure train-gpt2-small-fp3
   --preset gpt2-small --tf32 --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --json {json}
+board after
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"
 pack
 exit "$failed"

@@ -1486,6 +1486,7 @@ TEST_CASE("cli: infer and decode --load-parameters run on the weights train --sa
       decoded.string() + " --load-parameters " + params.string());
   INFO(decode.out);
   REQUIRE(decode.exit_code == 0);
+  CHECK(decode.out.find("fp32 weights, fp32 KV cache") != std::string::npos);
   CHECK(read_json(decoded)["decoding"]["weights"] == "read from " + params.string());
 
   // Another model's parameters, and a file that is not a tensor list: one line, exit 2, the option named.

@@ -13,11 +13,19 @@
 #include "core/text.hpp"
 #include "report/console_text.hpp"
 #include "report/ledger_rows.hpp"
+#include "scenarios/harness.hpp"
 #include <tvie/log.hpp>
 
 namespace tvie {
 using namespace console;
 namespace {
+
+// The dtype a generation's KV cache is held in: the inference copy's floating dtype (int8 keeps fp32 around its int8
+// Linear layers; fp8 and int8-weight-only keep bf16).
+std::string kv_cache_dtype(InferenceDtype dtype) {
+  const auto t = detail::inference_base_dtype(dtype);
+  return t == torch::kBFloat16 ? "bf16" : t == torch::kFloat16 ? "fp16" : "fp32";
+}
 
 using detail::with_commas;
 
@@ -386,8 +394,8 @@ void ConsoleReporter::report(const CompareReport& r) {
     const auto& g = *r.generation;
     const auto& gs = *r.generation_settings;
     out << "\ngeneration (serving): batch " << gs.batch_size << ", prompt " << gs.prompt_tokens << " tokens, "
-        << gs.new_tokens << " new tokens (greedy), " << to_string(g.dtype) << " copy of the trained weights and cache, "
-        << g.timed_runs << " timed runs after the ledger's 2\n"
+        << gs.new_tokens << " new tokens (greedy), " << to_string(g.dtype) << " copy of the trained weights, "
+        << kv_cache_dtype(g.dtype) << " KV cache, " << g.timed_runs << " timed runs after the ledger's 2\n"
         << "  time to first token (prefill): p50 " << fmt("%.3f", g.ttft_ms.p50) << " ms, p99 "
         << fmt("%.3f", g.ttft_ms.p99) << " ms\n"
         << "  time per output token:         p50 " << fmt("%.3f", g.tpot_ms.p50) << " ms, p99 "
@@ -668,9 +676,9 @@ void ConsoleReporter::report(const DecodeReport& r) {
   const auto& s = r.settings;
   const auto& x = r.result;
   auto& out = out_;
-  out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype)
-      << " weights and cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, " << s.new_tokens
-      << " new tokens (greedy), " << x.timed_runs << " timed runs after the ledger's 2\n";
+  out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype) << " weights, "
+      << kv_cache_dtype(x.dtype) << " KV cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, "
+      << s.new_tokens << " new tokens (greedy), " << x.timed_runs << " timed runs after the ledger's 2\n";
   if (x.dtype != InferenceDtype::fp32) out << "  scheme: " << x.scheme << '\n';
   out << "  weights: " << r.weights << '\n';
   machine_line(out, r.context);

@@ -147,21 +147,28 @@ print(f"Batch-1 generation (prompt 64, 32 new tokens, 3 timed runs) on {machine}
       "`decode-PRESET-DTYPE.json` of this folder. Weights and peak measured (each equal to its prediction in the "
       "file, int8's fbgemm packs aside). TTFT = time to first token (the prefill); TPOT = time per output token (a "
       "decoding step, which reads every weight once); decoding vs bf16 = bf16's TPOT / the row's TPOT; tokens/s over "
-      "whole runs, prefill included.")
+      "whole runs, prefill included. Step of bandwidth: the bytes a decoding step reads at least (the weights and "
+      "the keys and values it attends to) / mean TPOT / the bandwidth of the report's card (`of_card`, docs/metrics.md"
+      ", \"Fractions of the card\"), here the catalog's estimate for this CPU: the one figure to compare with a GPU's.")
 print()
-print("| model | dtype | weights MiB | peak MiB | TTFT p50 ms | TPOT p50 ms | decoding vs bf16 | tokens/s |")
-print("|---|---|---|---|---|---|---|---|")
-schemes = {}
+print("| model | dtype | weights MiB | peak MiB | TTFT p50 ms | TPOT p50 ms | decoding vs bf16 | tokens/s | "
+      "step of bandwidth |")
+print("|---|---|---|---|---|---|---|---|---|")
+schemes, cards = {}, set()
 for preset in ["llama-3.2-1b", "gpt2-small"]:
     base = None
     for dtype in ["bf16", "int8-weight-only", "int8"]:
         d = json.load(open(os.path.join(out, f"decode-{preset}-{dtype}.json")))["decoding"]
         base = base or d["tpot_ms"]["p50"]
         schemes[dtype] = d["scheme"]
-        m = d["memory"]
+        m, step = d["memory"], d["of_card"]["decoding"]
+        cards.add(f"{step['card_name']}, {step['bandwidth_gbs']:.1f} GB/s" if step["card"] else step["why_none"])
+        mbu = "-" if step["bandwidth_fraction"] is None else f"{100 * step['bandwidth_fraction']:.1f}%"
         print(f"| {preset} | {dtype} | {m['parameters'] / 2**20:.1f} | {m['peak'] / 2**20:.1f} | "
               f"{d['ttft_ms']['p50']:.1f} | {d['tpot_ms']['p50']:.1f} | {base / d['tpot_ms']['p50']:.2f}x | "
-              f"{d['tokens_per_s']:.1f} |")
+              f"{d['tokens_per_s']:.1f} | {mbu} |")
+print()
+print("The card: " + "; ".join(sorted(cards)) + ".")
 print()
 for dtype, scheme in schemes.items():
     print(f"- {dtype}: {scheme}")

@@ -26,7 +26,8 @@ struct DocumentedKeys {
 };
 
 // A block's lines: a key path, then "?" if optional (anything after is a comment); "+NAME" includes block
-// NAME; a path ending in ".{statistics}" stands for the ten keys of a statistics summary.
+// NAME; a path ending in ".{statistics}" stands for the ten keys of a statistics summary, one ending in
+// ".{card_fraction}" for the eleven keys of a fraction of the card (tvie/headroom.hpp).
 inline void add_documented_keys(const std::string& doc, const std::string& block, bool optional, DocumentedKeys& keys) {
   std::istringstream in(doc);
   bool inside = false, found = false;
@@ -51,6 +52,13 @@ inline void add_documented_keys(const std::string& doc, const std::string& block
       paths.clear();
       for (const char* s : {"count", "mean", "stddev", "min", "max", "p50", "p90", "p95", "p99", "p99_9"})
         paths.push_back(path.substr(0, path.size() - stats.size() + 1) + s);
+    }
+    const std::string card = ".{card_fraction}";
+    if (path.size() > card.size() && path.compare(path.size() - card.size(), card.size(), card) == 0) {
+      paths.clear();
+      for (const char* s : {"card", "card_name", "why_none", "peak_field", "peak_tflops", "bandwidth_gbs",
+                            "model_tflops", "peak_fraction", "bytes", "bytes_counted", "bandwidth_fraction"})
+        paths.push_back(path.substr(0, path.size() - card.size() + 1) + s);
     }
     for (const auto& p : paths) (opt ? keys.optional : keys.required).insert(p);
   }

@@ -1504,3 +1504,47 @@ TEST_CASE("cli: infer and decode --load-parameters run on the weights train --sa
     CHECK(r.out.find(needle) != std::string::npos);
   }
 }
+
+TEST_CASE("cli: train and decode say their fractions of this machine's card, from their own figures", "[cli][report]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path trained = dir.path / "train.json", decoded = dir.path / "decode.json";
+  const Run train = run_cli("train --model mlp --batch 8 --steps 2 --warmup 0 --device cpu --json " + trained.string());
+  INFO(train.out);
+  REQUIRE(train.exit_code == 0);
+  const auto t = read_json(trained)["training"];
+  const auto& f = t["of_card"];
+  CHECK(f["peak_field"] == "fp32_tflops");
+  CHECK(f["model_tflops"].get<double>() == Approx(t["throughput"]["achieved_tflops"].get<double>()));
+  const bool host =
+      tvie::local_host_accelerator().has_value();  // this CPU has a class in the catalog and a known clock
+  if (host) {
+    CHECK(f["card"] == "host");
+    CHECK(f["why_none"] == "");
+    CHECK(f["peak_fraction"].get<double>() == Approx(f["model_tflops"].get<double>() / f["peak_tflops"].get<double>()));
+    CHECK(train.out.find("  of the peak") != std::string::npos);
+    CHECK(train.out.find("of the card: this machine's CPU (") != std::string::npos);
+  } else {
+    CHECK(f["card"] == "");
+    CHECK(f["why_none"] != "");
+    CHECK(f["peak_fraction"].is_null());
+    CHECK(train.out.find("of the card: none (") != std::string::npos);
+  }
+
+  const Run decode = run_cli(
+      "decode --model gpt --preset tiny --batch 2 --prompt 8 --new-tokens 6 --repetitions 1 --device cpu --json " +
+      decoded.string());
+  INFO(decode.out);
+  REQUIRE(decode.exit_code == 0);
+  const auto d = read_json(decoded)["decoding"];
+  const auto& step = d["of_card"]["decoding"];
+  // The weights and the 11 positions a step attends to on average (8 + 6 / 2) of the 13 the cache holds.
+  CHECK(step["bytes"].get<double>() ==
+        Approx(d["memory"]["parameters"].get<double>() + d["memory"]["kv_cache"].get<double>() * 11.0 / 13.0));
+  CHECK(d["of_card"]["prefill"]["bytes"].get<double>() == d["memory"]["parameters"].get<double>());
+  if (host) {
+    CHECK(step["bandwidth_fraction"].get<double>() ==
+          Approx(step["bytes"].get<double>() / (d["tpot_ms"]["mean"].get<double>() / 1e3) /
+                 (step["bandwidth_gbs"].get<double>() * 1e9)));
+    CHECK(decode.out.find("of the card: prefill ") != std::string::npos);
+  }
+}

@@ -399,7 +399,8 @@ TEST_CASE("CUDA graph replay of the inference forward equals eager", "[gpu]") {
   CHECK(r.timed_batches == s.steps);
 }
 
-TEST_CASE("KV-cached decoding on CUDA in fp32, int8 and fp8: the cache is the predicted bytes", "[gpu]") {
+TEST_CASE("KV-cached decoding on CUDA in fp32, int8, int8-weight-only and fp8: the cache is the predicted bytes",
+          "[gpu]") {
   TVIE_REQUIRE_CUDA();
   const auto config = gpt_preset("tiny");
   DecodeSettings s = test::small_decode(1, 8, 8, 2);

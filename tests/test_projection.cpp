@@ -1364,3 +1364,114 @@ TEST_CASE("plan --from a compare report with a generation calibrates the forward
   CHECK(c.decoding.measured_s == Approx(r.generation->tpot_ms.mean / 1000));
   CHECK(c.prefill.factor == Approx(c.prefill.measured_s / c.prefill.projected_s));
 }
+
+namespace {
+
+// A card with round figures: 100 TFLOPS bf16, 50 fp32, 200 int8 TOPS, no fp16 peak, 1,000 GB/s.
+Accelerator round_card() {
+  Accelerator card;
+  card.id = "round";
+  card.name = "a round card";
+  card.fp32_tflops = 50;
+  card.bf16_tflops = 100;
+  card.int8_tops = 200;
+  card.memory_bandwidth_gbs = 1000;
+  return card;
+}
+
+}  // namespace
+
+TEST_CASE("fractions of the card: the peak of the run's dtype, and the weights read against the bandwidth",
+          "[projection][pure]") {
+  const std::optional<Accelerator> card = round_card();
+  TrainSettings t;
+  t.precision = TrainPrecision::amp_bf16;
+  TrainingResult tr;
+  tr.achieved_tflops = 25;
+  auto f = training_fraction(card, "", t, tr);
+  CHECK(f.card == "round");
+  CHECK(f.peak_field == "bf16_tflops");
+  CHECK(f.peak_tflops == 100);
+  CHECK(f.peak_fraction == Approx(0.25));
+  CHECK(f.bandwidth_fraction == -1);  // a training step's bytes are not counted
+  CHECK(f.bytes_counted.empty());
+
+  t.precision = TrainPrecision::amp_fp16;  // the card publishes no fp16 peak: no fraction
+  f = training_fraction(card, "", t, tr);
+  CHECK(f.peak_field == "fp16_tflops");
+  CHECK(f.peak_tflops == -1);
+  CHECK(f.peak_fraction == -1);
+
+  InferenceResult ir;
+  ir.dtype = InferenceDtype::int8;
+  ir.achieved_tflops = 10;
+  ir.memory.parameters = 3'000'000'000;
+  ir.memory.packed_weights = 1'000'000'000;
+  ir.latency.mean = 8;  // ms: 4 GB in 8 ms is 500 GB/s, half the card's
+  f = inference_fraction(card, "", ir);
+  CHECK(f.peak_field == "int8_tops");
+  CHECK(f.peak_fraction == Approx(0.05));
+  CHECK(f.bytes == 4e9);
+  CHECK(f.bandwidth_fraction == Approx(0.5));
+
+  f = inference_fraction(std::nullopt, "the catalog has no card that is X", ir);  // no card: no fractions, and why
+  CHECK(f.card.empty());
+  CHECK(f.why_none == "the catalog has no card that is X");
+  CHECK(f.peak_fraction == -1);
+  CHECK(f.bandwidth_fraction == -1);
+  CHECK(f.model_tflops == 10);
+}
+
+TEST_CASE("fractions of the card for a generation: the prefill's and a step's traced FLOPs, the cache attended to",
+          "[projection]") {
+  const std::optional<Accelerator> card = round_card();
+  const auto w = make_zoo_workload("gpt", "tiny");
+  DecodeSettings s = test::small_decode(2, 8, 6, 1);
+  s.dtype = InferenceDtype::bf16;
+  DecodeResult r;
+  r.dtype = s.dtype;
+  r.memory.weights = 1'000'000;
+  r.memory.kv_cache = 130'000;  // 13 positions held (8 + 6 - 1): 10,000 bytes a position
+  r.ttft_ms.mean = 2;
+  r.tpot_ms.mean = 0.5;
+  InferSettings i;
+  i.batch_size = 2;
+  i.dtype = s.dtype;
+  const double prefill_flops = decoding_work(*w, i, 8, 0).model_flops;
+  const auto p = prefill_fraction(card, "", *w, s, r);
+  CHECK(p.peak_field == "bf16_tflops");
+  CHECK(p.model_tflops == Approx(prefill_flops / 2e-3 / 1e12));
+  CHECK(p.peak_fraction == Approx(prefill_flops / 2e-3 / 100e12));
+  CHECK(p.bandwidth_fraction == Approx(1e6 / 2e-3 / 1e12));
+  // The steps attend to 9 .. 13 positions: 11 on average (prompt + new / 2), its FLOPs those of a step with 10 cached.
+  const double step_flops = decoding_work(*w, i, 1, 10).model_flops;
+  const auto d = decoding_fraction(card, "", *w, s, r);
+  CHECK(d.model_tflops == Approx(step_flops / 0.5e-3 / 1e12));
+  CHECK(d.bytes == Approx(1'000'000 + 11 * 10'000));
+  CHECK(d.bandwidth_fraction == Approx(1.11e6 / 0.5e-3 / 1e12));
+
+  DecodeSettings wo = s;  // int8-weight-only computes in bf16: its fraction is of the bf16 peak
+  wo.dtype = InferenceDtype::int8_weight_only;
+  CHECK(decoding_fraction(card, "", *w, wo, r).peak_field == "bf16_tflops");
+}
+
+TEST_CASE("the peak a run's fraction is of is the peak its projection uses", "[projection]") {
+  const auto w = make_zoo_workload("mlp", "tiny");
+  for (auto precision :
+       {TrainPrecision::fp32, TrainPrecision::amp_bf16, TrainPrecision::amp_fp16, TrainPrecision::bf16}) {
+    for (bool tf32 : {false, true}) {
+      TrainSettings t;
+      t.precision = precision;
+      t.tf32 = tf32 && precision == TrainPrecision::fp32;
+      INFO(to_string(precision) << " tf32 " << t.tf32);
+      CHECK(matmul_peak_field(t) == training_step_work(*w, t).matmul_peak);
+    }
+  }
+  for (auto dtype : {InferenceDtype::fp32, InferenceDtype::fp16, InferenceDtype::bf16, InferenceDtype::int8,
+                     InferenceDtype::fp8, InferenceDtype::int8_weight_only}) {
+    InferSettings i;
+    i.dtype = dtype;
+    INFO(to_string(dtype));
+    CHECK(matmul_peak_field(dtype) == inference_batch_work(*w, i).matmul_peak);
+  }
+}

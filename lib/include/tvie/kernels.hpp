@@ -7,6 +7,7 @@
 #include <string>
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <tvie/ledger.hpp>
 
@@ -37,6 +38,11 @@ bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std
 // The Linear weights an inference copy in `dtype` on `device` holds (fp32, fp16, bf16: dense; int8: the CPU's dynamic
 // quantisation or CUDA's _int_mm; int8-weight-only; fp8).
 LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device);
+
+// The floating dtype of an inference copy in `dtype`: its layers other than quantised Linear ones, its KV cache and
+// its activations between layers. fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear layers, fp8 and
+// int8-weight-only keep bf16 around theirs.
+c10::ScalarType inference_floating_dtype(InferenceDtype dtype);
 
 // The quantisation scheme of an inference copy in `dtype` on `device`, in one line as a report prints it beside
 // the figure: what is quantised, with which scales, which kernel runs, what stays in which dtype.

@@ -26,6 +26,7 @@
 #include <tvie/context.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/dist.hpp>
+#include <tvie/headroom.hpp>
 #include <tvie/infer.hpp>
 #include <tvie/max_batch.hpp>
 #include <tvie/plan.hpp>
@@ -83,6 +84,10 @@ struct CompareReport {
   std::optional<DecodeSettings> generation_settings;
   std::optional<DecodeResult> generation;
   double generation_peak_memory_ratio = 0;
+  // Where each figure stands against the card the run used (tvie/headroom.hpp): the training step, the inference
+  // batch and, with a generation, its prefill and decoding step.
+  CardFraction training_of_card, inference_of_card;
+  std::optional<CardFraction> prefill_of_card, decoding_of_card;
 };
 
 // Training only; with data parallelism, `distributed` holds rank 0's communication figures.
@@ -96,6 +101,7 @@ struct TrainReport {
   std::optional<DistSettings> dist;              // data parallelism: its settings
   std::optional<DistributedResult> distributed;  // data parallelism: what communication cost
   int64_t rank = 0;                              // which rank made this report (only rank 0's is complete)
+  CardFraction of_card;                          // the step against the card (tvie/headroom.hpp)
 };
 
 // Inference only: the batch x precision sweep.
@@ -108,6 +114,7 @@ struct InferReport {
   // How the weights were made: "fresh, seed N" or "read from FILE" (RunOptions::load_parameters).
   std::string weights;
   InferSweepResult sweep;
+  std::vector<CardFraction> of_card;  // each row of the sweep against the card, in the rows' order
 };
 
 // A serving load (with settings.max_qps_search: the search, and the run at the highest passing QPS).
@@ -130,6 +137,7 @@ struct DecodeReport {
   DecodeSettings settings;
   std::string weights;  // as InferReport's
   DecodeResult result;
+  CardFraction prefill_of_card, decoding_of_card;  // against the card (tvie/headroom.hpp)
 };
 
 // An all-reduce sweep in the manner of nccl-tests' all_reduce_perf (rank 0's figures).

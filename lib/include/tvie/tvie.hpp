@@ -28,6 +28,7 @@
 #include <tvie/energy.hpp>
 #include <tvie/dist.hpp>
 #include <tvie/errors.hpp>
+#include <tvie/headroom.hpp>
 #include <tvie/infer.hpp>
 #include <tvie/kernels.hpp>
 #include <tvie/layers.hpp>

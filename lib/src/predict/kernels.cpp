@@ -93,6 +93,21 @@ LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device
   return LinearWeights::dense;
 }
 
+c10::ScalarType inference_floating_dtype(InferenceDtype dtype) {
+  switch (dtype) {
+    case InferenceDtype::fp32:
+    case InferenceDtype::int8:
+      return c10::kFloat;
+    case InferenceDtype::fp16:
+      return c10::kHalf;
+    case InferenceDtype::bf16:
+    case InferenceDtype::fp8:
+    case InferenceDtype::int8_weight_only:
+      return c10::kBFloat16;
+  }
+  return c10::kFloat;
+}
+
 std::string inference_scheme(InferenceDtype dtype, const c10::Device& device) {
   switch (dtype) {
     case InferenceDtype::fp32:

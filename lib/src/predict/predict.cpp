@@ -33,9 +33,8 @@ ActivationQuery activation_query(const InferSettings& settings, const c10::Devic
   q.cpu_threads = device.is_cuda() ? 0 : at::get_num_threads();  // the threads the run on this thread uses
   q.batch_size = settings.batch_size;
   q.training = false;
-  // fp16/bf16 convert the whole copy; fp8 and int8-weight-only keep the layers other than Linear in bf16; int8
-  // keeps them fp32.
-  q.weight_bytes = settings.dtype == InferenceDtype::fp32 || settings.dtype == InferenceDtype::int8 ? 4 : 2;
+  // The bytes of the copy's floating layers (the quantised Linear layers' bytes are traced op by op).
+  q.weight_bytes = static_cast<int64_t>(c10::elementSize(nn::inference_floating_dtype(settings.dtype)));
   q.fp16 = settings.dtype == InferenceDtype::fp16;
   q.inference_dtype = settings.dtype;
   return q;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <tvie/errors.hpp>
+#include <tvie/headroom.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
 #include <tvie/workload.hpp>
@@ -136,20 +137,21 @@ StepWork training_step_work(const Workload& workload, const TrainSettings& setti
     case TrainPrecision::fp32:
       w.convolution_tf32 = true;  // cuDNN's default (allow_tf32); LibTorch's matmuls stay fp32 by default
       if (settings.tf32) {        // ... unless asked (--tf32)
-        w.matmul_peak = w.attention_peak = "tf32_tflops";
+        w.attention_peak = "tf32_tflops";
         w.precision += " (tf32)";
       }
       break;
     case TrainPrecision::amp_bf16:
     case TrainPrecision::bf16:
-      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 2;
       break;
     case TrainPrecision::amp_fp16:
-      w.matmul_peak = w.convolution_peak = w.attention_peak = "fp16_tflops";
+      w.convolution_peak = w.attention_peak = "fp16_tflops";
       w.weight_element_bytes = 2;
       break;
   }
+  w.matmul_peak = matmul_peak_field(settings);
   return w;
 }
 
@@ -171,28 +173,27 @@ StepWork inference_work(const Workload& workload, const InferSettings& settings,
       w.convolution_tf32 = true;
       break;
     case InferenceDtype::fp16:
-      w.matmul_peak = w.convolution_peak = w.attention_peak = "fp16_tflops";
+      w.convolution_peak = w.attention_peak = "fp16_tflops";
       w.weight_element_bytes = 2;
       break;
     case InferenceDtype::bf16:
-      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 2;
       break;
     case InferenceDtype::int8:  // Linear layers only; the rest stays fp32 (tvie/layers.hpp)
-      w.matmul_peak = "int8_tops";
       w.convolution_tf32 = true;
       w.weight_element_bytes = 1;
       break;
     case InferenceDtype::fp8:  // Linear layers only; the rest runs in bf16
-      w.matmul_peak = "fp8_tflops";
       w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 1;
       break;
     case InferenceDtype::int8_weight_only:  // Linear weights read as int8, the products computed in bf16
-      w.matmul_peak = w.convolution_peak = w.attention_peak = "bf16_tflops";
+      w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 1;
       break;
   }
+  w.matmul_peak = matmul_peak_field(settings.dtype);  // the Linear layers' kernels
   return w;
 }
 

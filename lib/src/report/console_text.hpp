@@ -35,6 +35,19 @@ inline void row(std::ostream& out, const std::vector<std::string>& cells, const 
   out << line << '\n';
 }
 
+// A fraction of the card (tvie/headroom.hpp) as a percentage; "-" where it is not defined.
+inline std::string percent(double fraction) {
+  if (fraction < 0) return "-";
+  return fmt(fraction < 0.001 ? "%.4f%%" : fraction < 0.1 ? "%.2f%%" : "%.1f%%", 100.0 * fraction);
+}
+// "3.1% of bf16" / "no fp16 peak" / "-" (no card): the run's model FLOP/s against the card's dense peak.
+inline std::string of_peak(const CardFraction& f) {
+  const std::string dtype = f.peak_field.substr(0, f.peak_field.find('_'));  // "bf16_tflops" -> "bf16"
+  if (f.card.empty()) return "-";
+  if (f.peak_tflops < 0) return "no " + dtype + " peak";
+  return percent(f.peak_fraction) + " of " + dtype;
+}
+
 inline std::string flops(double f) {
   if (f <= 0) return "unknown";
   if (f >= 1e12) return fmt("%.2f TFLOP", f / 1e12);

@@ -13,7 +13,7 @@
 #include "core/text.hpp"
 #include "report/console_text.hpp"
 #include "report/ledger_rows.hpp"
-#include "scenarios/harness.hpp"
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -23,7 +23,7 @@ namespace {
 // The dtype a generation's KV cache is held in: the inference copy's floating dtype (int8 keeps fp32 around its int8
 // Linear layers; fp8 and int8-weight-only keep bf16).
 std::string kv_cache_dtype(InferenceDtype dtype) {
-  const auto t = detail::inference_base_dtype(dtype);
+  const auto t = nn::inference_floating_dtype(dtype);
   return t == torch::kBFloat16 ? "bf16" : t == torch::kFloat16 ? "fp16" : "fp32";
 }
 
@@ -37,6 +37,20 @@ const std::string kPacksNotMeasured =
 std::string ratio(double a, double b) { return (b != 0 && a != 0) ? fmt("%.2fx", a / b) : "-"; }
 
 std::string ms(double v) { return fmt("%.3f ms", v); }
+
+// The card the fractions are of, in one line under the figures.
+std::string card_line(const CardFraction& f) {
+  if (f.card.empty()) return cat("  of the card: none (", f.why_none, ")\n");
+  return cat("  of the card: ", f.card_name,
+             "\n  (the catalog's dense peaks and bandwidth: tvie cards; docs/metrics.md, \"Fractions of the card\")\n");
+}
+// A generation's prefill and decoding step against the card, in two lines.
+std::string generation_fractions(const CardFraction& prefill, const CardFraction& step) {
+  if (step.card.empty()) return card_line(step);
+  const auto peak = [](const CardFraction& f) { return of_peak(f) + (f.peak_tflops < 0 ? "" : " peak"); };
+  return cat("  of the card: prefill ", peak(prefill), "; decoding step ", peak(step), ", ",
+             percent(step.bandwidth_fraction), " of bandwidth\n  (", step.bytes_counted, ", over the mean time)\n");
+}
 
 std::string precision_text(TrainPrecision p) {
   switch (p) {
@@ -218,7 +232,8 @@ void ConsoleReporter::report(const TrainReport& r) {
   row(out, {"  samples/s", fmt("%.1f", t.samples_per_s)}, w2);
   if (r.facts.tokens_per_sample > 0) row(out, {"  tokens/s", fmt("%.0f", t.tokens_per_s)}, w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops)}, w2);
-  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n";
+  row(out, {"  of the peak", of_peak(r.of_card)}, w2);
+  out << "  timer: " << t.timer << "; model FLOPs analytic (3 x forward).\n" << card_line(r.of_card);
   out << "  energy over the timed steps: " << energy_text(t.energy, t.joules_per_sample) << "\n\n";
   training_details(out, t, distributed);
 }
@@ -386,7 +401,11 @@ void ConsoleReporter::report(const CompareReport& r) {
         {"  tokens/s", fmt("%.0f", t.tokens_per_s), fmt("%.0f", i.tokens_per_s), ratio(i.tokens_per_s, t.tokens_per_s)},
         w2);
   row(out, {"  model TFLOP/s", fmt("%.4f", t.achieved_tflops), fmt("%.4f", i.achieved_tflops), ""}, w2);
-  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n";
+  row(out, {"  of the peak", of_peak(r.training_of_card), of_peak(r.inference_of_card), ""}, w2);
+  row(out, {"  of bandwidth", "-", percent(r.inference_of_card.bandwidth_fraction), ""}, w2);
+  out << "  timer: " << t.timer << "; samples/s = batch / mean time; model FLOPs analytic (training = 3 x forward).\n"
+      << "  of bandwidth: " << r.inference_of_card.bytes_counted << " / mean time / the card's bandwidth.\n"
+      << card_line(r.training_of_card);
   out << "  energy, training (timed steps): " << energy_text(t.energy, t.joules_per_sample) << "\n";
   out << "  energy, inference (timed batches): " << energy_text(i.energy, i.joules_per_sample) << "\n\n";
   training_details(out, t, nullptr);
@@ -400,7 +419,9 @@ void ConsoleReporter::report(const CompareReport& r) {
         << fmt("%.3f", g.ttft_ms.p99) << " ms\n"
         << "  time per output token:         p50 " << fmt("%.3f", g.tpot_ms.p50) << " ms, p99 "
         << fmt("%.3f", g.tpot_ms.p99) << " ms (" << g.tpot_ms.count << " steps)\n"
-        << "  tokens/s (generated, all sequences): " << fmt("%.1f", g.tokens_per_s) << "\n\n";
+        << "  tokens/s (generated, all sequences): " << fmt("%.1f", g.tokens_per_s) << "\n";
+    if (r.prefill_of_card && r.decoding_of_card) out << generation_fractions(*r.prefill_of_card, *r.decoding_of_card);
+    out << '\n';
     generation_ledger(out, g.memory, g.predicted, g.packed_weights_measured);
   }
   // A token model's serving is its generation: the gap leads with it, the full-sequence forward ("score") after.
@@ -443,12 +464,14 @@ void ConsoleReporter::report(const InferReport& r) {
   const bool tokens = r.facts.tokens_per_sample > 0;
   size_t dtype_width = 6;
   for (const auto d : s.dtypes) dtype_width = std::max(dtype_width, to_string(d).size() + 1);
-  const std::vector<size_t> w = {7, dtype_width, 11, 11, 12, 12, 11, 13, 11, 12, 10, 10, 9};
+  const std::vector<size_t> w = {7, dtype_width, 11, 11, 12, 12, 11, 13, 11, 12, 10, 10, 9, 10, 8};
   row(out,
       {"batch", "dtype", "p50 ms", "p99 ms", "samples/s", tokens ? "tokens/s" : "", "weights", "activations", "peak",
-       "peak pred.", "max|err|", "mean|err|", "top-1"},
+       "peak pred.", "max|err|", "mean|err|", "top-1", "of peak", "of bw"},
       w);
-  for (const auto& x : r.sweep.rows) {
+  for (size_t k = 0; k < r.sweep.rows.size(); ++k) {
+    const auto& x = r.sweep.rows[k];
+    const CardFraction card = k < r.of_card.size() ? r.of_card[k] : CardFraction{};
     if (!x.fits) {
       out << pad(cat(x.batch_size), w[0]) << pad(to_string(x.dtype), w[1]) << "does not fit: " << x.does_not_fit
           << '\n';
@@ -461,7 +484,8 @@ void ConsoleReporter::report(const InferReport& r) {
          format_bytes(i.memory.parameters + i.memory.packed_weights) + (i.memory.packed_weights_measured ? "" : "*"),
          format_bytes(i.memory.activations),
          format_bytes(i.memory.peak) + (i.memory.packed_weights_measured ? "" : "*"), predicted_cell(i.predicted.peak),
-         accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2)},
+         accuracy_cell(x, 0), accuracy_cell(x, 1), accuracy_cell(x, 2), percent(card.peak_fraction),
+         percent(card.bandwidth_fraction)},
         w);
   }
   out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
@@ -472,7 +496,9 @@ void ConsoleReporter::report(const InferReport& r) {
       << "  \"Predicted memory\"; int8/fp8: the Linear layers' quantised weights from their shapes).\n"
       << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"
       << "  argmax matches fp32's.\n"
-      << "  timer: " << r.sweep.timer << '\n';
+      << "  of peak: model TFLOP/s / the card's dense peak in the row's dtype (int8: TOPS; int8-weight-only: bf16);\n"
+      << "  of bw: the weights, read once per batch / mean latency / the card's memory bandwidth.\n"
+      << (r.of_card.empty() ? std::string() : card_line(r.of_card.front())) << "  timer: " << r.sweep.timer << '\n';
   std::set<InferenceDtype> schemes;
   for (const auto& x : r.sweep.rows)
     if (x.fits && x.dtype != InferenceDtype::fp32 && schemes.insert(x.dtype).second)
@@ -686,9 +712,11 @@ void ConsoleReporter::report(const DecodeReport& r) {
       << fmt("%.3f", x.ttft_ms.p99) << " ms\n"
       << "  time per output token:         p50 " << fmt("%.3f", x.tpot_ms.p50) << " ms, p99 "
       << fmt("%.3f", x.tpot_ms.p99) << " ms (" << x.tpot_ms.count << " steps)\n"
-      << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n\n";
+      << "  tokens/s (all sequences):      " << fmt("%.3f", x.tokens_per_s) << "\n"
+      << generation_fractions(r.prefill_of_card, r.decoding_of_card) << '\n';
   generation_ledger(out, x.memory, x.predicted, x.packed_weights_measured);
   out << "  counter: " << x.memory_counter << "; timer: " << x.timer << "\n";
+  if (!r.decoding_of_card.card.empty()) out << card_line(r.decoding_of_card);
 }
 
 namespace {

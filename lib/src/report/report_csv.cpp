@@ -89,9 +89,11 @@ Table table_of(const TrainReport& r) { return ledger_table(&r.training, nullptr)
 Table table_of(const InferReport& r) {
   Table table{columns_of({"batch", "dtype", "fits", "latency_ms_mean", "latency_ms_p50", "latency_ms_p99",
                           "samples_per_s", "parameter_bytes", "packed_weight_bytes", "activation_bytes", "peak_bytes",
-                          "max_abs_error", "mean_abs_error", "mean_abs_error_relative", "top1_agreement"}),
+                          "max_abs_error", "mean_abs_error", "mean_abs_error_relative", "top1_agreement",
+                          "peak_fraction", "bandwidth_fraction"}),
               {}};
-  for (const auto& row : r.sweep.rows) {
+  for (size_t k = 0; k < r.sweep.rows.size(); ++k) {
+    const auto& row = r.sweep.rows[k];
     auto out = cells(row.batch_size, to_string(row.dtype), row.fits ? 1 : 0);
     out.resize(table.columns.size());
     if (row.fits) {
@@ -108,6 +110,11 @@ Table table_of(const InferReport& r) {
             cells(a.max_abs_error, a.mean_abs_error,
                   a.reference_mean_abs > 0 ? cat(a.mean_abs_error / a.reference_mean_abs) : "", a.top1_agreement);
         std::copy(errors.begin(), errors.end(), out.begin() + 11);
+      }
+      // Fractions of the card (tvie/headroom.hpp); empty where not defined.
+      if (k < r.of_card.size()) {
+        out[15] = positive_cell(r.of_card[k].peak_fraction);
+        out[16] = positive_cell(r.of_card[k].bandwidth_fraction);
       }
     }
     table.rows.push_back(std::move(out));

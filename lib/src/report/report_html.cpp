@@ -13,6 +13,7 @@
 
 #include "core/compat.hpp"
 #include "core/text.hpp"
+#include "report/console_text.hpp"
 #include "report/ledger_rows.hpp"
 #include "report/svg_chart.hpp"
 #include "report/table.hpp"
@@ -385,6 +386,13 @@ Section generation_memory_section(const DecodeResult& x) {
           svg::render(chart)};
 }
 
+// " Its model FLOP/s are 3.1% of the bf16 peak of NAME." ("" without a card or a peak: tvie/headroom.hpp).
+std::string peak_sentence(const CardFraction& f, const std::string& what) {
+  if (f.card.empty() || f.peak_fraction < 0) return "";
+  return cat(" ", what, " ", console::percent(f.peak_fraction), " of the ",
+             f.peak_field.substr(0, f.peak_field.find('_')), " peak of ", f.card_name, ".");
+}
+
 }  // namespace
 
 std::string to_html_string(const CompareReport& r) {
@@ -412,6 +420,7 @@ std::string to_html_string(const CompareReport& r) {
     summary += cat("inference (", to_string(r.inference.dtype), ", batch ", r.settings.infer.batch_size, ") at ",
                    detail::bytes_text(r.inference.memory.peak), ": ",
                    svg::format_value(r.peak_memory_ratio, svg::Format::number), "x the memory.");
+  summary += peak_sentence(r.training_of_card, "Training's model FLOP/s are");
   return page("tvie compare: " + r.workload, summary, s, r.context);
 }
 
@@ -426,7 +435,7 @@ std::string to_html_string(const TrainReport& r) {
   return page("tvie train: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
                   r.settings.batch_size, ") peaks at ", detail::bytes_text(r.training.memory.peak), "; ",
-                  fig(r.training.samples_per_s), " samples/s."),
+                  fig(r.training.samples_per_s), " samples/s.", peak_sentence(r.of_card, "Its model FLOP/s are")),
               s, r.context);
 }
 
@@ -527,7 +536,12 @@ std::string to_html_string(const DecodeReport& r) {
   add(s, generation_memory_section(x));
   add(s, table_section("Latency statistics (ms)", detail::table_of(r), "latency"));
   return page("tvie decode: " + r.workload,
-              cat(workload_summary(r.workload, r.facts), " ", fig(x.tokens_per_s), " tokens/s."), s, r.context);
+              cat(workload_summary(r.workload, r.facts), " ", fig(x.tokens_per_s), " tokens/s.",
+                  r.decoding_of_card.bandwidth_fraction < 0
+                      ? std::string()
+                      : cat(" A decoding step reads ", console::percent(r.decoding_of_card.bandwidth_fraction),
+                            " of the memory bandwidth of ", r.decoding_of_card.card_name, ".")),
+              s, r.context);
 }
 
 std::string to_html_string(const AllreduceReport& r) {

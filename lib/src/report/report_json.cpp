@@ -296,16 +296,34 @@ json inference_json(const InferenceResult& i) {
 
 }  // namespace
 
+// Where a figure stands against its card (tvie/headroom.hpp); null where a fraction is not defined.
+json card_fraction_json(const CardFraction& f) {
+  const auto or_null = [](double x) { return x >= 0 ? json(x) : json(); };
+  return {{"card", f.card},
+          {"card_name", f.card_name},
+          {"why_none", f.why_none},
+          {"peak_field", f.peak_field},
+          {"peak_tflops", or_null(f.peak_tflops)},
+          {"bandwidth_gbs", or_null(f.bandwidth_gbs)},
+          {"model_tflops", f.model_tflops},
+          {"peak_fraction", or_null(f.peak_fraction)},
+          {"bytes", f.bytes},
+          {"bytes_counted", f.bytes_counted},
+          {"bandwidth_fraction", or_null(f.bandwidth_fraction)}};
+}
+
 std::string to_json_string(const InferReport& r, int indent) {
   const auto& s = r.settings;
   json j = report_head(r.context, r.workload, r.facts);
   std::vector<std::string> dtypes;
   for (auto d : s.dtypes) dtypes.push_back(to_string(d));
   json rows = json::array();
-  for (const auto& row : r.sweep.rows) {
+  for (size_t k = 0; k < r.sweep.rows.size(); ++k) {
+    const auto& row = r.sweep.rows[k];
     json x = {{"batch_size", row.batch_size}, {"dtype", to_string(row.dtype)}, {"fits", row.fits}};
     if (!row.fits) x["does_not_fit"] = row.does_not_fit;
     if (row.fits) x["result"] = inference_json(row.result);
+    if (row.fits && k < r.of_card.size()) x["of_card"] = card_fraction_json(r.of_card[k]);
     if (row.has_accuracy)
       x["accuracy_vs_fp32"] = {{"max_abs_error", row.accuracy.max_abs_error},
                                {"mean_abs_error", row.accuracy.mean_abs_error},
@@ -362,6 +380,8 @@ std::string to_json_string(const DecodeReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
   j["decoding"] = decoding_json(r.settings, r.result);
   j["decoding"]["weights"] = r.weights;
+  j["decoding"]["of_card"] = {{"prefill", card_fraction_json(r.prefill_of_card)},
+                              {"decoding", card_fraction_json(r.decoding_of_card)}};
   return j.dump(indent);
 }
 
@@ -402,6 +422,7 @@ std::string to_json_string(const AllreduceReport& report, int indent) {
 std::string to_json_string(const TrainReport& r, int indent) {
   json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings, r.training, r.distributed ? &*r.distributed : nullptr);
+  j["training"]["of_card"] = card_fraction_json(r.of_card);
   return j.dump(indent);
 }
 
@@ -409,7 +430,9 @@ std::string to_json_string(const CompareReport& r, int indent) {
   const auto& i = r.inference;
   json j = report_head(r.context, r.workload, r.facts);
   j["training"] = training_json(r.settings.train, r.training);
+  j["training"]["of_card"] = card_fraction_json(r.training_of_card);
   j["inference"] = inference_json(i);
+  j["inference"]["of_card"] = card_fraction_json(r.inference_of_card);
   j["inference"]["memory_timeline"] = timeline_json(i.memory_timeline);  // the sweep's rows leave it out
   j["inference"]["settings"] = {{"batch_size", r.settings.infer.batch_size},
                                 {"dtype", to_string(i.dtype)},
@@ -421,6 +444,9 @@ std::string to_json_string(const CompareReport& r, int indent) {
   if (r.generation && r.generation_settings) {
     j["generation"] = decoding_json(*r.generation_settings, *r.generation);
     j["gap"]["generation_peak_memory_ratio"] = r.generation_peak_memory_ratio;
+    if (r.prefill_of_card && r.decoding_of_card)
+      j["generation"]["of_card"] = {{"prefill", card_fraction_json(*r.prefill_of_card)},
+                                    {"decoding", card_fraction_json(*r.decoding_of_card)}};
   }
   return j.dump(indent);
 }

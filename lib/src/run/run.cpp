@@ -156,6 +156,14 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
     report.generation_peak_memory_ratio =
         ratio(static_cast<double>(t.memory.peak), static_cast<double>(report.generation->memory.peak));
   }
+  std::string why;
+  const auto card = card_of_run(report.context, &why);
+  report.training_of_card = training_fraction(card, why, s.train, t);
+  report.inference_of_card = inference_fraction(card, why, i);
+  if (report.generation) {
+    report.prefill_of_card = prefill_fraction(card, why, workload, *report.generation_settings, *report.generation);
+    report.decoding_of_card = decoding_fraction(card, why, workload, *report.generation_settings, *report.generation);
+  }
   return report;
 }
 
@@ -208,6 +216,8 @@ TrainReport run_train(const Workload& workload, const TrainSettings& settings, c
   std::shared_ptr<torch::nn::Module> trained;
   report.training = measure_training(workload, run.settings, run.device, &trained);
   if (!options.save_parameters.empty()) write_parameters(*trained, options.save_parameters);
+  std::string why;
+  report.of_card = training_fraction(card_of_run(report.context, &why), why, run.settings, report.training);
   return report;
 }
 
@@ -258,6 +268,8 @@ TrainReport run_train_data_parallel(const Workload& workload, const TrainSetting
       dp->gather_rank_steps(report.training.step_start_ms, report.training.step_phases_ms, run.settings.steps);
   report.distributed = distributed;
   if (!save_parameters.empty()) write_parameters(*trained, save_parameters);
+  std::string why;
+  report.of_card = training_fraction(card_of_run(report.context, &why), why, run.settings, report.training);
   return report;
 }
 
@@ -273,6 +285,9 @@ InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& 
                 settings.batch_sizes.size(), " batch sizes x ", settings.dtypes.size(), " precisions, 1 ledger + ",
                 settings.warmup_steps, " warm-up + ", settings.steps, " timed batches each"));
   report.sweep = measure_inference_sweep(workload, run.settings, run.device, weights.get());
+  std::string why;
+  const auto card = card_of_run(report.context, &why);
+  for (const auto& row : report.sweep.rows) report.of_card.push_back(inference_fraction(card, why, row.result));
   return report;
 }
 
@@ -563,8 +578,7 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
 }
 
 DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings, const RunOptions& options) {
-  if (!gpt_config_of(workload) && !llama_config_of(workload))
-    throw InvalidArgument("model", workload.name(), "a zoo gpt or llama (decoding needs a KV-cached forward)");
+  require_kv_decoder(workload);
   const Resolved<DecodeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings, workload.facts().tokens_per_sample);
   validate_inference_dtype(run.settings.dtype, run.device, "decode.dtype");
@@ -576,6 +590,10 @@ DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings
   log::info(cat("decoding ", workload.name(), " on ", report.context.device, ": batch ", settings.batch_size,
                 ", prompt ", settings.prompt_tokens, ", ", settings.new_tokens, " new tokens"));
   report.result = measure_decoding(workload, run.settings, run.device, weights.get());
+  std::string why;
+  const auto card = card_of_run(report.context, &why);
+  report.prefill_of_card = prefill_fraction(card, why, workload, run.settings, report.result);
+  report.decoding_of_card = decoding_fraction(card, why, workload, run.settings, report.result);
   return report;
 }
 

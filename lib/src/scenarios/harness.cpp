@@ -102,27 +102,12 @@ void convert_floating(torch::nn::Module& module, const c10::Device& device, c10:
       if (t.is_floating_point() && t.scalar_type() != dtype) t.set_data(t.to(dtype));
 }
 
-c10::ScalarType inference_base_dtype(InferenceDtype dtype) {
-  switch (dtype) {
-    case InferenceDtype::fp32:
-    case InferenceDtype::int8:
-      return torch::kFloat32;
-    case InferenceDtype::fp16:
-      return torch::kFloat16;
-    case InferenceDtype::bf16:
-    case InferenceDtype::fp8:
-    case InferenceDtype::int8_weight_only:
-      return torch::kBFloat16;
-  }
-  return torch::kFloat32;
-}
-
 InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& device, InferenceDtype dtype) {
   InferenceCopy copy;
   // Not differentiable: without this guard, the quantisation's scale computations would record autograd
   // graphs that keep the dense fp32 weights alive after the conversion released them.
   torch::NoGradGuard no_grad;
-  convert_floating(module, device, inference_base_dtype(dtype));
+  convert_floating(module, device, nn::inference_floating_dtype(dtype));
   module.eval();  // BatchNorm uses its running statistics and stops updating them
   const auto kind = nn::linear_weights_for(dtype, device);
   if (kind == nn::LinearWeights::dense) return copy;

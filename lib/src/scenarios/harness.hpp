@@ -69,10 +69,6 @@ bool is_cpu_allocation_failure(const std::exception& e);
 
 void convert_floating(torch::nn::Module& module, const c10::Device& device, c10::ScalarType dtype);
 
-// Floating dtype of an inference copy: fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear
-// layers, fp8 and int8-weight-only keep bf16 around their e4m3 and int8 ones.
-c10::ScalarType inference_base_dtype(InferenceDtype dtype);
-
 struct InferenceCopy {
   int64_t converted_linears = 0;  // tvie::nn::Linear layers given int8/fp8 weights
   int64_t dense_linears = 0;      // tvie::nn::Linear layers kept dense: the kernel cannot take their shape

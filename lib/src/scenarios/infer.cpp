@@ -35,7 +35,7 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
   if (const int64_t named = workload_.inference_weight_bytes(*module_); named >= 0 && probe)
     parameter_bytes_ = named;  // what building left beyond the weights counts in the peak, as `other`
   batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
-  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(detail::inference_base_dtype(settings_.dtype));
+  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(nn::inference_floating_dtype(settings_.dtype));
 }
 
 torch::Tensor InferenceSession::forward_eager() {

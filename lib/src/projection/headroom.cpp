@@ -34,14 +34,6 @@ void count_bytes(CardFraction& f, double bytes, double seconds, std::string what
   if (f.bandwidth_gbs > 0 && seconds > 0 && bytes > 0) f.bandwidth_fraction = bytes / seconds / (f.bandwidth_gbs * 1e9);
 }
 
-InferSettings as_infer(const DecodeSettings& settings) {
-  InferSettings i;
-  i.batch_size = settings.batch_size;
-  i.dtype = settings.dtype;
-  i.seed = settings.seed;
-  return i;
-}
-
 }  // namespace
 
 std::optional<Accelerator> card_of_run(const RunContext& context, std::string* why) {
@@ -102,8 +94,9 @@ CardFraction inference_fraction(const std::optional<Accelerator>& card, const st
 
 CardFraction prefill_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
                               const Workload& workload, const DecodeSettings& settings, const DecodeResult& result) {
-  const double seconds = result.ttft_ms.mean / 1e3;
-  const double flops = decoding_work(workload, as_infer(settings), settings.prompt_tokens, 0).model_flops;
+  const MeasuredGeneration g = measured_generation(settings, result.ttft_ms.mean, result.tpot_ms.mean);
+  const double seconds = g.ttft_s;
+  const double flops = decoding_work(workload, g.infer, g.prompt_tokens, 0).model_flops;
   CardFraction f = against(card, why_none, matmul_peak_field(settings.dtype), seconds > 0 ? flops / seconds / 1e12 : 0);
   count_bytes(f, static_cast<double>(result.memory.weights), seconds, "the weights, once per prefill");
   return f;
@@ -111,13 +104,14 @@ CardFraction prefill_fraction(const std::optional<Accelerator>& card, const std:
 
 CardFraction decoding_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
                                const Workload& workload, const DecodeSettings& settings, const DecodeResult& result) {
-  const double seconds = result.tpot_ms.mean / 1e3;
+  const MeasuredGeneration g = measured_generation(settings, result.ttft_ms.mean, result.tpot_ms.mean);
+  const double seconds = g.tpot_s;  // 0 with a single new token: no decoding step, no fraction
   // The steps after the first token attend to prompt + 1 .. prompt + new - 1 positions: on average prompt + new / 2
   // (the new token's own included), of the prompt + new - 1 the cache holds at the end.
   const int64_t held = settings.prompt_tokens + settings.new_tokens - 1;
   const double attended = static_cast<double>(settings.prompt_tokens) + static_cast<double>(settings.new_tokens) / 2;
   const int64_t cached = std::max<int64_t>(0, static_cast<int64_t>(attended) - 1);
-  const double flops = decoding_work(workload, as_infer(settings), 1, cached).model_flops;
+  const double flops = decoding_work(workload, g.infer, 1, cached).model_flops;
   CardFraction f = against(card, why_none, matmul_peak_field(settings.dtype), seconds > 0 ? flops / seconds / 1e12 : 0);
   const double kv_read =
       held > 0 ? static_cast<double>(result.memory.kv_cache) * attended / static_cast<double>(held) : 0;

@@ -40,9 +40,11 @@ inline std::string percent(double fraction) {
   if (fraction < 0) return "-";
   return fmt(fraction < 0.001 ? "%.4f%%" : fraction < 0.1 ? "%.2f%%" : "%.1f%%", 100.0 * fraction);
 }
+// The dtype of a catalog peak field: "bf16_tflops" -> "bf16", "int8_tops" -> "int8".
+inline std::string peak_dtype(const std::string& field) { return field.substr(0, field.find('_')); }
 // "3.1% of bf16" / "no fp16 peak" / "-" (no card): the run's model FLOP/s against the card's dense peak.
 inline std::string of_peak(const CardFraction& f) {
-  const std::string dtype = f.peak_field.substr(0, f.peak_field.find('_'));  // "bf16_tflops" -> "bf16"
+  const std::string dtype = peak_dtype(f.peak_field);
   if (f.card.empty()) return "-";
   if (f.peak_tflops < 0) return "no " + dtype + " peak";
   return percent(f.peak_fraction) + " of " + dtype;

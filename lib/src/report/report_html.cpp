@@ -389,8 +389,8 @@ Section generation_memory_section(const DecodeResult& x) {
 // " Its model FLOP/s are 3.1% of the bf16 peak of NAME." ("" without a card or a peak: tvie/headroom.hpp).
 std::string peak_sentence(const CardFraction& f, const std::string& what) {
   if (f.card.empty() || f.peak_fraction < 0) return "";
-  return cat(" ", what, " ", console::percent(f.peak_fraction), " of the ",
-             f.peak_field.substr(0, f.peak_field.find('_')), " peak of ", f.card_name, ".");
+  return cat(" ", what, " ", console::percent(f.peak_fraction), " of the ", console::peak_dtype(f.peak_field),
+             " peak of ", f.card_name, ".");
 }
 
 }  // namespace

@@ -117,11 +117,15 @@ std::vector<RequestRecord> drive_serving(const std::vector<double>& arrivals_us,
 
 std::vector<RequestRecord> drive_single_stream(int64_t count, ServingClock& clock,
                                                const std::function<void(const std::vector<int64_t>&)>& execute) {
+  // A query is issued at the instant the previous one is answered: one clock reading ends one query and
+  // starts the next, so the run is the queries' latencies back to back, with no driver time between them.
   std::vector<RequestRecord> records;
+  double start = clock.now_us();
   for (int64_t i = 0; i < count; ++i) {
-    const double start = clock.now_us();  // issued when the previous one was answered
     execute({i});
-    records.push_back({i, start, start, clock.now_us(), 1});
+    const double end = clock.now_us();
+    records.push_back({i, start, start, end, 1});
+    start = end;
   }
   return records;
 }

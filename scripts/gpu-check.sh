@@ -250,7 +250,7 @@ gpu_step train-fp32 "train gpt2-small fp32" 60 figure train-gpt2-small-fp32 trai
 gpu_step train-tf32 "train gpt2-small fp32, TF32" 60 figure train-gpt2-small-fp32-tf32 train --model gpt \
   --preset gpt2-small --tf32 --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
-  --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --device cuda --json {json}
+  --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --new-tokens 0 --device cuda --json {json}
 board after
 echo "[gpu-check] done in $((SECONDS - t_all)) s; files in $res: $(ls "$res" | tr '\n' ' ')" | tee -a "$log"
 pack

@@ -256,6 +256,27 @@ TEST_CASE("cli: serve prints the percentile table with the queue/compute split a
   CHECK(j["serving"]["answered"] == 60);
   CHECK(j["serving"]["latency_ms"]["p99_9"].is_number());
   CHECK(j["serving"]["valid"] == true);
+  // Against the card, from the run's own figures: 60 requests' forward FLOPs over the run; the fp32 copy's
+  // weights (4 bytes a parameter, and the buffers) read once per batch of 1 to 16 requests.
+  const auto& x = j["serving"];
+  const auto& f = x["of_card"];
+  const double seconds = x["duration_s"].get<double>();
+  const double weights = 4.0 * j["model"]["parameters"].get<double>() + j["model"]["buffer_bytes"].get<double>();
+  const auto batches = x["batches"].get<int64_t>();
+  CHECK(batches >= 4);
+  CHECK(batches <= 60);
+  CHECK(x["weight_bytes"].get<double>() == weights);
+  CHECK(f["peak_field"] == "fp32_tflops");
+  CHECK(f["model_tflops"].get<double>() ==
+        Approx(60 * j["model"]["forward_flops_per_sample"].get<double>() / seconds / 1e12));
+  CHECK(f["bytes"].get<double>() == weights * static_cast<double>(batches));
+  if (tvie::local_host_accelerator()) {
+    CHECK(f["bandwidth_fraction"].get<double>() ==
+          Approx(f["bytes"].get<double>() / seconds / (f["bandwidth_gbs"].get<double>() * 1e9)));
+    CHECK(r.out.find("of the card over the run: ") != std::string::npos);
+  } else {
+    CHECK(r.out.find("of the card: none (") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: infer sweeps batch and precision with accuracy columns and writes JSON", "[cli]") {
@@ -474,13 +495,50 @@ TEST_CASE("cli: compare --new-tokens serves the trained weights as a generation 
   // A model without a KV-cached forward, or more new tokens than the context leaves: one line naming the option.
   for (const auto* args : {"compare --model mlp --new-tokens 4 --steps 1 --device cpu",
                            "compare --model gpt --preset tiny --new-tokens 32 --steps 1 --device cpu",
-                           "compare --model gpt --preset tiny --new-tokens 4 --find-max-batch --device cpu"}) {
+                           "compare --model gpt --preset tiny --new-tokens 4 --slice-layers 1,2 --device cpu"}) {
     const Run bad = run_cli(args);
     INFO(args << "\n" << bad.out);
     CHECK(bad.exit_code == 2);
     CHECK(line_count(bad.out) == 1);
     CHECK(bad.out.find("--new-tokens") != std::string::npos);
   }
+}
+
+TEST_CASE("cli: decode and compare --find-max-batch search the most sequences a generation holds", "[cli][max_batch]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path decoded = dir.path / "decode.json", compared = dir.path / "compare.json";
+  const Run d = run_cli(
+      "decode --model gpt --preset tiny --prompt 16 --new-tokens 16 --find-max-batch --cpu-memory-limit-mb 16 "
+      "--device cpu --json " +
+      decoded.string());
+  INFO(d.out);
+  REQUIRE(d.exit_code == 0);
+  CHECK(d.out.find("generation: prompts of 16 tokens, 16 new, fp32 copy and KV cache") != std::string::npos);
+  const auto j = read_json(decoded)["max_batch"];
+  CHECK(j["settings"]["prompt_tokens"] == 16);
+  CHECK(j["settings"]["new_tokens"] == 16);
+  CHECK_FALSE(j.contains("training"));
+  CHECK_FALSE(j.contains("inference"));
+  const auto& g = j["generation"];
+  const auto largest = g["largest_fitting"].get<int64_t>();
+  REQUIRE(largest > 0);
+  CHECK(g["first_failing"] == largest + 1);
+  CHECK(g["memory"]["peak"].get<int64_t>() <= 16 * 1024 * 1024);
+  CHECK(d.out.find("a generation of 31 cached positions fits " + std::to_string(largest) + " sequences at once") !=
+        std::string::npos);
+
+  // compare searches training, the full-sequence forward and, for gpt, the generation of the context less 8 tokens.
+  const Run c = run_cli(
+      "compare --model gpt --preset tiny --new-tokens 8 --find-max-batch --cpu-memory-limit-mb 16 --device cpu "
+      "--quiet --json " +
+      compared.string());
+  INFO(c.out);
+  REQUIRE(c.exit_code == 0);
+  const auto cj = read_json(compared)["max_batch"];
+  CHECK(cj["training"]["largest_fitting"].get<int64_t>() > 0);
+  CHECK(cj["inference"]["largest_fitting"].get<int64_t>() > 0);
+  CHECK(cj["generation"]["largest_fitting"].get<int64_t>() > 0);
+  CHECK(cj["settings"]["new_tokens"] == 8);
 }
 
 TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no other", "[cli][report]") {
@@ -511,7 +569,10 @@ TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no 
        "--new-tokens 8 --quiet --json "},
       {"max_batch",
        "compare --model mlp --find-max-batch --cpu-memory-limit-mb 8 --max-batch-up-to 64 --device cpu --quiet "
-       "--json "}};
+       "--json "},
+      {"max_batch",
+       "decode --model gpt --preset tiny --find-max-batch --cpu-memory-limit-mb 4 --max-batch-up-to 8 --device cpu "
+       "--quiet --json "}};
   for (const auto& [kind, args] : runs) {
     const Run r = run_cli(args + json(kind));
     INFO("tvie " << args << "\n" << r.out);

@@ -828,6 +828,30 @@ TEST_CASE("max-batch on the CPU: out of memory is a result, the process stays us
   CHECK(normal.memory.activations == predict_training_memory(*w, test::small_train()).activations);
 }
 
+TEST_CASE("max-batch of a generation on the CPU: the KV cache sets the batch, the prediction agrees",
+          "[predict][max_batch]") {
+  const c10::Device cpu(c10::kCPU);
+  const auto w = make_zoo_workload("gpt", "tiny");
+  DecodeSettings d;
+  d.new_tokens = 16;
+  d.prompt_tokens = w->facts().tokens_per_sample - d.new_tokens;
+  MaxBatchSettings s;
+  s.cpu_memory_limit_mb = 16;
+  const auto r = find_max_batch_generation(*w, d, s, cpu);
+  CHECK(r.mode == SearchMode::generation);
+  REQUIRE(r.largest_fitting > 0);
+  REQUIRE(r.first_failing == r.largest_fitting + 1);
+  REQUIRE(r.generation.has_value());
+  CHECK(r.generation->peak <= r.limit_bytes);
+  // The cache at the largest batch: that many sequences' keys and values, each as one sequence's predicted cache.
+  DecodeSettings one = d;
+  one.batch_size = 1;
+  CHECK(r.generation->kv_cache == r.largest_fitting * predict_generation_memory(*w, one).kv_cache);
+  // The prediction's largest batch within one sequence of the measured one (the generation's peak is predicted to
+  // the byte; the emulated device also counts what the search itself holds).
+  CHECK(std::abs(r.predicted_largest - r.largest_fitting) <= 1);
+}
+
 TEST_CASE("slices: linear extrapolation along one or more axes", "[slices][pure]") {
   const SlicePlan blocks{{{SliceAxisKind::blocks, 0, 9, 1, 3}}};
   CHECK(extrapolate(std::vector<double>{10.0, 14.0}, blocks) == Approx(26.0));  // 10 + 8 blocks x 2 per block

@@ -1420,6 +1420,26 @@ TEST_CASE("fractions of the card: the peak of the run's dtype, and the weights r
   CHECK(f.peak_fraction == -1);
   CHECK(f.bandwidth_fraction == -1);
   CHECK(f.model_tflops == 10);
+
+  // A serving run: 200 requests of 1 GFLOP each in 0.5 s is 0.4 TFLOP/s of fp32's 50; 25 batches each read the
+  // 100 MB of weights once: 2.5 GB in 0.5 s is 5 GB/s of the card's 1,000.
+  ModelFacts facts;
+  facts.forward_flops_per_sample = 1e9;
+  ServeResult sr;
+  sr.answered = 200;
+  sr.duration_s = 0.5;
+  sr.batches = 25;
+  sr.weight_bytes = 100'000'000;
+  f = serving_fraction(card, "", facts, InferenceDtype::fp32, sr);
+  CHECK(f.peak_field == "fp32_tflops");
+  CHECK(f.model_tflops == Approx(0.4));
+  CHECK(f.peak_fraction == Approx(0.4 / 50));
+  CHECK(f.bytes == 2.5e9);
+  CHECK(f.bandwidth_fraction == Approx(0.005));
+  CHECK(f.bytes_counted == "the weights, once per batch, over the run");
+  sr.answered = 0;  // nothing answered: no duration, no fraction
+  sr.duration_s = 0;
+  CHECK(serving_fraction(card, "", facts, InferenceDtype::fp32, sr).peak_fraction == -1);
 }
 
 TEST_CASE("fractions of the card for a generation: the prefill's and a step's traced FLOPs, the cache attended to",

@@ -159,6 +159,8 @@ TEST_CASE("single-stream and offline scenarios", "[serve]") {
     latency_sum_ms += (rec.end_us - rec.scheduled_us) / 1e3;
   }
   CHECK(latency_sum_ms == Approx(single.duration_s * 1e3).epsilon(1e-9));
+  CHECK(single.batches == 20);
+  CHECK(single.weight_bytes > 0);
   // Offline: every query there at the start, full batches back to back: 8, 8, then the remaining 4.
   s.scenario = Scenario::offline;
   s.max_batch = 8;
@@ -170,6 +172,8 @@ TEST_CASE("single-stream and offline scenarios", "[serve]") {
     ++by_batch[rec.batch_size];
   }
   CHECK(by_batch == std::map<int64_t, int64_t>{{4, 4}, {8, 16}});
+  CHECK(offline.batches == 3);
+  CHECK(offline.weight_bytes == single.weight_bytes);
   CHECK(parse_scenario("server") == Scenario::server);
   CHECK_THROWS_AS(parse_scenario("batch"), InvalidArgument);
 }

@@ -54,9 +54,10 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                    "gpt, llama: also serve the trained weights as generation: prompts of the context less N tokens "
                    "(a prefill whose head reads the last position), then N-1 KV-cached decoding steps, at the "
                    "inference batch and dtype: TTFT, time per output token, tokens/s and the generation's memory "
-                   "ledger with its KV cache. Default: 64 for gpt and llama (at most half the context), 0 for the "
-                   "other models and with --slice-layers or --find-max-batch; 0: the full-sequence forward alone "
-                   "(\"score\", which compare measures in every case)",
+                   "ledger with its KV cache (with --find-max-batch: the most sequences such a generation holds). "
+                   "Default: 64 for gpt and llama (at most half the context), 0 for the other models and with "
+                   "--slice-layers; 0: the full-sequence forward alone (\"score\", which compare measures in "
+                   "every case)",
                    "compare.new_tokens");
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_slice_options(cmd, o->slices);
@@ -85,14 +86,14 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.profile_classes = s.train.profile_classes;  // one more training step and one more inference batch
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
-    const bool score_only = slice_settings(o->slices).has_value() || o->max_batch.find;
+    const bool score_only = slice_settings(o->slices).has_value();
     s.new_tokens = o->new_tokens;
     if (s.new_tokens < 0 && !score_only && has_kv_decoder(*workload))
       s.new_tokens = std::min(kAutoNewTokens, workload->facts().tokens_per_sample / 2);
     s.new_tokens = std::max<int64_t>(s.new_tokens, 0);
     if (s.new_tokens != 0 && score_only)
       throw InvalidArgument("compare.new_tokens", cat(s.new_tokens),
-                            "0 with --slice-layers or --find-max-batch (they measure score only)");
+                            "0 with --slice-layers (slices measure score only)");
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
@@ -106,6 +107,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
       search.train = s.train;
       search.infer = s.infer;
       search.infer_dtype_auto = s.infer_dtype_auto;
+      search.generation = s.new_tokens > 0;
+      search.decode.prompt_tokens = workload->facts().tokens_per_sample - s.new_tokens;
+      search.decode.new_tokens = s.new_tokens;
       search.search = o->max_batch.settings;
       emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
       return 0;

@@ -13,6 +13,7 @@ struct DecodeOptions {
   std::string dtype = "fp32";
   DecodeSettings settings;
   std::string load_parameters;
+  MaxBatchOptions max_batch;
 };
 
 }  // namespace
@@ -51,14 +52,31 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "instead of fresh ones of --seed",
                    "load_parameters")
       ->check(non_empty_path());
+  add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_output_options(cmd, o->output, true, "Write the JSON report (docs/metrics.md) to this file (atomically)");
   return [o, argv]() {
     apply_log_level(o->output);
+    refuse_search_options_without_search(o->max_batch, /*with_cpu_limit=*/true);
+    if (o->max_batch.find && !o->load_parameters.empty())
+      throw InvalidArgument("load_parameters", o->load_parameters,
+                            "nothing with --find-max-batch (the search measures memory, not the weights' values)");
     auto s = o->settings;
     s.dtype = parse_inference_dtype(o->dtype, "decode.dtype");
     const auto workload = zoo_workload(o->model);
     o->output.inputs = {{"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
+    if (o->max_batch.find) {
+      MaxBatchSearchSettings search;
+      search.training = false;
+      search.inference = false;
+      search.generation = true;
+      search.infer.dtype = s.dtype;
+      search.infer.seed = s.seed;
+      search.decode = s;
+      search.search = o->max_batch.settings;
+      emit(run_max_batch(*workload, search, run_options(o->model.device, argv)), o->output);
+      return 0;
+    }
     auto run = run_options(o->model.device, argv);
     run.load_parameters = o->load_parameters;
     emit(run_decode(*workload, s, run), o->output);

@@ -12,6 +12,7 @@
 #include <tvie/context.hpp>
 #include <tvie/decode.hpp>
 #include <tvie/infer.hpp>
+#include <tvie/serve.hpp>
 #include <tvie/train.hpp>
 #include <tvie/workload.hpp>
 
@@ -48,6 +49,11 @@ CardFraction training_fraction(const std::optional<Accelerator>& card, const std
 // bytes, packs included) over its mean latency against the bandwidth.
 CardFraction inference_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
                                 const InferenceResult& result);
+// A serving run: the model TFLOP/s of its answered requests (forward FLOPs per sample x answered / the run's
+// duration) against the peak of `dtype`, and the weights read once per batch over the run against the bandwidth.
+// Both are averages over the run, idle time between batches included: the card's share the load used.
+CardFraction serving_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
+                              const ModelFacts& facts, InferenceDtype dtype, const ServeResult& result);
 // A generation's prefill: the prompt's traced FLOPs (decoding_work) over the mean time to first token.
 CardFraction prefill_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
                               const Workload& workload, const DecodeSettings& settings, const DecodeResult& result);

@@ -46,6 +46,8 @@ class InferenceSession {
   // int8/fp8: tvie::nn::Linear layers converted, and kept dense because the kernel cannot take their shape.
   int64_t linears_converted() const { return linears_converted_; }
   int64_t linears_kept_dense() const { return linears_kept_dense_; }
+  // The bytes of the copy's weights a forward reads: its parameters and buffers, and int8's packs.
+  int64_t weight_bytes() const { return parameter_bytes_ + packed_bytes_; }
 
  private:
   torch::Tensor forward_eager();  // the batch's forward under InferenceMode

@@ -1,6 +1,7 @@
 // The largest batch that fits, measured: double the batch until it does not fit, then bisect between the
 // last that fit and the first that did not. Each probe is one instrumented step (training: Trainer's two
-// ledger steps; inference: one ledger batch) in a clean allocator state: on CUDA the caching allocator's own
+// ledger steps; inference: one ledger batch; generation: a generation's ledger, its KV cache for the prompt and
+// every new token allocated before the prefill) in a clean allocator state: on CUDA the caching allocator's own
 // out-of-memory, its cache emptied between probes; on the CPU an emulated device of cpu_memory_limit_mb
 // (ScopedCpuMemoryLimit). An out-of-memory is a probe's result; the process stays usable after it.
 #pragma once
@@ -13,6 +14,7 @@
 
 #include <c10/core/Device.h>
 
+#include <tvie/decode.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/settings.hpp>
 #include <tvie/workload.hpp>
@@ -32,7 +34,7 @@ struct MaxBatchProbe {
   double seconds = 0;      // its wall time: the model built, its steps (or its out-of-memory), the cache handed back
 };
 
-enum class SearchMode { training, inference };
+enum class SearchMode { training, inference, generation };
 std::string to_string(SearchMode mode);
 
 struct MaxBatchResult {
@@ -46,6 +48,7 @@ struct MaxBatchResult {
   // The ledger at the largest fitting batch (the mode's own).
   std::optional<TrainingMemory> training;
   std::optional<InferenceMemory> inference;
+  std::optional<GenerationMemory> generation;
 };
 
 // Throws InvalidArgument naming the field (max_batch.start_batch, max_batch.max_batch,
@@ -57,6 +60,10 @@ MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSett
                                        const MaxBatchSettings& settings, const c10::Device& device);
 MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSettings& infer,
                                         const MaxBatchSettings& settings, const c10::Device& device);
+// The most sequences a KV-cached generation (a zoo gpt or llama) of decode.prompt_tokens + decode.new_tokens
+// positions holds at once: the serving batch the cache allows. `decode`: everything but the batch size.
+MaxBatchResult find_max_batch_generation(const Workload& workload, const DecodeSettings& decode,
+                                         const MaxBatchSettings& settings, const c10::Device& device);
 
 // The search itself, over any `fits(batch)` probe: doubling from start to max_batch, then bisection. Pure.
 MaxBatchResult search_max_batch(const MaxBatchSettings& settings, const std::function<MaxBatchProbe(int64_t)>& probe);

@@ -126,6 +126,7 @@ struct ServeReport {
   ServeSettings settings;  // target_qps: the QPS of `result` (with a search: the highest passing)
   ServeResult result;
   std::optional<MaxQpsResult> search;  // settings.max_qps_search
+  CardFraction of_card;                // `result` against the card (tvie/headroom.hpp)
 };
 
 // KV-cached decoding of a zoo gpt.
@@ -149,12 +150,14 @@ struct AllreduceReport {
   int64_t rank = 0;
 };
 
-// The largest batch that fits, for training, inference or both (compare --find-max-batch).
+// The largest batch that fits, for training, inference, a generation, or several (compare --find-max-batch).
 struct MaxBatchSearchSettings {
   bool training = true;
   bool inference = true;
+  bool generation = false;        // gpt, llama: the most sequences a KV-cached generation of `decode` holds
   TrainSettings train;            // everything but the batch size (accumulate must be 1)
   InferSettings infer;            // everything but the batch size
+  DecodeSettings decode;          // everything but the batch size; its dtype is infer's
   bool infer_dtype_auto = false;  // infer.dtype := what the device runs natively (as CompareSettings)
   MaxBatchSettings search;
 };
@@ -167,6 +170,7 @@ struct MaxBatchReport {
   MaxBatchSearchSettings settings;
   std::optional<MaxBatchResult> training;
   std::optional<MaxBatchResult> inference;
+  std::optional<MaxBatchResult> generation;
 };
 
 // A big model emulated by slices (tvie/slices.hpp), in training and/or inference: each slice measured, the

@@ -116,6 +116,8 @@ struct ServeResult {
   Summary compute_ms;        // batch start -> batch end
   Summary batch_size;        // over requests (each request counts its batch's size)
   double samples_per_s = 0;  // offline: answered / duration_s
+  int64_t batches = 0;       // forward passes run: each request counts 1 / its batch's size
+  int64_t weight_bytes = 0;  // the served copy's weights, packs included (InferenceSession::weight_bytes)
   bool valid = false;        // enough requests over enough time
   std::string validity;      // why (not) valid
   std::vector<RequestRecord> records;

@@ -92,6 +92,16 @@ CardFraction inference_fraction(const std::optional<Accelerator>& card, const st
   return f;
 }
 
+CardFraction serving_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
+                              const ModelFacts& facts, InferenceDtype dtype, const ServeResult& result) {
+  const double seconds = result.duration_s;
+  const double flops = facts.forward_flops_per_sample * static_cast<double>(result.answered);
+  CardFraction f = against(card, why_none, matmul_peak_field(dtype), seconds > 0 ? flops / seconds / 1e12 : 0);
+  count_bytes(f, static_cast<double>(result.weight_bytes) * static_cast<double>(result.batches), seconds,
+              "the weights, once per batch, over the run");
+  return f;
+}
+
 CardFraction prefill_fraction(const std::optional<Accelerator>& card, const std::string& why_none,
                               const Workload& workload, const DecodeSettings& settings, const DecodeResult& result) {
   const MeasuredGeneration g = measured_generation(settings, result.ttft_ms.mean, result.tpot_ms.mean);

@@ -311,6 +311,15 @@ void ConsoleReporter::report(const ServeReport& r) {
       << ", max " << fmt("%.0f", x.batch_size.max) << "\n"
       << "  Latency counts from each request's scheduled arrival (queueing cannot hide); queue = scheduled arrival\n"
       << "  to batch start, compute = batch start to end; percentiles are sorted[floor(p*n)] (LoadGen's rule).\n";
+  if (r.of_card.card.empty()) {
+    out << card_line(r.of_card);
+    return;
+  }
+  out << "of the card over the run: " << of_peak(r.of_card) << (r.of_card.peak_tflops < 0 ? "" : " peak") << ", "
+      << percent(r.of_card.bandwidth_fraction) << " of bandwidth (" << x.batches << " batches)\n"
+      << "  bandwidth: " << r.of_card.bytes_counted << "; both are averages over the run, idle time between\n"
+      << "  batches included: the share of the card this load used\n"
+      << card_line(r.of_card);
 }
 
 namespace {
@@ -521,9 +530,15 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
     out << "training: " << to_string(s.train.optimizer) << ", " << to_string(s.train.precision) << ", checkpoint "
         << checkpoint_to_string(s.train.checkpoint_every) << "; two instrumented steps per probe\n";
   if (s.inference) out << "inference: " << to_string(s.infer.dtype) << " copy; one ledger batch per probe\n";
-  const MaxBatchResult* any = r.training ? &*r.training : &*r.inference;
+  if (s.generation)
+    out << "generation: prompts of " << s.decode.prompt_tokens << " tokens, " << s.decode.new_tokens << " new, "
+        << to_string(s.infer.dtype) << " copy and KV cache; one generation's ledger per probe\n";
+  std::vector<const MaxBatchResult*> results;
+  for (const auto* x : {&r.training, &r.inference, &r.generation})
+    if (*x) results.push_back(&**x);
+  const MaxBatchResult* any = results.front();
   out << "memory: " << any->limit_source << ", " << format_bytes(any->limit_bytes) << "\n\n";
-  // The ledger at the largest fitting batch (training's or inference's): its peak allocated and, where there is a
+  // The ledger at the largest fitting batch (the mode's own): its peak allocated and, where there is a
   // caching allocator (CUDA), its peak reserved; -1 where there is none.
   struct PeakThere {
     int64_t allocated = -1, reserved = -1;
@@ -531,11 +546,12 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
   auto peak_there = [](const MaxBatchResult& x) {
     if (x.training) return PeakThere{x.training->peak, x.training->peak_reserved};
     if (x.inference) return PeakThere{x.inference->peak, x.inference->peak_reserved};
+    if (x.generation) return PeakThere{x.generation->peak, -1};
     return PeakThere{};
   };
-  const bool reserved =
-      (r.training && peak_there(*r.training).reserved >= 0) || (r.inference && peak_there(*r.inference).reserved >= 0);
-  std::vector<size_t> w = {12, 18, 16, 20, 22};
+  bool reserved = false;
+  for (const auto* x : results) reserved = reserved || peak_there(*x).reserved >= 0;
+  std::vector<size_t> w = {14, 18, 16, 20, 22};
   std::vector<std::string> head = {"mode", "largest fitting", "first failing", "predicted largest",
                                    "peak allocated there"};
   if (reserved) {
@@ -553,10 +569,8 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
     if (reserved) cells.push_back(peak.reserved >= 0 ? format_bytes(peak.reserved) : "-");
     row(out, cells, w);
   };
-  if (r.training) line(*r.training);
-  if (r.inference) line(*r.inference);
-  for (const auto* x : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
-    if (!x) continue;
+  for (const auto* x : results) line(*x);
+  for (const auto* x : results) {
     out << "  " << to_string(x->mode) << " probes:";
     for (const auto& p : x->probes) out << ' ' << p.batch << (p.fits ? " fits," : " no,");
     out << '\n';
@@ -566,6 +580,11 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
         << r.inference->largest_fitting << " on this device ("
         << ratio(static_cast<double>(r.inference->largest_fitting), static_cast<double>(r.training->largest_fitting))
         << ")\n";
+  if (r.generation && r.generation->largest_fitting > 0)
+    out << "\n  a generation of " << s.decode.prompt_tokens + s.decode.new_tokens - 1 << " cached positions fits "
+        << r.generation->largest_fitting
+        << " sequences at once (the KV cache: " << format_bytes(r.generation->generation->kv_cache) << " of the "
+        << format_bytes(r.generation->generation->peak) << " peak)\n";
   out << "\n  Each probe runs in a clean allocator state: on the CPU under the emulated limit (every live tensor\n"
       << "  counts, the batch included), on CUDA against the caching allocator's own out-of-memory with its cache\n"
       << "  emptied between probes. Doubling from " << s.search.start_batch << ", then bisection. predicted largest:\n"

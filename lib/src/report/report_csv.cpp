@@ -134,7 +134,8 @@ Table table_of(const DecodeReport& r) {
 
 Table table_of(const MaxBatchReport& r) {
   Table table{columns_of({"mode", "batch", "fits", "peak_bytes", "seconds"}), {}};
-  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr,
+                             r.generation ? &*r.generation : nullptr}) {
     if (!result) continue;
     for (const auto& p : result->probes)
       table.rows.push_back(cells(to_string(result->mode), p.batch, p.fits ? 1 : 0, p.peak_bytes, p.seconds));

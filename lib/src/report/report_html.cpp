@@ -520,7 +520,7 @@ std::string to_html_string(const ServeReport& r) {
   add(s, table_section("Latency statistics (ms)", detail::table_of(r), "latency"));
   return page("tvie serve: " + r.workload,
               cat(workload_summary(r.workload, r.facts), " p99 latency ", fig(x.latency_ms.p99), " ms at ",
-                  fig(x.achieved_qps), " QPS."),
+                  fig(x.achieved_qps), " QPS.", peak_sentence(r.of_card, "Over the run, its model FLOP/s are")),
               s, r.context);
 }
 
@@ -568,7 +568,8 @@ std::string to_html_string(const AllreduceReport& r) {
 
 std::string to_html_string(const MaxBatchReport& r) {
   std::vector<Section> s;
-  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr}) {
+  for (const auto* result : {r.training ? &*r.training : nullptr, r.inference ? &*r.inference : nullptr,
+                             r.generation ? &*r.generation : nullptr}) {
     if (!result) continue;
     const std::string mode = to_string(result->mode);
     svg::LineChart chart("max-batch-" + mode, "Largest batch that fits: " + mode, {"batch size", true},
@@ -592,7 +593,9 @@ std::string to_html_string(const MaxBatchReport& r) {
            {{lo, static_cast<double>(result->limit_bytes)}, {hi, static_cast<double>(result->limit_bytes)}},
            svg::Style::dashed});
     }
-    add(s, {mode == "training" ? "Training" : "Inference",
+    add(s, {mode == "training"    ? "Training"
+            : mode == "inference" ? "Inference"
+                                  : "Generation (KV cache)",
             cat("Largest fitting batch ", result->largest_fitting, "; limit ", detail::bytes_text(result->limit_bytes),
                 " (", result->limit_source, "). Crosses: probes that ran out of memory."),
             svg::render(chart)});

@@ -63,6 +63,7 @@ nlohmann::json max_batch_json(const MaxBatchResult& r) {
                       {"limit_source", r.limit_source},           {"probes", probes}};
   if (r.training) j["memory"] = memory_json(*r.training);
   if (r.inference) j["memory"] = memory_json(*r.inference);
+  if (r.generation) j["memory"] = measured_json(detail::generation_rows(*r.generation, nullptr));
   return j;
 }
 
@@ -464,10 +465,15 @@ std::string to_json_string(const MaxBatchReport& r, int indent) {
     settings["tf32"] = s.train.tf32;
     settings["checkpoint"] = checkpoint_to_string(s.train.checkpoint_every);
   }
-  if (s.inference) settings["infer_dtype"] = to_string(s.infer.dtype);
+  if (s.inference || s.generation) settings["infer_dtype"] = to_string(s.infer.dtype);
+  if (s.generation) {
+    settings["prompt_tokens"] = s.decode.prompt_tokens;
+    settings["new_tokens"] = s.decode.new_tokens;
+  }
   j["max_batch"] = {{"settings", settings}};
   if (r.training) j["max_batch"]["training"] = max_batch_json(*r.training);
   if (r.inference) j["max_batch"]["inference"] = max_batch_json(*r.inference);
+  if (r.generation) j["max_batch"]["generation"] = max_batch_json(*r.generation);
   return j.dump(indent);
 }
 
@@ -545,7 +551,10 @@ std::string to_json_string(const ServeReport& r, int indent) {
                   {"valid", x.valid},
                   {"validity", x.validity},
                   {"intra_op_threads", x.intra_op_threads},
-                  {"omp_wait_policy", x.omp_wait_policy}};
+                  {"omp_wait_policy", x.omp_wait_policy},
+                  {"batches", x.batches},
+                  {"weight_bytes", x.weight_bytes},
+                  {"of_card", card_fraction_json(r.of_card)}};
   if (r.search) {
     json probes = json::array();
     for (const auto& p : r.search->probes)

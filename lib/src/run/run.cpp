@@ -12,6 +12,7 @@
 #include <torch/serialize.h>
 
 #include "core/compat.hpp"
+#include "core/text.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -294,8 +295,8 @@ InferReport run_infer_sweep(const Workload& workload, const InferSweepSettings& 
 MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSettings& settings,
                              const RunOptions& options) {
   const c10::Device device = resolve_device(options.device, "device");
-  if (!settings.training && !settings.inference)
-    throw InvalidArgument("max_batch.modes", "none", "training, inference or both");
+  if (!settings.training && !settings.inference && !settings.generation)
+    throw InvalidArgument("max_batch.modes", "none", "training, inference, generation, or several of them");
   validate(settings.search, device);
   if (settings.training) {
     resolve_training(workload, settings.train, device);
@@ -305,18 +306,28 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
   }
   MaxBatchReport report;
   report.settings = settings;
-  if (settings.inference && settings.infer_dtype_auto)
+  if ((settings.inference || settings.generation) && settings.infer_dtype_auto)
     report.settings.infer.dtype = native_inference_dtype(device).dtype;
   if (settings.inference) validate(report.settings.infer, device);
+  if (settings.generation) {
+    require_kv_decoder(workload);
+    report.settings.decode.dtype = report.settings.infer.dtype;
+    report.settings.decode.seed = report.settings.infer.seed;
+    validate(report.settings.decode, workload.facts().tokens_per_sample);
+    validate_inference_dtype(report.settings.decode.dtype, device, settings.inference ? "infer.dtype" : "decode.dtype");
+  }
   fill_head(report, workload, device, options);
-  log::info(cat("searching the largest batch that fits for ",
-                settings.training && settings.inference ? "training and inference"
-                : settings.training                     ? "training"
-                                                        : "inference",
-                " of ", workload.name(), " on ", report.context.device));
+  std::vector<std::string> modes;
+  if (settings.training) modes.emplace_back("training");
+  if (settings.inference) modes.emplace_back("inference");
+  if (settings.generation) modes.emplace_back("generation");
+  log::info(cat("searching the largest batch that fits for ", detail::join(modes), " of ", workload.name(), " on ",
+                report.context.device));
   if (settings.training) report.training = find_max_batch_training(workload, settings.train, settings.search, device);
   if (settings.inference)
     report.inference = find_max_batch_inference(workload, report.settings.infer, settings.search, device);
+  if (settings.generation)
+    report.generation = find_max_batch_generation(workload, report.settings.decode, settings.search, device);
   return report;
 }
 
@@ -574,6 +585,9 @@ ServeReport run_serve(const Workload& workload, const ServeSettings& settings, c
   } else {
     report.result = measure_serving(workload, run.settings, run.device);
   }
+  std::string why;
+  report.of_card =
+      serving_fraction(card_of_run(report.context, &why), why, report.facts, settings.dtype, report.result);
   return report;
 }
 

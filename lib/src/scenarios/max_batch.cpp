@@ -18,8 +18,8 @@
 namespace tvie {
 
 namespace {
-constexpr detail::EnumTable<SearchMode, 2> kModes{
-    {{SearchMode::training, "training"}, {SearchMode::inference, "inference"}}};
+constexpr detail::EnumTable<SearchMode, 3> kModes{
+    {{SearchMode::training, "training"}, {SearchMode::inference, "inference"}, {SearchMode::generation, "generation"}}};
 }  // namespace
 
 std::string to_string(SearchMode mode) { return detail::name_of(kModes, mode); }
@@ -196,6 +196,37 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
     std::optional<ScopedCpuMemoryLimit> limit;
     if (device.is_cpu()) limit.emplace(result.limit_bytes);
     result.inference = measure_inference(workload, at(result.largest_fitting), device).memory;
+  }
+  detail::release_cached_memory(device);
+  return result;
+}
+
+MaxBatchResult find_max_batch_generation(const Workload& workload, const DecodeSettings& decode,
+                                         const MaxBatchSettings& s, const c10::Device& device) {
+  auto at = [&](int64_t batch) {
+    DecodeSettings d = decode;
+    d.batch_size = batch;
+    d.repetitions = 1;  // the ledger's two generations and one timed
+    d.profile_classes = false;
+    return d;
+  };
+  MaxBatchResult limits;
+  set_limit(limits, s, device);
+  log::Progress progress("max-batch search (generation), probe", 0);
+  auto result = search_max_batch(s, [&](int64_t batch) {
+    return probe_once(
+        SearchMode::generation, batch, s, device,
+        [&](int64_t b) { return measure_decoding(workload, at(b), device).memory.peak; }, progress);
+  });
+  result.mode = SearchMode::generation;
+  result.limit_bytes = limits.limit_bytes;
+  result.limit_source = limits.limit_source;
+  result.predicted_largest = predicted_largest(
+      s, result.limit_bytes, [&](int64_t b) { return predict_generation_memory(workload, at(b), device).peak; });
+  if (result.largest_fitting > 0) {
+    std::optional<ScopedCpuMemoryLimit> limit;
+    if (device.is_cpu()) limit.emplace(result.limit_bytes);
+    result.generation = measure_decoding(workload, at(result.largest_fitting), device).memory;
   }
   detail::release_cached_memory(device);
   return result;

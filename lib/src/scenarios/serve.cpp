@@ -141,8 +141,9 @@ ServeResult summarize_serving(const std::vector<RequestRecord>& records, const S
     return r;
   }
   std::vector<double> latency, queue, compute, batch;
-  double first = std::numeric_limits<double>::infinity(), last = 0;
+  double first = std::numeric_limits<double>::infinity(), last = 0, batches = 0;
   for (const auto& rec : records) {
+    batches += 1.0 / static_cast<double>(std::max<int64_t>(1, rec.batch_size));
     latency.push_back((rec.end_us - rec.scheduled_us) / 1e3);
     queue.push_back((rec.start_us - rec.scheduled_us) / 1e3);
     compute.push_back((rec.end_us - rec.start_us) / 1e3);
@@ -154,6 +155,7 @@ ServeResult summarize_serving(const std::vector<RequestRecord>& records, const S
   r.queue_ms = summarize(queue);
   r.compute_ms = summarize(compute);
   r.batch_size = summarize(batch);
+  r.batches = std::llround(batches);
   r.duration_s = (last - first) / 1e6;
   r.achieved_qps = r.duration_s > 0 ? static_cast<double>(r.answered) / r.duration_s : 0;
   r.samples_per_s = r.achieved_qps;
@@ -199,7 +201,9 @@ InferenceSession make_serving_session(const Workload& workload, const ServeSetti
                                       cat("serving ", workload.name(), " (a request pool of ", infer.batch_size,
                                           " samples, batches up to ", settings.max_batch, ")"),
                                       "lower --max-batch (or --preset, --dtype), or --force runs it anyway");
-  return InferenceSession(workload, infer, device);
+  // A probe while the copy is built, so that the session knows its weights' bytes (serving_fraction reads them).
+  const auto probe = make_memory_probe(device);
+  return InferenceSession(workload, infer, device, nullptr, probe.get());
 }
 
 ServeResult serve_with(InferenceSession& session, const ServeSettings& settings, const c10::Device& device) {
@@ -235,6 +239,7 @@ ServeResult serve_with(InferenceSession& session, const ServeSettings& settings,
     }
   }
   ServeResult result = summarize_serving(records, settings);
+  result.weight_bytes = session.weight_bytes();
   result.intra_op_threads = at::get_num_threads();
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   result.omp_wait_policy = policy ? policy : "";

@@ -589,6 +589,26 @@ TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no 
   CHECK(rows[2]["fits"] == false);
   CHECK(rows[3]["fits"] == false);
   CHECK(rows[2].contains("does_not_fit"));
+  // The slices' fractions of the card are the full model's FLOPs (and weights) over the extrapolated times.
+  const auto sliced = read_json(json("compare_slices"));
+  const double forward = sliced["model"]["forward_flops_per_sample"].get<double>();
+  const auto& ts = sliced["training_slices"];
+  const double step_ms = ts["extrapolated"]["step_ms_mean"].get<double>();
+  if (step_ms > 0)
+    CHECK(ts["extrapolated"]["of_card"]["model_tflops"].get<double>() ==
+          Approx(3 * forward * ts["settings"]["batch_size"].get<double>() / (step_ms / 1e3) / 1e12));
+  else  // not extrapolated (the slices' times did not rise): no fraction
+    CHECK(ts["extrapolated"]["of_card"]["peak_fraction"].is_null());
+  const auto& is = sliced["inference_slices"];
+  const auto& weights = is["extrapolated"]["memory"];
+  CHECK(is["extrapolated"]["of_card"]["bytes"].get<double>() ==
+        weights["parameters"].get<double>() + weights["packed_weights"].get<double>());
+  const double latency_ms = is["extrapolated"]["latency_ms_mean"].get<double>();
+  if (latency_ms > 0)
+    CHECK(is["extrapolated"]["of_card"]["model_tflops"].get<double>() ==
+          Approx(forward * is["settings"]["batch_size"].get<double>() / (latency_ms / 1e3) / 1e12));
+  else
+    CHECK(is["extrapolated"]["of_card"]["peak_fraction"].is_null());
   // Every kind's context has the keys of compare's, and names this machine's CPU.
   const auto keys_of = [&](const std::string& kind) {
     std::set<std::string> keys;

@@ -182,6 +182,7 @@ struct TrainingSlices {
   TrainingMemory extrapolated;         // the full model, extrapolated from the slices
   double extrapolated_step_ms = 0;     // mean step time, extrapolated the same way (-1: the slices' times do not rise)
   PredictedTrainingMemory predicted;   // the full model's prediction (its trace; nothing run)
+  CardFraction of_card;  // the extrapolated step against the card: the full model's FLOPs (tvie/headroom.hpp)
 };
 struct InferenceSlices {
   InferSettings settings;
@@ -190,6 +191,7 @@ struct InferenceSlices {
   InferenceMemory extrapolated;
   double extrapolated_latency_ms = 0;  // mean batch latency, extrapolated (-1 as above)
   PredictedInferenceMemory predicted;
+  CardFraction of_card;  // the extrapolated batch: the full model's FLOPs and its extrapolated weights
 };
 struct SliceReport {
   static constexpr const char* kind = "slices";  // the report's name in errors

@@ -710,6 +710,18 @@ void ConsoleReporter::report(const SliceReport& r) {
     out << "  inference timer: " << i.timer << "; " << i.timed_batches << " timed batches per slice after 1 ledger + "
         << i.warmup_batches << " warm-up.\n";
   }
+  // The full model's FLOPs (and, for inference, its extrapolated weights) over the extrapolated time.
+  const CardFraction& any = r.training ? r.training->of_card : r.inference->of_card;
+  if (!any.card.empty()) {
+    const auto fraction = [&](const char* what, const CardFraction& f) {
+      out << "  of the card, " << what << ": " << of_peak(f) << (f.peak_tflops < 0 ? "" : " peak");
+      if (f.bandwidth_fraction >= 0) out << ", " << percent(f.bandwidth_fraction) << " of bandwidth";
+      out << '\n';
+    };
+    if (r.training) fraction("the extrapolated step", r.training->of_card);
+    if (r.inference) fraction("the extrapolated batch (its weights once)", r.inference->of_card);
+  }
+  out << card_line(any);
   if (r.training && r.inference)
     out << "\ngap (extrapolated): training peak / inference peak = "
         << ratio(static_cast<double>(r.training->extrapolated.peak),

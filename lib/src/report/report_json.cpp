@@ -507,7 +507,9 @@ std::string to_json_string(const SliceReport& r, int indent) {
     out["slices"] = slices(t.plan, t.slices, [](const TrainingResult& x) {
       return json{{"step_ms_mean", x.step.mean}};
     });
-    out["extrapolated"] = {{"memory", memory_json(t.extrapolated)}, {"step_ms_mean", t.extrapolated_step_ms}};
+    out["extrapolated"] = {{"memory", memory_json(t.extrapolated)},
+                           {"step_ms_mean", t.extrapolated_step_ms},
+                           {"of_card", card_fraction_json(t.of_card)}};
     out["predicted"] = predicted_json(t.predicted);
   }
   if (r.inference) {
@@ -521,7 +523,9 @@ std::string to_json_string(const SliceReport& r, int indent) {
     out["slices"] = slices(i.plan, i.slices, [](const InferenceResult& x) {
       return json{{"latency_ms_mean", x.latency.mean}};
     });
-    out["extrapolated"] = {{"memory", memory_json(i.extrapolated)}, {"latency_ms_mean", i.extrapolated_latency_ms}};
+    out["extrapolated"] = {{"memory", memory_json(i.extrapolated)},
+                           {"latency_ms_mean", i.extrapolated_latency_ms},
+                           {"of_card", card_fraction_json(i.of_card)}};
     out["predicted"] = predicted_json(i.predicted);
   }
   return j.dump(indent);

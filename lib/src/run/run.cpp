@@ -350,6 +350,8 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
   SliceReport report;
   fill_head(report, full, device, options);
   report.plan = plan;
+  std::string why;
+  const auto card = card_of_run(report.context, &why);
   const auto what = [](const SlicePlan& p) {
     std::string labels;
     for (size_t i = 0; i < p.slice_count(); ++i) labels += (i ? "; " : "") + p.label(i);
@@ -386,6 +388,11 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     t.slices = measure_all(t.plan, [&](const Workload& slice) { return measure_training(slice, t.settings, device); });
     std::tie(t.extrapolated, t.extrapolated_step_ms) =
         extrapolated(t.slices, t.plan, [](const TrainingResult& r) { return r.step.mean; });
+    TrainingResult whole;  // the full model at the extrapolated step
+    if (t.extrapolated_step_ms > 0)
+      whole.achieved_tflops =
+          training::throughput(report.facts, t.settings.batch_size, t.extrapolated_step_ms).achieved_tflops;
+    t.of_card = training_fraction(card, why, t.settings, whole);
     report.training = std::move(t);
   }
   if (infer) {
@@ -399,6 +406,15 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     i.slices = measure_all(i.plan, [&](const Workload& slice) { return measure_inference(slice, i.settings, device); });
     std::tie(i.extrapolated, i.extrapolated_latency_ms) =
         extrapolated(i.slices, i.plan, [](const InferenceResult& r) { return r.latency.mean; });
+    InferenceResult whole;  // the full model at the extrapolated latency, with its extrapolated weights
+    whole.dtype = i.settings.dtype;
+    whole.memory = i.extrapolated;
+    if (i.extrapolated_latency_ms > 0) {
+      whole.latency.mean = i.extrapolated_latency_ms;
+      whole.achieved_tflops = report.facts.forward_flops_per_sample * static_cast<double>(i.settings.batch_size) /
+                              (i.extrapolated_latency_ms / 1e3) / 1e12;
+    }
+    i.of_card = inference_fraction(card, why, whole);
     report.inference = std::move(i);
   }
   return report;

@@ -128,6 +128,31 @@ MaxBatchProbe probe_once(SearchMode mode, int64_t batch, const MaxBatchSettings&
   return p;
 }
 
+// A mode's search: `measure(batch)` runs one probe and returns its ledger, `predicted_peak(batch)` the prediction's
+// peak; the ledger at the largest fitting batch, measured again on its own under the limit, goes into `slot`.
+template <typename Memory, typename Measure, typename Predict>
+MaxBatchResult search_mode(SearchMode mode, const MaxBatchSettings& s, const c10::Device& device,
+                           std::optional<Memory> MaxBatchResult::*slot, Measure measure, Predict predicted_peak) {
+  MaxBatchResult limits;
+  set_limit(limits, s, device);
+  log::Progress progress(cat("max-batch search (", to_string(mode), "), probe"), 0);
+  auto result = search_max_batch(s, [&](int64_t batch) {
+    return probe_once(
+        mode, batch, s, device, [&](int64_t b) { return measure(b).peak; }, progress);
+  });
+  result.mode = mode;
+  result.limit_bytes = limits.limit_bytes;
+  result.limit_source = limits.limit_source;
+  result.predicted_largest = predicted_largest(s, result.limit_bytes, predicted_peak);
+  if (result.largest_fitting > 0) {
+    std::optional<ScopedCpuMemoryLimit> limit;
+    if (device.is_cpu()) limit.emplace(result.limit_bytes);
+    result.*slot = measure(result.largest_fitting);
+  }
+  detail::release_cached_memory(device);
+  return result;
+}
+
 }  // namespace
 
 MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSettings& train, const MaxBatchSettings& s,
@@ -139,34 +164,14 @@ MaxBatchResult find_max_batch_training(const Workload& workload, const TrainSett
     t.data_batches = 1;  // the probe runs the ledger steps only: one batch, cycled
     return t;
   };
-  MaxBatchResult limits;
-  set_limit(limits, s, device);
-  log::Progress progress("max-batch search (training), probe", 0);
-  auto result = search_max_batch(s, [&](int64_t batch) {
-    return probe_once(
-        SearchMode::training, batch, s, device,
-        [&](int64_t b) {
-          auto probe = make_memory_probe(device);
-          Trainer trainer(workload, at(b), device, probe.get());
-          const TrainingMemory m = trainer.ledger_step(*probe);
-          return m.peak;
-        },
-        progress);
-  });
-  result.mode = SearchMode::training;
-  result.limit_bytes = limits.limit_bytes;
-  result.limit_source = limits.limit_source;
-  result.predicted_largest = predicted_largest(
-      s, result.limit_bytes, [&](int64_t b) { return predict_training_memory(workload, at(b), false, device).peak; });
-  if (result.largest_fitting > 0) {  // the ledger at the largest fitting batch, measured again on its own
-    auto probe = make_memory_probe(device);
-    std::optional<ScopedCpuMemoryLimit> limit;
-    if (device.is_cpu()) limit.emplace(result.limit_bytes);
-    Trainer trainer(workload, at(result.largest_fitting), device, probe.get());
-    result.training = trainer.ledger_step(*probe);
-  }
-  detail::release_cached_memory(device);
-  return result;
+  return search_mode(
+      SearchMode::training, s, device, &MaxBatchResult::training,
+      [&](int64_t b) {
+        auto probe = make_memory_probe(device);
+        Trainer trainer(workload, at(b), device, probe.get());
+        return trainer.ledger_step(*probe);
+      },
+      [&](int64_t b) { return predict_training_memory(workload, at(b), false, device).peak; });
 }
 
 MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSettings& infer, const MaxBatchSettings& s,
@@ -179,26 +184,10 @@ MaxBatchResult find_max_batch_inference(const Workload& workload, const InferSet
     i.check_free_memory = false;  // the probes measure where the limit is; the prediction is reported beside them
     return i;
   };
-  MaxBatchResult limits;
-  set_limit(limits, s, device);
-  log::Progress progress("max-batch search (inference), probe", 0);
-  auto result = search_max_batch(s, [&](int64_t batch) {
-    return probe_once(
-        SearchMode::inference, batch, s, device,
-        [&](int64_t b) { return measure_inference(workload, at(b), device).memory.peak; }, progress);
-  });
-  result.mode = SearchMode::inference;
-  result.limit_bytes = limits.limit_bytes;
-  result.limit_source = limits.limit_source;
-  result.predicted_largest = predicted_largest(
-      s, result.limit_bytes, [&](int64_t b) { return predict_inference_memory(workload, at(b), device).peak; });
-  if (result.largest_fitting > 0) {
-    std::optional<ScopedCpuMemoryLimit> limit;
-    if (device.is_cpu()) limit.emplace(result.limit_bytes);
-    result.inference = measure_inference(workload, at(result.largest_fitting), device).memory;
-  }
-  detail::release_cached_memory(device);
-  return result;
+  return search_mode(
+      SearchMode::inference, s, device, &MaxBatchResult::inference,
+      [&](int64_t b) { return measure_inference(workload, at(b), device).memory; },
+      [&](int64_t b) { return predict_inference_memory(workload, at(b), device).peak; });
 }
 
 MaxBatchResult find_max_batch_generation(const Workload& workload, const DecodeSettings& decode,
@@ -210,26 +199,10 @@ MaxBatchResult find_max_batch_generation(const Workload& workload, const DecodeS
     d.profile_classes = false;
     return d;
   };
-  MaxBatchResult limits;
-  set_limit(limits, s, device);
-  log::Progress progress("max-batch search (generation), probe", 0);
-  auto result = search_max_batch(s, [&](int64_t batch) {
-    return probe_once(
-        SearchMode::generation, batch, s, device,
-        [&](int64_t b) { return measure_decoding(workload, at(b), device).memory.peak; }, progress);
-  });
-  result.mode = SearchMode::generation;
-  result.limit_bytes = limits.limit_bytes;
-  result.limit_source = limits.limit_source;
-  result.predicted_largest = predicted_largest(
-      s, result.limit_bytes, [&](int64_t b) { return predict_generation_memory(workload, at(b), device).peak; });
-  if (result.largest_fitting > 0) {
-    std::optional<ScopedCpuMemoryLimit> limit;
-    if (device.is_cpu()) limit.emplace(result.limit_bytes);
-    result.generation = measure_decoding(workload, at(result.largest_fitting), device).memory;
-  }
-  detail::release_cached_memory(device);
-  return result;
+  return search_mode(
+      SearchMode::generation, s, device, &MaxBatchResult::generation,
+      [&](int64_t b) { return measure_decoding(workload, at(b), device).memory; },
+      [&](int64_t b) { return predict_generation_memory(workload, at(b), device).peak; });
 }
 
 }  // namespace tvie

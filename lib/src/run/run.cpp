@@ -43,21 +43,25 @@ Resolved<TrainSettings> resolve_training(const Workload& workload, const TrainSe
   return {device, settings};
 }
 
+// Compare's generation: `new_tokens` after prompts of the context less them, of a model with a KV-cached forward.
+void validate_compare_new_tokens(const Workload& workload, int64_t new_tokens) {
+  if (new_tokens <= 0) return;
+  const int64_t context = workload.facts().tokens_per_sample;
+  if (!has_kv_decoder(workload))
+    throw InvalidArgument("compare.new_tokens", cat(new_tokens),
+                          cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
+  if (new_tokens >= context)
+    throw InvalidArgument(
+        "compare.new_tokens", cat(new_tokens),
+        cat("0 .. ", context - 1, " (the prompt is the context of ", context, " less the new tokens)"));
+}
+
 Resolved<CompareSettings> resolve_compare(const Workload& workload, const CompareSettings& settings,
                                           const RunOptions& options, std::string* dtype_choice) {
   const c10::Device device = resolve_device(options.device, "device");
   validate(settings, device);
   validate_checkpointing(workload, settings.train);
-  if (settings.new_tokens > 0) {
-    const int64_t context = workload.facts().tokens_per_sample;
-    if (!has_kv_decoder(workload))
-      throw InvalidArgument("compare.new_tokens", cat(settings.new_tokens),
-                            cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
-    if (settings.new_tokens >= context)
-      throw InvalidArgument(
-          "compare.new_tokens", cat(settings.new_tokens),
-          cat("0 .. ", context - 1, " (the prompt is the context of ", context, " less the new tokens)"));
-  }
+  validate_compare_new_tokens(workload, settings.new_tokens);
   Resolved<CompareSettings> r{device, settings};
   if (settings.infer_dtype_auto) {
     const auto choice = native_inference_dtype(device);
@@ -310,6 +314,8 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
     report.settings.infer.dtype = native_inference_dtype(device).dtype;
   if (settings.inference) validate(report.settings.infer, device);
   if (settings.generation) {
+    // Searched beside the full-sequence forward (compare): its new tokens as compare's own generation's.
+    if (settings.inference) validate_compare_new_tokens(workload, settings.decode.new_tokens);
     require_kv_decoder(workload);
     report.settings.decode.dtype = report.settings.infer.dtype;
     report.settings.decode.seed = report.settings.infer.seed;

@@ -242,6 +242,8 @@ TEST_CASE("every card's efficiencies are complete, with a basis for each, and th
   CHECK(host.memory_bandwidth_gbs == Approx(2 * amx->memory_bandwidth_gbs_per_core));
   CHECK(host.fp16_tflops == -1);  // no fp16 unit in the class: fp16 is not projected there
   CHECK(host.efficiency.matmul == catalog.efficiency_defaults.at("cpu").matmul);
+  CHECK(host.name == "this machine's CPU (cpu-amx, 2 cores at 2 GHz)");
+  CHECK(host_accelerator(*amx, 1, 2.5, 24).name == "this machine's CPU (cpu-amx, 1 core at 2.5 GHz)");
   CHECK_THROWS_WITH(host_accelerator(*amx, 0, 2.0, 24), Catch::Contains("cores"));
   CHECK_THROWS_WITH(host_accelerator(*amx, 2, 0, 24), Catch::Contains("clock_ghz"));
 }

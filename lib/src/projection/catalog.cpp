@@ -308,7 +308,8 @@ Accelerator host_accelerator(const CpuClass& cpu, int64_t cores, double clock_gh
   if (!(clock_ghz > 0)) throw InvalidArgument("clock_ghz", cat(clock_ghz), "a clock above 0 GHz");
   Accelerator a;
   a.id = "host";
-  a.name = cat("this machine's CPU (", cpu.id, ", ", cores, " cores at ", clock_ghz, " GHz)");
+  a.name =
+      cat("this machine's CPU (", cpu.id, ", ", cores, cores == 1 ? " core at " : " cores at ", clock_ghz, " GHz)");
   a.vendor = "host";
   a.kind = "cpu";
   a.architecture = cpu.id;

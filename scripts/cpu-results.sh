@@ -330,7 +330,8 @@ run "slices-llama-3-8b-amp-bf16" "$bin/tvie" train --model llama --preset llama-
     --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision amp-bf16 --optimizer adamw --device cpu \
     --quiet --json "$out/slices-llama-3-8b-amp-bf16.json"
 # fp32 training beside bf16 inference of the same slices (what this CPU runs natively; inference slices keep
-# the real vocabulary), and int8 inference.
+# the real vocabulary) and their generation (compare's default: 64-token prompts, 64 new tokens), and int8
+# inference.
 run "compare-slices-llama-3-8b-fp32" "$bin/tvie" compare --model llama --preset llama-3-8b --slice-layers 1,2 \
     --slice-vocab 16032,32064 --batch 1 --steps 3 --warmup 1 --precision fp32 --optimizer adamw --infer-dtype bf16 \
     --device cpu --quiet --json "$out/compare-slices-llama-3-8b-fp32.json"
@@ -366,11 +367,23 @@ for name, x in (("bf16", bf16), ("int8 (Linear weights; fbgemm's packs)", int8))
           f"{gib(m['parameters'] + m['packed_weights'])} | - | - | - | {gib(m['activations'])} | {gib(m['peak'])} | "
           f"{gib(x['predicted']['peak'])} |")
 print()
+gen = cmp["generation_slices"]
+gs, gm, gp = gen["settings"], gen["extrapolated"]["memory"], gen["predicted"]
+ms = lambda v: f"{v:.1f}" if v > 0 else "not extrapolated (the slices' times did not rise)"
+print("| Llama 3 8B generation, extrapolated from slices (GiB) | weights | KV cache | working set | peak | predicted peak "
+      "| time to first token (ms) | time per output token (ms) |")
+print("|---|---|---|---|---|---|---|---|")
+print(f"| {gs['dtype']}, batch {gs['batch_size']}, {gs['prompt_tokens']}-token prompts, {gs['new_tokens']} new "
+      f"| {gib(gm['parameters'])} | {gib(gm['kv_cache'])} | {gib(gm['working_set'])} | {gib(gm['peak'])} "
+      f"| {gib(gp['peak'])} | {ms(gen['extrapolated']['ttft_ms_mean'])} | {ms(gen['extrapolated']['tpot_ms_mean'])} |")
+print()
 peak = lambda x: x["extrapolated"]["memory"]["peak"]
 print(f"Training peak / bf16 inference peak: {peak(fp32) / peak(bf16):.2f}x in fp32, {peak(amp) / peak(bf16):.2f}x in "
       f"amp-bf16, {peak(pure) / peak(bf16):.2f}x in pure bf16; fp32 training / int8 inference: "
-      f"{peak(fp32) / peak(int8):.2f}x. No run built the whole model (compare-slices-llama-3-8b-fp32.txt, "
-      "slices-llama-3-8b-amp-bf16.txt, slices-llama-3-8b-bf16.txt, infer-slices-llama-3-8b-int8.txt).")
+      f"{peak(fp32) / peak(int8):.2f}x; fp32 training / the bf16 generation: {peak(fp32) / peak(gen):.2f}x. "
+      "The times are this CPU's (2 cores), not a GPU's. No run built the whole model "
+      "(compare-slices-llama-3-8b-fp32.txt, slices-llama-3-8b-amp-bf16.txt, slices-llama-3-8b-bf16.txt, "
+      "infer-slices-llama-3-8b-int8.txt).")
 PY
 fi
 

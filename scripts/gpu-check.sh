@@ -14,8 +14,8 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare train-b16
-# train-b16-tuned infer decode decode-wo train-graph allreduce slices llama plan train-fp32 train-tf32; steps past the
-# budget are skipped and say so);
+# train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32;
+# steps past the budget are skipped and say so);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
 # docs/results/gpu-h200/max-batch-gpt2-small.txt).
 set -euo pipefail
@@ -82,7 +82,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -237,6 +237,11 @@ gpu_step allreduce "allreduce nccl (1 rank)" 90 figure allreduce allreduce --dev
 gpu_step slices "slices llama-3-8b" 120 figure slices-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
   --slice-layers 1,2 --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet \
   --json {json}
+# Its generation by the same slices (bf16, batch 1, 64-token prompts, 64 new tokens): the ledger with its KV cache,
+# TTFT and TPOT extrapolated to 32 blocks, beside the whole model's training above and below.
+gpu_step decode-slices "decode llama-3-8b by slices" 60 figure decode-slices-llama-3-8b-bf16 decode --model llama \
+  --preset llama-3-8b --slice-layers 1,2 --batch 1 --prompt 64 --new-tokens 64 --repetitions 3 --dtype bf16 \
+  --device cuda --quiet --json {json}
 gpu_step llama "train llama-3-8b (whole)" 180 figure train-llama-3-8b-bf16 train --model llama --preset llama-3-8b \
   --batch 1 --steps 3 --warmup 1 --precision bf16 --optimizer adamw --device cuda --quiet --json {json}
 # tvie plan --measure: gpt2-small measured here, the Hopper (or this card's architecture) estimates calibrated.

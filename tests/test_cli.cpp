@@ -495,13 +495,86 @@ TEST_CASE("cli: compare --new-tokens serves the trained weights as a generation 
   // A model without a KV-cached forward, or more new tokens than the context leaves: one line naming the option.
   for (const auto* args : {"compare --model mlp --new-tokens 4 --steps 1 --device cpu",
                            "compare --model gpt --preset tiny --new-tokens 32 --steps 1 --device cpu",
-                           "compare --model gpt --preset tiny --new-tokens 4 --slice-layers 1,2 --device cpu"}) {
+                           "compare --model gpt --preset tiny --new-tokens 32 --slice-layers 1,2 --device cpu"}) {
     const Run bad = run_cli(args);
     INFO(args << "\n" << bad.out);
     CHECK(bad.exit_code == 2);
     CHECK(line_count(bad.out) == 1);
     CHECK(bad.out.find("--new-tokens") != std::string::npos);
   }
+}
+
+TEST_CASE("cli: decode and compare --slice-layers extrapolate a generation from its slices", "[cli][slices]") {
+  tvie::test::TempDir dir("tvie-cli");
+  const fs::path path = dir.path / "decode_slices.json";
+  // gpt small (4 blocks) by slices of 1 and 2 blocks: the full model is never built.
+  const Run d = run_cli(
+      "decode --model gpt --preset small --slice-layers 1,2 --batch 2 --prompt 16 --new-tokens 4 --repetitions 2 "
+      "--device cpu --json " +
+      path.string());
+  INFO(d.out);
+  REQUIRE(d.exit_code == 0);
+  for (const auto* needle :
+       {"decode (slices)", "generation memory", "kv_cache", "TTFT mean", "TPOT mean", "generation timer"}) {
+    INFO(needle);
+    CHECK(d.out.find(needle) != std::string::npos);
+  }
+  const auto g = read_json(path)["generation_slices"];
+  REQUIRE(g["slices"].size() == 2);
+  CHECK(g["axes"][0]["full"] == 4);
+  CHECK(g["full_model_run"] == false);
+  // The weights, the KV cache and the prompt grow by exactly one block's bytes per block (or not at all), so on the
+  // CPU the extrapolation lands on the full model's prediction to the byte; so does the peak, whose working set
+  // does not grow with the blocks.
+  const auto& x = g["extrapolated"]["memory"];
+  const auto& p = g["predicted"];
+  for (const char* category : {"parameters", "kv_cache", "prompt", "working_set", "peak"}) {
+    INFO(category);
+    CHECK(x[category].get<int64_t>() == p[category].get<int64_t>());
+  }
+  // The predicted cache: 2 (keys, values) x 4 blocks x 2 sequences x (16 + 4 - 1) positions x 256 wide x 4 bytes.
+  const auto small = tvie::make_zoo_workload("gpt", "small");
+  CHECK(p["kv_cache"].get<int64_t>() == tvie::kv_cache_bytes(*small, 2, 19, 4));
+  // Each slice's cache is its own blocks' share of it.
+  CHECK(g["slices"][0]["memory"]["kv_cache"].get<int64_t>() * 4 == p["kv_cache"].get<int64_t>());
+  // The times: x1 + (4 - 1) x (x2 - x1) where both slices' times rise, tokens/s from them; -1 otherwise.
+  const auto time_of = [&](const char* key) {
+    const double a = g["slices"][0][key].get<double>(), b = g["slices"][1][key].get<double>();
+    return b > a ? a + 3 * (b - a) : -1.0;
+  };
+  const double ttft = g["extrapolated"]["ttft_ms_mean"].get<double>();
+  const double tpot = g["extrapolated"]["tpot_ms_mean"].get<double>();
+  CHECK(ttft == Approx(time_of("ttft_ms_mean")));
+  CHECK(tpot == Approx(time_of("tpot_ms_mean")));
+  if (ttft > 0 && tpot >= 0)
+    CHECK(g["extrapolated"]["tokens_per_s"].get<double>() == Approx(2 * 4 / ((ttft + 3 * tpot) / 1e3)));
+  else
+    CHECK(g["extrapolated"]["tokens_per_s"].get<double>() == 0);
+  // The decoding step against the card reads the extrapolated weights and the cache attended to (on average
+  // 16 + 4 / 2 of the 19 positions held).
+  CHECK(g["extrapolated"]["of_card"]["decoding"]["bytes"].get<double>() ==
+        Approx(x["parameters"].get<double>() + x["kv_cache"].get<double>() * 18.0 / 19.0));
+
+  // compare --slice-layers of a token model: training, score and the generation (its default new tokens), the gap
+  // led by the generation.
+  const fs::path compared = dir.path / "compare_slices.json";
+  const Run c =
+      run_cli("compare --model gpt --preset tiny --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --json " +
+              compared.string());
+  INFO(c.out);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("training peak / generation peak") != std::string::npos);
+  const auto cj = read_json(compared);
+  REQUIRE(cj.contains("generation_slices"));
+  CHECK(cj["generation_slices"]["settings"]["new_tokens"] == 16);
+  CHECK(cj["generation_slices"]["settings"]["prompt_tokens"] == 16);
+  CHECK(cj["generation_slices"]["settings"]["dtype"] == cj["inference_slices"]["settings"]["dtype"]);
+  const Run score = run_cli(
+      "compare --model gpt --preset tiny --slice-layers 1,2 --new-tokens 0 --steps 1 --warmup 0 "
+      "--device cpu --quiet --json " +
+      compared.string());
+  REQUIRE(score.exit_code == 0);
+  CHECK_FALSE(read_json(compared).contains("generation_slices"));
 }
 
 TEST_CASE("cli: decode and compare --find-max-batch search the most sequences a generation holds", "[cli][max_batch]") {
@@ -562,6 +635,9 @@ TEST_CASE("cli: every report kind writes the keys docs/reports.md lists, and no 
       {"infer_slices",
        "infer --model gpt --slice-layers 1,2 --batch 2 --steps 1 --warmup 0 --device cpu --quiet --json "},
       {"compare_slices", "compare --model llama --slice-layers 1,2 --steps 1 --warmup 0 --device cpu --quiet --json "},
+      {"decode_slices",
+       "decode --model llama --preset tiny --slice-layers 1,2 --batch 1 --prompt 4 --new-tokens 2 --repetitions 1 "
+       "--device cpu --quiet --json "},
       {"cards", "cards --cards all --json "},
       {"list", "list --json "},
       {"plan",

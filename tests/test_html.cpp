@@ -428,4 +428,11 @@ TEST_CASE("slices --html: each measured slice, the full model extrapolated and p
   }
   const auto training = series_of(chart(html, "slices-training"));
   CHECK(std::find(training.begin(), training.end(), "optimizer state") != training.end());
+  // gpt's generation (compare's default 64 new tokens) by the same slices: its ledger with the KV cache.
+  const auto generation = chart(html, "slices-generation");
+  for (const char* bar : {">measured: 1 block<", ">extrapolated: 4 blocks<", ">predicted: 4 blocks<"})
+    CHECK(generation.find(bar) != std::string::npos);
+  const auto categories = series_of(generation);
+  for (const char* category : {"parameters", "kv_cache", "working_set"})
+    CHECK(std::find(categories.begin(), categories.end(), category) != categories.end());
 }

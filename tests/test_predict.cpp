@@ -884,6 +884,26 @@ TEST_CASE("slices: linear extrapolation along one or more axes", "[slices][pure]
   const auto ix = extrapolate(std::vector<InferenceMemory>{ia, ib}, SlicePlan{{{SliceAxisKind::blocks, 0, 32, 1, 2}}});
   CHECK(ix.activations == 72);
   CHECK(ix.peak_reserved == 1650);
+  // A generation: the KV cache grows one block's keys and values per block, the prompt's ids do not grow; -1 (not
+  // known in a slice) stays -1.
+  GenerationMemory ga, gb;
+  ga.weights = 1000;
+  gb.weights = 1400;
+  ga.kv_cache = 64;
+  gb.kv_cache = 128;
+  ga.prompt = gb.prompt = 16;
+  ga.working_set = gb.working_set = 500;
+  ga.packed_weights = -1;
+  ga.peak = 1580;
+  gb.peak = 2044;
+  const auto gx = extrapolate(std::vector<GenerationMemory>{ga, gb}, SlicePlan{{{SliceAxisKind::blocks, 0, 32, 1, 2}}});
+  CHECK(gx.weights == 1000 + 31 * 400);
+  CHECK(gx.kv_cache == 32 * 64);
+  CHECK(gx.prompt == 16);
+  CHECK(gx.working_set == 500);
+  CHECK(gx.peak == 1580 + 31 * 464);
+  CHECK(gx.packed_weights == -1);
+  CHECK(gx.other() == gx.peak - gx.weights - gx.kv_cache - gx.prompt - gx.working_set);
   CHECK(extrapolate_time({5.0, 7.0, 6.0}, two) == Approx(5.0 + 3 * 2.0 + 9 * 1.0));
   CHECK(extrapolate_time({5.0, 7.0, 5.0}, two) == -1);  // an axis not slower: noise, not a figure
   // ResNet stages: one axis per stage that has more blocks than K1.
@@ -968,6 +988,39 @@ TEST_CASE("slices: gpt small from slices of 1 and 2 blocks matches the measured 
   CHECK(relative(y.activations, inferred.memory.activations) <= 0.03);
   CHECK(relative(y.peak, inferred.memory.peak) <= 0.05);
   CHECK(report.inference->predicted.parameters == inferred.memory.parameters);
+}
+
+TEST_CASE("slices: gpt small's generation from slices of 1 and 2 blocks matches the measured 4-block generation",
+          "[slices]") {
+  const c10::Device cpu(c10::kCPU);
+  const auto full = make_zoo_workload("gpt", "small");
+  DecodeSettings d;
+  d.batch_size = 2;
+  d.prompt_tokens = 24;
+  d.new_tokens = 8;
+  d.repetitions = 1;
+  SliceRunSettings run;
+  run.generate = d;
+  const auto report = run_slices(*full, zoo_slices("gpt", "small", 0, {1, 2}), run, {"cpu", {}});
+  CHECK_FALSE(report.training);
+  CHECK_FALSE(report.inference);
+  REQUIRE(report.generation);
+  REQUIRE(report.generation->slices.size() == 2);
+  const auto measured = measure_decoding(*full, d, cpu);
+  const auto& x = report.generation->extrapolated;
+  // The weights and the cache are one block's bytes per block; the prompt's ids are in every slice once.
+  CHECK(x.weights == measured.memory.weights);
+  CHECK(x.kv_cache == measured.memory.kv_cache);
+  CHECK(x.prompt == measured.memory.prompt);
+  // The working set is a maximum over the prefill and the steps, not a sum: the same in every slice.
+  CHECK(relative(x.working_set, measured.memory.working_set) <= 0.03);
+  CHECK(relative(x.peak, measured.memory.peak) <= 0.05);
+  CHECK(report.generation->predicted.kv_cache == measured.memory.kv_cache);  // the full model's trace
+  CHECK(report.generation->extrapolated_ttft_ms != 0);  // extrapolated (or -1: noise); times are not compared
+  // A model without a KV-cached forward has no generation to slice.
+  CHECK_THROWS_AS(
+      run_slices(*make_zoo_workload("bert", "tiny"), zoo_slices("bert", "tiny", 0, {1, 2}), run, {"cpu", {}}),
+      InvalidArgument);
 }
 
 TEST_CASE("slices: gpt small from slices of its blocks and of its vocabulary matches the measured ledgers within 3%",

@@ -55,9 +55,9 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                    "(a prefill whose head reads the last position), then N-1 KV-cached decoding steps, at the "
                    "inference batch and dtype: TTFT, time per output token, tokens/s and the generation's memory "
                    "ledger with its KV cache (with --find-max-batch: the most sequences such a generation holds). "
-                   "Default: 64 for gpt and llama (at most half the context), 0 for the other models and with "
-                   "--slice-layers; 0: the full-sequence forward alone (\"score\", which compare measures in "
-                   "every case)",
+                   "Default: 64 for gpt and llama (at most half the context), 0 for the other models; with "
+                   "--slice-layers each slice generates and the generation is extrapolated; 0: the full-sequence "
+                   "forward alone (\"score\", which compare measures in every case)",
                    "compare.new_tokens");
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_slice_options(cmd, o->slices);
@@ -86,18 +86,25 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     s.infer.profile_classes = s.train.profile_classes;  // one more training step and one more inference batch
     const auto workload = zoo_workload(o->model);
     check_outputs(o->output);
-    const bool score_only = slice_settings(o->slices).has_value();
     s.new_tokens = o->new_tokens;
-    if (s.new_tokens < 0 && !score_only && has_kv_decoder(*workload))
+    if (s.new_tokens < 0 && has_kv_decoder(*workload))
       s.new_tokens = std::min(kAutoNewTokens, workload->facts().tokens_per_sample / 2);
     s.new_tokens = std::max<int64_t>(s.new_tokens, 0);
-    if (s.new_tokens != 0 && score_only)
-      throw InvalidArgument("compare.new_tokens", cat(s.new_tokens),
-                            "0 with --slice-layers (slices measure score only)");
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
-      const SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto};
+      SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto, std::nullopt};
+      if (s.new_tokens > 0) {
+        validate_compare_new_tokens(*workload, s.new_tokens);
+        DecodeSettings g;
+        g.batch_size = s.infer.batch_size;
+        g.prompt_tokens = workload->facts().tokens_per_sample - s.new_tokens;
+        g.new_tokens = s.new_tokens;
+        g.repetitions = s.generation_repetitions;
+        g.dtype = s.infer.dtype;  // infer_dtype_auto: resolved with infer's
+        g.seed = s.infer.seed;
+        run.generate = g;
+      }
       emit(run_slices(*workload, slice_source(o->model, *slices), run, run_options(o->model.device, argv)), o->output);
       return 0;
     }

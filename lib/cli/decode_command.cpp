@@ -14,6 +14,7 @@ struct DecodeOptions {
   DecodeSettings settings;
   std::string load_parameters;
   MaxBatchOptions max_batch;
+  SliceOptions slices;
 };
 
 }  // namespace
@@ -53,6 +54,7 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "load_parameters")
       ->check(non_empty_path());
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
+  add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output, true, "Write the JSON report (docs/metrics.md) to this file (atomically)");
   return [o, argv]() {
     apply_log_level(o->output);
@@ -60,11 +62,25 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
     if (o->max_batch.find && !o->load_parameters.empty())
       throw InvalidArgument("load_parameters", o->load_parameters,
                             "nothing with --find-max-batch (the search measures memory, not the weights' values)");
+    const auto slices = slice_settings(o->slices);
+    if (slices) {
+      refuse_slices_with_max_batch(o->slices, o->max_batch);
+      if (!o->load_parameters.empty())
+        throw InvalidArgument("load_parameters", o->load_parameters,
+                              "nothing with --slice-layers (each slice is a model of its own, freshly initialised)");
+    }
     auto s = o->settings;
     s.dtype = parse_inference_dtype(o->dtype, "decode.dtype");
     const auto workload = zoo_workload(o->model);
     o->output.inputs = {{"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
+    if (slices) {
+      require_kv_decoder(*workload);
+      SliceRunSettings run;
+      run.generate = s;
+      emit(run_slices(*workload, slice_source(o->model, *slices), run, run_options(o->model.device, argv)), o->output);
+      return 0;
+    }
     if (o->max_batch.find) {
       MaxBatchSearchSettings search;
       search.training = false;

@@ -193,14 +193,31 @@ struct InferenceSlices {
   PredictedInferenceMemory predicted;
   CardFraction of_card;  // the extrapolated batch: the full model's FLOPs and its extrapolated weights
 };
+// A KV-cached generation by slices (gpt, llama): each slice prefills and decodes as `tvie decode` does; the ledger,
+// the time to first token and the time per output token are extrapolated along the blocks.
+struct GenerationSlices {
+  DecodeSettings settings;
+  SlicePlan plan;  // the source's for_inference(): the vocabulary at its full size
+  std::vector<DecodeResult> slices;
+  GenerationMemory extrapolated;
+  double extrapolated_ttft_ms = 0;  // mean time to first token, extrapolated (-1 as above)
+  double extrapolated_tpot_ms = 0;  // mean time per output token, extrapolated (-1 as above; 0: one new token)
+  // batch x new tokens / (TTFT + (new - 1) x TPOT), of the extrapolated times; 0 where either is not extrapolated.
+  double extrapolated_tokens_per_s = 0;
+  GenerationMemory predicted;  // predict_generation_memory of the full model
+  // The extrapolated prefill and decoding step against the card: the full model's traced FLOPs and its
+  // extrapolated weights and cache (tvie/headroom.hpp).
+  CardFraction prefill_of_card, decoding_of_card;
+};
 struct SliceReport {
   static constexpr const char* kind = "slices";  // the report's name in errors
   RunContext context;
-  std::string workload;                      // the full model's label ("llama/llama-3-8b")
-  ModelFacts facts;                          // the full model's
-  SlicePlan plan;                            // the source's
-  std::optional<TrainingSlices> training;    // train, compare
-  std::optional<InferenceSlices> inference;  // infer, compare (fresh weights of the same seed, not trained ones)
+  std::string workload;                        // the full model's label ("llama/llama-3-8b")
+  ModelFacts facts;                            // the full model's
+  SlicePlan plan;                              // the source's
+  std::optional<TrainingSlices> training;      // train, compare
+  std::optional<InferenceSlices> inference;    // infer, compare (fresh weights of the same seed, not trained ones)
+  std::optional<GenerationSlices> generation;  // decode, compare of gpt and llama (fresh weights, as inference's)
 };
 // The zoo (`tvie list`): every model's presets with their analytic facts; nothing is built or run.
 struct ZooPreset {
@@ -243,12 +260,18 @@ struct PlanReport {
   std::vector<CardPlan> cards;                   // the catalog's cards asked for, then the host
 };
 struct SliceRunSettings {
-  std::optional<TrainSettings> train;  // at least one of the two
+  std::optional<TrainSettings> train;  // at least one of the three
   std::optional<InferSettings> infer;
   bool infer_dtype_auto = false;  // infer.dtype: the one the device runs natively (as CompareSettings)
+  // A KV-cached generation (gpt, llama). With infer and infer_dtype_auto, its dtype is infer's as resolved.
+  std::optional<DecodeSettings> generate;
 };
 
 // --- runners ---
+
+// Compare's generation (CompareSettings::new_tokens, compare --slice-layers): `new_tokens` after prompts of the
+// context less them, of a model with a KV-cached forward; 0 asks for none. InvalidArgument("compare.new_tokens").
+void validate_compare_new_tokens(const Workload& workload, int64_t new_tokens);
 
 // Trains the workload, then runs batched inference on a converted copy of the trained weights, on the
 // same device. With settings.infer_dtype_auto, the inference dtype is the one the device runs natively.
@@ -279,8 +302,8 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
                              const RunOptions& options = {});
 
 // Measures every slice of `source.plan` (source.make builds each: the model at its real width with fewer
-// blocks or vocabulary entries) in training and/or inference and extrapolates to `full`; `full` itself is never
-// built, only asked for its facts and predictions. A zoo model's source: zoo_slices (tvie/models.hpp).
+// blocks or vocabulary entries) in training, inference and/or generation and extrapolates to `full`; `full` itself is
+// never built, only asked for its facts and predictions. A zoo model's source: zoo_slices (tvie/models.hpp).
 SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
                        const RunOptions& options = {});
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <tvie/ledger.hpp>
 #include <tvie/memory.hpp>
 #include <tvie/workload.hpp>
 
@@ -76,6 +77,9 @@ int64_t extrapolate(const std::vector<int64_t>& at_slices, const SlicePlan& plan
 // Every category (peak_reserved: -1 in any slice stays -1).
 TrainingMemory extrapolate(const std::vector<TrainingMemory>& at_slices, const SlicePlan& plan);
 InferenceMemory extrapolate(const std::vector<InferenceMemory>& at_slices, const SlicePlan& plan);
+// A generation's ledger (the KV cache grows by one block's keys and values per block; the prompt's ids are in every
+// slice once). peak -1 in any slice stays -1, as packed_weights -1 (not predicted) does.
+GenerationMemory extrapolate(const std::vector<GenerationMemory>& at_slices, const SlicePlan& plan);
 // A mean time extrapolated the same way; -1 when an axis's slice is not slower than the base one (timing noise).
 double extrapolate_time(const std::vector<double>& at_slices, const SlicePlan& plan);
 

@@ -157,6 +157,22 @@ InferenceMemory extrapolate(const std::vector<InferenceMemory>& at, const SliceP
   return m;
 }
 
+GenerationMemory extrapolate(const std::vector<GenerationMemory>& at, const SlicePlan& plan) {
+  // -1 (not known) in any slice stays -1.
+  auto x = [&](int64_t GenerationMemory::*field) {
+    const bool known = std::all_of(at.begin(), at.end(), [&](const GenerationMemory& s) { return s.*field >= 0; });
+    return known ? extrapolate_field(at, plan, field) : -1;
+  };
+  GenerationMemory m;
+  m.weights = x(&GenerationMemory::weights);
+  m.packed_weights = x(&GenerationMemory::packed_weights);
+  m.kv_cache = x(&GenerationMemory::kv_cache);
+  m.prompt = x(&GenerationMemory::prompt);
+  m.working_set = x(&GenerationMemory::working_set);
+  m.peak = x(&GenerationMemory::peak);
+  return m;
+}
+
 double extrapolate_time(const std::vector<double>& x, const SlicePlan& plan) {
   for (size_t i = 1; i < x.size(); ++i)
     if (!(x[i] > x[0])) return -1;

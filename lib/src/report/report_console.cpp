@@ -601,14 +601,22 @@ void ConsoleReporter::report(const MaxBatchReport& r) {
 void ConsoleReporter::report(const SliceReport& r) {
   auto& out = out_;
   const auto& plan = r.plan;
-  const char* command = r.training && r.inference ? "compare (slices)"
-                        : r.training              ? "train (slices)"
-                                                  : "infer (slices)";
+  const char* command = r.training && (r.inference || r.generation) ? "compare (slices)"
+                        : r.training                                ? "train (slices)"
+                        : r.inference                               ? "infer (slices)"
+                                                                    : "decode (slices)";
   header(out, command, r.workload, r.context, r.facts);
   if (r.training) training_line(out, r.training->settings, r.training->slices.front());
   if (r.inference)
     out << "inference: batch " << r.inference->settings.batch_size << ", " << to_string(r.inference->settings.dtype)
         << " copy of freshly initialised weights (seed " << r.inference->settings.seed << ")\n";
+  if (r.generation) {
+    const auto& g = r.generation->settings;
+    out << "generation: batch " << g.batch_size << ", prompts of " << g.prompt_tokens << " tokens, " << g.new_tokens
+        << " new tokens (greedy), " << to_string(g.dtype) << " copy of freshly initialised weights (seed " << g.seed
+        << "), " << kv_cache_dtype(g.dtype) << " KV cache\n";
+    if (g.dtype != InferenceDtype::fp32) out << "  scheme: " << r.generation->slices.front().scheme << '\n';
+  }
   std::string axes;
   for (const auto& a : plan.axes) axes += (axes.empty() ? "" : ", ") + a.name();
   out << "slices: the model at its real width (" << plan.full_label() << ") emulated by slices, each measured.\n"
@@ -616,7 +624,7 @@ void ConsoleReporter::report(const SliceReport& r) {
       << "axis from the slice that steps it; what repeats along no axis counted once), beside the analytic\n"
       << "prediction of the full model.\n";
   for (const auto& a : plan.axes)
-    if (!a.in_inference() && r.inference)
+    if (!a.in_inference() && (r.inference || r.generation))
       out << "Inference slices keep the full " << a.name() << " (" << a.full << "): the working set is a maximum over\n"
           << "the forward, not a sum, and bends where the head's logits overtake a block's temporaries.\n";
   std::vector<size_t> w;
@@ -697,8 +705,29 @@ void ConsoleReporter::report(const SliceReport& r) {
     for (const auto& s : i.slices) times.push_back(s.latency.mean);
     time_line("batch mean", times, i.extrapolated_latency_ms);
   }
-  const std::string& counter =
-      r.training ? r.training->slices.front().memory_counter : r.inference->slices.front().memory_counter;
+  if (r.generation) {
+    const auto& g = *r.generation;
+    const auto& x = g.extrapolated;
+    const auto& p = g.predicted;
+    table_head("generation memory", g.plan);
+    line("weights", g.slices, std::mem_fn(&GenerationMemory::weights), x.weights, p.weights);
+    line("kv_cache", g.slices, std::mem_fn(&GenerationMemory::kv_cache), x.kv_cache, p.kv_cache);
+    line("working_set", g.slices, std::mem_fn(&GenerationMemory::working_set), x.working_set, p.working_set);
+    line("peak", g.slices, std::mem_fn(&GenerationMemory::peak), x.peak, p.peak);
+    std::vector<double> ttft, tpot;
+    for (const auto& s : g.slices) {
+      ttft.push_back(s.ttft_ms.mean);
+      tpot.push_back(s.tpot_ms.mean);
+    }
+    time_line("TTFT mean", ttft, g.extrapolated_ttft_ms);
+    if (g.settings.new_tokens > 1) time_line("TPOT mean", tpot, g.extrapolated_tpot_ms);
+    if (g.extrapolated_tokens_per_s > 0)
+      out << "  tokens/s (all sequences), extrapolated: " << fmt("%.3f", g.extrapolated_tokens_per_s)
+          << " = batch x new tokens / (TTFT + (new tokens - 1) x TPOT)\n";
+  }
+  const std::string& counter = r.training    ? r.training->slices.front().memory_counter
+                               : r.inference ? r.inference->slices.front().memory_counter
+                                             : r.generation->slices.front().memory_counter;
   out << "  counter: " << counter << ".\n";
   if (r.training) {
     const auto& t = r.training->slices.front();
@@ -710,8 +739,14 @@ void ConsoleReporter::report(const SliceReport& r) {
     out << "  inference timer: " << i.timer << "; " << i.timed_batches << " timed batches per slice after 1 ledger + "
         << i.warmup_batches << " warm-up.\n";
   }
+  if (r.generation) {
+    const auto& g = r.generation->slices.front();
+    out << "  generation timer: " << g.timer << "; " << g.timed_runs << " timed runs per slice after the ledger's 2.\n";
+  }
   // The full model's FLOPs (and, for inference, its extrapolated weights) over the extrapolated time.
-  const CardFraction& any = r.training ? r.training->of_card : r.inference->of_card;
+  const CardFraction& any = r.training    ? r.training->of_card
+                            : r.inference ? r.inference->of_card
+                                          : r.generation->decoding_of_card;
   if (!any.card.empty()) {
     const auto fraction = [&](const char* what, const CardFraction& f) {
       out << "  of the card, " << what << ": " << of_peak(f) << (f.peak_tflops < 0 ? "" : " peak");
@@ -720,13 +755,25 @@ void ConsoleReporter::report(const SliceReport& r) {
     };
     if (r.training) fraction("the extrapolated step", r.training->of_card);
     if (r.inference) fraction("the extrapolated batch (its weights once)", r.inference->of_card);
+    if (r.generation) {
+      fraction("the extrapolated prefill (its weights once)", r.generation->prefill_of_card);
+      if (r.generation->settings.new_tokens > 1)
+        fraction("the extrapolated decoding step (its weights and the cache attended to)",
+                 r.generation->decoding_of_card);
+    }
   }
   out << card_line(any);
+  if (r.training && r.generation)
+    out << "\ngap (extrapolated): training peak / generation peak = "
+        << ratio(static_cast<double>(r.training->extrapolated.peak),
+                 static_cast<double>(r.generation->extrapolated.peak))
+        << " (serving: a prefill, then KV-cached decoding)\n";
   if (r.training && r.inference)
-    out << "\ngap (extrapolated): training peak / inference peak = "
+    out << (r.generation ? "                    training peak / score peak = "
+                         : "\ngap (extrapolated): training peak / inference peak = ")
         << ratio(static_cast<double>(r.training->extrapolated.peak),
                  static_cast<double>(r.inference->extrapolated.peak))
-        << "\n";
+        << (r.generation ? " (score: one forward of whole sequences)" : "") << "\n";
 }
 
 void ConsoleReporter::report(const DecodeReport& r) {

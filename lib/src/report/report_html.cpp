@@ -168,6 +168,14 @@ svg::Bar ledger_bar(const std::string& label, const InferenceMemory& m) {
 svg::Bar ledger_bar(const std::string& label, const PredictedInferenceMemory& p) {
   return training_bar(label, p.weights(), 0, 0, 0, 0, 0, p.activations, p.peak);
 }
+// A generation's ledger, measured or predicted: its categories stacked (the packs are in the weights).
+svg::Bar ledger_bar(const std::string& label, const GenerationMemory& m) {
+  svg::Bar bar{label, {}, m.peak < 0 ? "(no peak predicted)" : ""};
+  for (const auto& lr : detail::generation_rows(m, nullptr))
+    if (std::string_view(lr.name) != "packed_weights" && std::string_view(lr.name) != "peak")
+      bar.segments.push_back({lr.name, static_cast<double>(std::max<int64_t>(0, lr.measured))});
+  return bar;
+}
 
 svg::BarChart ledger_chart(const TrainingResult* t, const InferenceResult* i) {
   svg::BarChart chart("ledger", "Memory ledger at the peak: measured and predicted", bytes_axis("bytes (allocated)"));
@@ -371,13 +379,8 @@ namespace {
 // A generation's ledger, measured beside predicted: one bar each, its categories stacked.
 Section generation_memory_section(const DecodeResult& x) {
   svg::BarChart chart("generation-memory", "A generation's memory: measured and predicted", bytes_axis("bytes"));
-  for (const auto* m : {&x.memory, &x.predicted}) {
-    svg::Bar bar{m == &x.memory ? "measured" : "predicted", {}, ""};
-    for (const auto& lr : detail::generation_rows(*m, nullptr))
-      if (std::string_view(lr.name) != "packed_weights" && std::string_view(lr.name) != "peak")
-        bar.segments.push_back({lr.name, static_cast<double>(std::max<int64_t>(0, lr.measured))});
-    chart.bars.push_back(std::move(bar));
-  }
+  chart.bars.push_back(ledger_bar("measured", x.memory));
+  chart.bars.push_back(ledger_bar("predicted", x.predicted));
   return {"Generation memory",
           "Measured (" + x.memory_counter +
               "): the weights and the KV cache as the bytes building them added, the working set as the most a "
@@ -604,7 +607,8 @@ std::string to_html_string(const MaxBatchReport& r) {
   return page("tvie compare --find-max-batch: " + r.workload, workload_summary(r.workload, r.facts), s, r.context);
 }
 
-// A mode's slices (TrainingSlices, InferenceSlices): each measured slice, the full model extrapolated and predicted.
+// A mode's slices (TrainingSlices, InferenceSlices, GenerationSlices): each measured slice, the full model extrapolated
+// and predicted.
 template <typename Slices>
 std::string slices_chart(const std::string& id, const std::string& mode, const Slices& x) {
   svg::BarChart chart(id, mode + " ledger: measured slices, the full model extrapolated and predicted",
@@ -626,6 +630,22 @@ std::string to_html_string(const SliceReport& r) {
   if (r.inference)
     add(s, {"Inference", "The full model was not run (see above).",
             slices_chart("slices-inference", "Inference", *r.inference)});
+  if (r.generation) {
+    const auto& g = *r.generation;
+    std::string what =
+        cat("A KV-cached generation: batch ", g.settings.batch_size, ", prompts of ", g.settings.prompt_tokens,
+            " tokens, ", g.settings.new_tokens, " new, ", to_string(g.settings.dtype),
+            ". The full model was not run: its ledger (the KV cache grows by "
+            "one block's keys and values per block) and its times are extrapolated from the slices.");
+    if (g.extrapolated_ttft_ms > 0)
+      what += cat(
+          " Extrapolated time to first token ", svg::format_value(g.extrapolated_ttft_ms, svg::Format::milliseconds),
+          g.settings.new_tokens > 1 && g.extrapolated_tpot_ms > 0
+              ? cat(", time per output token ", svg::format_value(g.extrapolated_tpot_ms, svg::Format::milliseconds))
+              : std::string(),
+          ".");
+    add(s, {"Generation", what, slices_chart("slices-generation", "Generation", g)});
+  }
   return page("tvie slices: " + r.workload, workload_summary(r.workload, r.facts) + " Emulated by slices.", s,
               r.context);
 }

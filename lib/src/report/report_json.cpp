@@ -36,6 +36,7 @@ nlohmann::json memory_json(const InferenceMemory& m) {
   j["packed_weights_measured"] = m.packed_weights_measured;
   return j;
 }
+nlohmann::json memory_json(const GenerationMemory& m) { return measured_json(detail::generation_rows(m, nullptr)); }
 
 // The memory timeline (tvie/timeline.hpp): what was recorded, how, and the thinned points and phases.
 nlohmann::json timeline_json(const MemoryTimeline& t) {
@@ -63,7 +64,7 @@ nlohmann::json max_batch_json(const MaxBatchResult& r) {
                       {"limit_source", r.limit_source},           {"probes", probes}};
   if (r.training) j["memory"] = memory_json(*r.training);
   if (r.inference) j["memory"] = memory_json(*r.inference);
-  if (r.generation) j["memory"] = measured_json(detail::generation_rows(*r.generation, nullptr));
+  if (r.generation) j["memory"] = memory_json(*r.generation);
   return j;
 }
 
@@ -527,6 +528,28 @@ std::string to_json_string(const SliceReport& r, int indent) {
                            {"latency_ms_mean", i.extrapolated_latency_ms},
                            {"of_card", card_fraction_json(i.of_card)}};
     out["predicted"] = predicted_json(i.predicted);
+  }
+  if (r.generation) {
+    const auto& g = *r.generation;
+    const auto& s = g.settings;
+    json& out = j["generation_slices"] = head(g.plan);
+    out["settings"] = {{"batch_size", s.batch_size},
+                       {"prompt_tokens", s.prompt_tokens},
+                       {"new_tokens", s.new_tokens},
+                       {"repetitions", s.repetitions},
+                       {"dtype", to_string(s.dtype)}};
+    out["scheme"] = g.slices.front().scheme;
+    out["slices"] = slices(g.plan, g.slices, [](const DecodeResult& x) {
+      return json{{"ttft_ms_mean", x.ttft_ms.mean}, {"tpot_ms_mean", x.tpot_ms.mean}};
+    });
+    out["extrapolated"] = {
+        {"memory", memory_json(g.extrapolated)},
+        {"ttft_ms_mean", g.extrapolated_ttft_ms},
+        {"tpot_ms_mean", g.extrapolated_tpot_ms},
+        {"tokens_per_s", g.extrapolated_tokens_per_s},
+        {"of_card",
+         {{"prefill", card_fraction_json(g.prefill_of_card)}, {"decoding", card_fraction_json(g.decoding_of_card)}}}};
+    out["predicted"] = predicted_json(detail::generation_rows({}, &g.predicted));
   }
   return j.dump(indent);
 }

@@ -43,19 +43,6 @@ Resolved<TrainSettings> resolve_training(const Workload& workload, const TrainSe
   return {device, settings};
 }
 
-// Compare's generation: `new_tokens` after prompts of the context less them, of a model with a KV-cached forward.
-void validate_compare_new_tokens(const Workload& workload, int64_t new_tokens) {
-  if (new_tokens <= 0) return;
-  const int64_t context = workload.facts().tokens_per_sample;
-  if (!has_kv_decoder(workload))
-    throw InvalidArgument("compare.new_tokens", cat(new_tokens),
-                          cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
-  if (new_tokens >= context)
-    throw InvalidArgument(
-        "compare.new_tokens", cat(new_tokens),
-        cat("0 .. ", context - 1, " (the prompt is the context of ", context, " less the new tokens)"));
-}
-
 Resolved<CompareSettings> resolve_compare(const Workload& workload, const CompareSettings& settings,
                                           const RunOptions& options, std::string* dtype_choice) {
   const c10::Device device = resolve_device(options.device, "device");
@@ -337,22 +324,43 @@ MaxBatchReport run_max_batch(const Workload& workload, const MaxBatchSearchSetti
   return report;
 }
 
+void validate_compare_new_tokens(const Workload& workload, int64_t new_tokens) {
+  if (new_tokens <= 0) return;
+  const int64_t context = workload.facts().tokens_per_sample;
+  if (!has_kv_decoder(workload))
+    throw InvalidArgument("compare.new_tokens", cat(new_tokens),
+                          cat("0 for ", workload.name(), " (generation needs a KV-cached forward: gpt, llama)"));
+  if (new_tokens >= context)
+    throw InvalidArgument(
+        "compare.new_tokens", cat(new_tokens),
+        cat("0 .. ", context - 1, " (the prompt is the context of ", context, " less the new tokens)"));
+}
+
 SliceReport run_slices(const Workload& full, const SliceSource& source, const SliceRunSettings& settings,
                        const RunOptions& options) {
   const SlicePlan& plan = source.plan;
   validate(plan);
-  if (!settings.train && !settings.infer) throw InvalidArgument("slices.modes", "none", "training, inference or both");
+  if (!settings.train && !settings.infer && !settings.generate)
+    throw InvalidArgument("slices.modes", "none", "training, inference, generation or several");
   if (!settings.train)
     for (const auto& a : plan.axes)
       if (!a.in_inference())
-        throw InvalidArgument(
-            a.kind == SliceAxisKind::vocabulary ? "slices.vocab" : "slices.layers", cat(a.base, ",", a.step),
-            cat("none for inference alone (its slices keep the full ", a.name(), "; training's can slice it)"));
+        throw InvalidArgument(a.kind == SliceAxisKind::vocabulary ? "slices.vocab" : "slices.layers",
+                              cat(a.base, ",", a.step),
+                              cat("none without training (inference's and generation's slices keep the full ", a.name(),
+                                  "; training's can slice it)"));
   const c10::Device device = resolve_device(options.device, "device");
   if (settings.train) resolve_training(full, *settings.train, device);
   std::optional<InferSettings> infer = settings.infer;
   if (infer && settings.infer_dtype_auto) infer->dtype = native_inference_dtype(device).dtype;
   if (infer) validate(*infer, device);
+  std::optional<DecodeSettings> generate = settings.generate;
+  if (generate) {
+    require_kv_decoder(full);
+    if (settings.infer_dtype_auto) generate->dtype = infer ? infer->dtype : native_inference_dtype(device).dtype;
+    validate(*generate, full.facts().tokens_per_sample);
+    validate_inference_dtype(generate->dtype, device, "decode.dtype");
+  }
   SliceReport report;
   fill_head(report, full, device, options);
   report.plan = plan;
@@ -365,8 +373,10 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
                " (the full model is not run)");
   };
   // Each mode measures its plan's slices in turn; each is built, measured and freed before the next.
-  log::Progress progress("slice", static_cast<long long>((settings.train ? plan.slice_count() : 0) +
-                                                         (settings.infer ? plan.for_inference().slice_count() : 0)));
+  const size_t inference_slices = plan.for_inference().slice_count();
+  log::Progress progress(
+      "slice", static_cast<long long>((settings.train ? plan.slice_count() : 0) + (infer ? inference_slices : 0) +
+                                      (generate ? inference_slices : 0)));
   const auto measure_all = [&](const SlicePlan& p, const auto& measure) {
     std::vector<decltype(measure(full))> out;
     for (size_t i = 0; i < p.slice_count(); ++i) {
@@ -422,6 +432,33 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     }
     i.of_card = inference_fraction(card, why, whole);
     report.inference = std::move(i);
+  }
+  if (generate) {
+    GenerationSlices g;
+    g.settings = *generate;
+    g.plan = plan.for_inference();
+    validate(g.plan);
+    g.predicted = predict_generation_memory(full, g.settings, device);
+    log::info(cat("generation of ", full.name(), " (", to_string(g.settings.dtype), ", batch ", g.settings.batch_size,
+                  ", prompt ", g.settings.prompt_tokens, ", ", g.settings.new_tokens, " new tokens)", what(g.plan)));
+    g.slices = measure_all(g.plan, [&](const Workload& slice) { return measure_decoding(slice, g.settings, device); });
+    std::tie(g.extrapolated, g.extrapolated_ttft_ms) =
+        extrapolated(g.slices, g.plan, [](const DecodeResult& r) { return r.ttft_ms.mean; });
+    std::vector<double> tpot;
+    for (const auto& r : g.slices) tpot.push_back(r.tpot_ms.mean);
+    g.extrapolated_tpot_ms = g.settings.new_tokens > 1 ? extrapolate_time(tpot, g.plan) : 0;
+    if (g.extrapolated_ttft_ms > 0 && g.extrapolated_tpot_ms >= 0)
+      g.extrapolated_tokens_per_s =
+          static_cast<double>(g.settings.batch_size * g.settings.new_tokens) /
+          ((g.extrapolated_ttft_ms + static_cast<double>(g.settings.new_tokens - 1) * g.extrapolated_tpot_ms) / 1e3);
+    DecodeResult whole;  // the full model at the extrapolated times, with its extrapolated weights and cache
+    whole.dtype = g.settings.dtype;
+    whole.memory = g.extrapolated;
+    whole.ttft_ms.mean = std::max(0.0, g.extrapolated_ttft_ms);
+    whole.tpot_ms.mean = std::max(0.0, g.extrapolated_tpot_ms);
+    g.prefill_of_card = prefill_fraction(card, why, full, g.settings, whole);
+    g.decoding_of_card = decoding_fraction(card, why, full, g.settings, whole);
+    report.generation = std::move(g);
   }
   return report;
 }

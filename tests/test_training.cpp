@@ -592,3 +592,71 @@ TEST_CASE("time by class: one more step profiled after the timed ones, its forwa
   CHECK(b.time_by_class.backward.classes_ms() == 0);
   CHECK(b.latency_ms.size() == static_cast<size_t>(i.steps));
 }
+
+TEST_CASE("fused_cross_entropy: cross_entropy's loss and gradient without an fp32 copy of the logits",
+          "[training][pure]") {
+  torch::manual_seed(3);
+  const int64_t N = 37, C = 11;
+  auto target = torch::randint(0, C, {N}, torch::kInt64);
+  target.narrow(0, 4, 3).fill_(-100);  // three rows that count nothing
+  // fp32 logits, in chunks of 5 rows and in one: the loss and the gradient of cross_entropy.
+  const auto base = torch::randn({N, C}) * 3;
+  auto reference_logits = base.clone().requires_grad_(true);
+  const auto reference = torch::nn::functional::cross_entropy(reference_logits, target);
+  reference.backward();
+  for (int64_t chunk : {0, 5, 1}) {
+    INFO("chunk rows " << chunk);
+    auto logits = base.clone().requires_grad_(true);
+    const auto loss = fused_cross_entropy(logits, target, -100, chunk);
+    CHECK(loss.scalar_type() == torch::kFloat32);
+    CHECK(loss.item<double>() == Approx(reference.item<double>()).epsilon(1e-6));
+    (loss * 2).backward();  // the incoming gradient scales the saved one
+    CHECK(torch::allclose(logits.grad(), reference_logits.grad() * 2, 1e-5, 1e-7));
+    CHECK(logits.grad().narrow(0, 4, 3).abs().sum().item<double>() == 0);  // ignored rows: no gradient
+  }
+  // bf16 logits: the same fp32 arithmetic on the same values, the gradient rounded to bf16 as the cast's backward
+  // rounds cross_entropy's.
+  const auto b16 = base.to(torch::kBFloat16);
+  auto standard_logits = b16.clone().requires_grad_(true);
+  const auto standard = torch::nn::functional::cross_entropy(standard_logits.to(torch::kFloat32), target);
+  standard.backward();
+  auto fused_logits = b16.clone().requires_grad_(true);
+  const auto fused = fused_cross_entropy(fused_logits, target);
+  fused.backward();
+  CHECK(fused.item<double>() == Approx(standard.item<double>()).epsilon(1e-6));
+  CHECK(fused_logits.grad().scalar_type() == torch::kBFloat16);
+  CHECK(
+      torch::allclose(fused_logits.grad().to(torch::kFloat32), standard_logits.grad().to(torch::kFloat32), 1e-2, 1e-4));
+  CHECK_THROWS_AS(fused_cross_entropy(base, target.narrow(0, 0, 5)), InvalidArgument);
+  CHECK_THROWS_AS(fused_cross_entropy(base.view({-1}), target), InvalidArgument);
+  CHECK_THROWS_AS(fused_cross_entropy(base, target, -100, -1), InvalidArgument);
+}
+
+TEST_CASE("fused_cross_entropy: holds the logits' gradient in their dtype where cross_entropy holds fp32 copies",
+          "[training]") {
+  const auto probe = make_memory_probe(kCpu);
+  const int64_t N = 512, C = 1000, chunk = 64;
+  auto target = torch::randint(0, C, {N}, torch::kInt64);
+  auto logits = torch::randn({N, C}).to(torch::kBFloat16).requires_grad_(true);  // [N, C] bf16: 1,024,000 bytes
+  const int64_t before = probe->allocated_bytes();
+  probe->reset_peak();
+  int64_t fused_peak = 0, standard_peak = 0;
+  {
+    const auto loss = fused_cross_entropy(logits, target, -100, chunk);
+    // Saved for backward: the gradient [N, C] in bf16; and the fp32 loss.
+    CHECK(probe->allocated_bytes() - before == N * C * 2 + 4);
+    fused_peak = probe->peak_allocated_bytes() - before;
+  }
+  CHECK(probe->allocated_bytes() == before);  // the graph freed with the loss
+  probe->reset_peak();
+  {
+    const auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), target);
+    // log_softmax saves its fp32 output [N, C], nll_loss its total weight; and the loss.
+    CHECK(probe->allocated_bytes() - before == N * C * 4 + 4 + 4);
+    standard_peak = probe->peak_allocated_bytes() - before;
+  }
+  // The forward's most: the fused one holds one chunk's fp32 rows (and per-row vectors) beside the gradient; the
+  // standard one the fp32 copy beside the log-probabilities.
+  CHECK(fused_peak <= N * C * 2 + chunk * C * 4 + 64 * N);
+  CHECK(standard_peak >= N * C * 8);
+}

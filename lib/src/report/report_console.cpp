@@ -665,14 +665,16 @@ void ConsoleReporter::report(const SliceReport& r) {
     cells.push_back(predicted_cell(predicted));
     row(out, cells, w);
   };
-  const auto time_line = [&](const std::string& name, const std::vector<double>& times, double x) {
+  // `more`: the options that time more (--steps and --warmup; a generation's --repetitions).
+  const auto time_line = [&](const std::string& name, const std::vector<double>& times, double x,
+                             const char* more = "--steps and --warmup") {
     std::vector<std::string> cells = {"  " + name};
     for (double t : times) cells.push_back(ms(t));
     cells.push_back(x >= 0 ? ms(x) : "- (see below)");
     row(out, cells, w);
     if (x < 0)
       out << "  not extrapolated: a slice that steps an axis was not slower than the base slice (" << heads[0]
-          << "; timing noise: more --steps and --warmup).\n";
+          << "; timing noise: more " << more << ").\n";
   };
   if (r.training) {
     const auto& t = *r.training;
@@ -719,8 +721,8 @@ void ConsoleReporter::report(const SliceReport& r) {
       ttft.push_back(s.ttft_ms.mean);
       tpot.push_back(s.tpot_ms.mean);
     }
-    time_line("TTFT mean", ttft, g.extrapolated_ttft_ms);
-    if (g.settings.new_tokens > 1) time_line("TPOT mean", tpot, g.extrapolated_tpot_ms);
+    time_line("TTFT mean", ttft, g.extrapolated_ttft_ms, "--repetitions");
+    if (g.settings.new_tokens > 1) time_line("TPOT mean", tpot, g.extrapolated_tpot_ms, "--repetitions");
     if (g.extrapolated_tokens_per_s > 0)
       out << "  tokens/s (all sequences), extrapolated: " << fmt("%.3f", g.extrapolated_tokens_per_s)
           << " = batch x new tokens / (TTFT + (new tokens - 1) x TPOT)\n";
@@ -755,11 +757,11 @@ void ConsoleReporter::report(const SliceReport& r) {
     };
     if (r.training) fraction("the extrapolated step", r.training->of_card);
     if (r.inference) fraction("the extrapolated batch (its weights once)", r.inference->of_card);
-    if (r.generation) {
-      fraction("the extrapolated prefill (its weights once)", r.generation->prefill_of_card);
-      if (r.generation->settings.new_tokens > 1)
-        fraction("the extrapolated decoding step (its weights and the cache attended to)",
-                 r.generation->decoding_of_card);
+    if (r.generation) {  // a time not extrapolated has no fraction
+      const auto& g = *r.generation;
+      if (g.extrapolated_ttft_ms > 0) fraction("the extrapolated prefill (its weights once)", g.prefill_of_card);
+      if (g.settings.new_tokens > 1 && g.extrapolated_tpot_ms > 0)
+        fraction("the extrapolated decoding step (its weights and the cache attended to)", g.decoding_of_card);
     }
   }
   out << card_line(any);

@@ -93,6 +93,7 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
+      refuse_profile_with_slices(s.train.profile_classes, "train.profile_classes");
       SliceRunSettings run{s.train, s.infer, s.infer_dtype_auto, std::nullopt};
       if (s.new_tokens > 0) {
         validate_compare_new_tokens(*workload, s.new_tokens);

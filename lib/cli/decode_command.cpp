@@ -64,7 +64,9 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
                             "nothing with --find-max-batch (the search measures memory, not the weights' values)");
     const auto slices = slice_settings(o->slices);
     if (slices) {
+      refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
+      refuse_profile_with_slices(o->settings.profile_classes, "decode.profile_classes");
       if (!o->load_parameters.empty())
         throw InvalidArgument("load_parameters", o->load_parameters,
                               "nothing with --slice-layers (each slice is a model of its own, freshly initialised)");

@@ -409,6 +409,13 @@ void refuse_search_options_without_search(const MaxBatchOptions& o, bool with_cp
     throw InvalidArgument("max_batch.max_batch", cat(o.settings.max_batch), "only with --find-max-batch");
 }
 
+void refuse_profile_with_slices(bool profile_classes, const char* field) {
+  if (profile_classes)
+    throw InvalidArgument(field, "on",
+                          "off with --slice-layers (each slice is a run of its own; profile the model whole, or a "
+                          "cut of it with plan --measure-layers)");
+}
+
 void refuse_csv_with_slices(const OutputOptions& output) {
   if (!output.csv_path.empty())
     throw InvalidArgument("csv", output.csv_path,

@@ -133,6 +133,8 @@ void add_slice_options(CLI::App* cmd, SliceOptions& o);
 std::optional<SliceSettings> slice_settings(const SliceOptions& o);
 // --slice-layers and --find-max-batch ask for two different runs: InvalidArgument("slices.layers", ...).
 void refuse_slices_with_max_batch(const SliceOptions& slices, const MaxBatchOptions& max_batch);
+// --profile-classes asks for one profiled run; slices are several: InvalidArgument(field, "on", ...).
+void refuse_profile_with_slices(bool profile_classes, const char* field);
 // --slice-layers makes several tables (slices, extrapolation, prediction): no one CSV; InvalidArgument("csv", ...);
 // and no timed steps of one model to trace: InvalidArgument("trace", ...).
 void refuse_csv_with_slices(const OutputOptions& output);

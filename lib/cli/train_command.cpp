@@ -53,6 +53,7 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
+      refuse_profile_with_slices(settings.profile_classes, "train.profile_classes");
       if (distributed) throw InvalidArgument("slices.layers", o->slices.layers, "a single process");
       check_outputs(o->output);
       emit(run_slices(*workload, slice_source(o->model, *slices), {settings, std::nullopt}, run), o->output);

@@ -93,6 +93,10 @@ struct InferenceResult {
   ProfiledClassTimes time_by_class;
 };
 
+// A batch's throughput from its mean latency: samples_per_s (batch / latency), tokens_per_s, model_flops_per_batch
+// (forward FLOPs x batch) and achieved_tflops of `result`; left at 0 where the latency is not > 0.
+void set_throughput(InferenceResult& result, const ModelFacts& facts, int64_t batch_size, double mean_latency_ms);
+
 // Settings validated first (validate(settings, device); tvie/run.hpp's runners do it once).
 // `output`, when given, receives the last timed batch's output (on the CPU, fp32) for accuracy checks.
 InferenceResult measure_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,

@@ -755,9 +755,11 @@ void ConsoleReporter::report(const SliceReport& r) {
       if (f.bandwidth_fraction >= 0) out << ", " << percent(f.bandwidth_fraction) << " of bandwidth";
       out << '\n';
     };
-    if (r.training) fraction("the extrapolated step", r.training->of_card);
-    if (r.inference) fraction("the extrapolated batch (its weights once)", r.inference->of_card);
-    if (r.generation) {  // a time not extrapolated has no fraction
+    // A time not extrapolated has no fraction.
+    if (r.training && r.training->extrapolated_step_ms > 0) fraction("the extrapolated step", r.training->of_card);
+    if (r.inference && r.inference->extrapolated_latency_ms > 0)
+      fraction("the extrapolated batch (its weights once)", r.inference->of_card);
+    if (r.generation) {
       const auto& g = *r.generation;
       if (g.extrapolated_ttft_ms > 0) fraction("the extrapolated prefill (its weights once)", g.prefill_of_card);
       if (g.settings.new_tokens > 1 && g.extrapolated_tpot_ms > 0)

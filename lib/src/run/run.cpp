@@ -425,11 +425,8 @@ SliceReport run_slices(const Workload& full, const SliceSource& source, const Sl
     InferenceResult whole;  // the full model at the extrapolated latency, with its extrapolated weights
     whole.dtype = i.settings.dtype;
     whole.memory = i.extrapolated;
-    if (i.extrapolated_latency_ms > 0) {
-      whole.latency.mean = i.extrapolated_latency_ms;
-      whole.achieved_tflops = report.facts.forward_flops_per_sample * static_cast<double>(i.settings.batch_size) /
-                              (i.extrapolated_latency_ms / 1e3) / 1e12;
-    }
+    if (i.extrapolated_latency_ms > 0) whole.latency.mean = i.extrapolated_latency_ms;
+    set_throughput(whole, report.facts, i.settings.batch_size, i.extrapolated_latency_ms);
     i.of_card = inference_fraction(card, why, whole);
     report.inference = std::move(i);
   }

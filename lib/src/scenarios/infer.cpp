@@ -88,6 +88,15 @@ InferenceMemory InferenceSession::ledger_batch(MemoryProbe& probe, MemoryTimelin
   return m;
 }
 
+void set_throughput(InferenceResult& result, const ModelFacts& facts, int64_t batch_size, double mean_latency_ms) {
+  const double seconds = mean_latency_ms / 1e3;
+  if (!(seconds > 0)) return;
+  result.samples_per_s = static_cast<double>(batch_size) / seconds;
+  result.tokens_per_s = result.samples_per_s * static_cast<double>(facts.tokens_per_sample);
+  result.model_flops_per_batch = facts.forward_flops_per_sample * static_cast<double>(batch_size);
+  result.achieved_tflops = result.model_flops_per_batch / seconds / 1e12;
+}
+
 InferenceResult measure_inference(const Workload& workload, const InferSettings& settings, const c10::Device& device,
                                   const torch::nn::Module* weights, torch::Tensor* output) {
   auto probe = make_memory_probe(device);
@@ -146,14 +155,7 @@ InferenceResult measure_inference(const Workload& workload, const InferSettings&
   r.warmup_batches = settings.warmup_steps;
   r.timed_batches = settings.steps;
   r.latency = summarize(r.latency_ms);
-  const ModelFacts facts = workload.facts();
-  const double seconds = r.latency.mean / 1e3;
-  if (seconds > 0) {
-    r.samples_per_s = static_cast<double>(settings.batch_size) / seconds;
-    r.tokens_per_s = r.samples_per_s * static_cast<double>(facts.tokens_per_sample);
-    r.model_flops_per_batch = facts.forward_flops_per_sample * static_cast<double>(settings.batch_size);
-    r.achieved_tflops = r.model_flops_per_batch / seconds / 1e12;
-  }
+  set_throughput(r, workload.facts(), settings.batch_size, r.latency.mean);
   if (r.energy.available() && settings.steps > 0)
     r.joules_per_sample = r.energy.joules / static_cast<double>(settings.steps * settings.batch_size);
   return r;

@@ -199,6 +199,33 @@ TEST_CASE("what autograd saves, to the byte on any kind of CPU: every zoo model'
   }
 }
 
+TEST_CASE("the fused loss: what it saves to the byte, and the fp32 peak where the standard loss's is", "[predict]") {
+  // tvie::fused_cross_entropy in place of the cross-entropy of fp32 logits (TrainSettings::fused_loss): its saved
+  // gradient is autograd's whatever the kernels, so the saved bytes the two losses differ by are exact in every
+  // precision; in fp32 the activations and, where the standard loss's peak is exact, the peak too.
+  const auto kernels = cpu_bf16_matmul_kernels();
+  for (const std::string model : {"mlp", "cnn", "gpt", "resnet", "bert", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    const bool transformer = model == "gpt" || model == "bert" || model == "llama";
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16}) {
+      INFO(model << " tiny, " << to_string(precision));
+      TrainSettings s = test::small_train(OptimizerKind::adamw);
+      s.batch_size = 8;
+      s.precision = precision;
+      const auto standard = predict_training_memory(*w, s);
+      const auto standard_measured = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
+      s.fused_loss = true;
+      const auto fused = predict_training_memory(*w, s);
+      const auto fused_measured = test::measure_ledger(*w, s, c10::Device(c10::kCPU));
+      CHECK(standard.activations - fused.activations == standard_measured.activations - fused_measured.activations);
+      CHECK(fused.activations < standard.activations);
+      if (precision != TrainPrecision::fp32) continue;
+      CHECK(fused.activations == fused_measured.activations);
+      if (transformer || kernels != CpuBf16Matmul::onednn_amx) CHECK(cpu_within(fused.peak, fused_measured.peak, 0));
+    }
+  }
+}
+
 TEST_CASE("predicted activations follow the micro-batch under accumulation and shrink under checkpointing",
           "[predict]") {
   // gpt's head is tied to its token embedding, bert's decoder (with a bias, on a 3-D input) to its word embedding.

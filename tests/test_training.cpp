@@ -660,3 +660,44 @@ TEST_CASE("fused_cross_entropy: holds the logits' gradient in their dtype where 
   CHECK(fused_peak <= N * C * 2 + chunk * C * 4 + 64 * N);
   CHECK(standard_peak >= N * C * 8);
 }
+
+TEST_CASE("the fused loss in the trainer: the standard loss's values, less held, refused without a cross-entropy",
+          "[training]") {
+  for (const std::string model : {"gpt", "mlp"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16}) {
+      INFO(model << ", " << to_string(precision));
+      TrainSettings s = test::small_train(OptimizerKind::adamw);
+      s.steps = 6;
+      s.precision = precision;
+      const auto plain = measure_training(*w, s, kCpu);
+      s.fused_loss = true;
+      const auto fused = measure_training(*w, s, kCpu);
+      // The same cross-entropy and gradient in another order of operations (in amp-bf16 the gradient is rounded
+      // to bf16 in both: by the cast's backward, or by the fused copy).
+      const double tolerance = precision == TrainPrecision::fp32 ? 1e-4 : 2e-3;
+      CHECK(std::abs(fused.first_loss - plain.first_loss) <= tolerance * std::abs(plain.first_loss));
+      CHECK(std::abs(fused.final_loss - plain.final_loss) <= tolerance * std::abs(plain.final_loss));
+      // log_softmax saves [N, C] fp32 and nll_loss a 4-byte total; the fused loss saves [N, C] in the logits' dtype.
+      const int64_t rows = s.batch_size * std::max<int64_t>(1, w->facts().tokens_per_sample);  // gpt tiny: 32 each
+      const int64_t classes = model == "gpt" ? 256 : 10;
+      const int64_t logit_bytes = precision == TrainPrecision::fp32 ? 4 : 2;
+      CHECK(plain.memory.activations - fused.memory.activations == rows * classes * (4 - logit_bytes) + 4);
+      CHECK(fused.predicted.activations - fused.memory.activations ==
+            plain.predicted.activations - plain.memory.activations);
+      if (precision == TrainPrecision::fp32) CHECK(fused.predicted.activations == fused.memory.activations);
+    }
+  }
+  // A workload whose loss is not declared a cross-entropy: refused by name, before anything runs.
+  const FactsOnly w(ModelFacts{});
+  TrainSettings s;
+  s.fused_loss = true;
+  try {
+    validate_fused_loss(w, s);
+    FAIL("validate_fused_loss accepted a workload without a cross-entropy");
+  } catch (const InvalidArgument& e) {
+    CHECK_THAT(e.what(), Catch::Contains("train.fused_loss") && Catch::Contains("facts-only"));
+  }
+  s.fused_loss = false;
+  CHECK_NOTHROW(validate_fused_loss(w, s));
+}

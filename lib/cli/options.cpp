@@ -196,6 +196,10 @@ void add_train_options(CLI::App* cmd, TrainOptions& o) {
                  "fp32 on CUDA: the matrix products on the tensor cores' TF32 mode (torch.backends.cuda.matmul."
                  "allow_tf32)",
                  "train.tf32");
+  add_field_flag(cmd, "--fused-loss", s.fused_loss,
+                 "The cross-entropy without an fp32 copy of the logits: their gradient computed in the forward, in "
+                 "chunks, and kept in their dtype (tvie::fused_cross_entropy; the zoo's models)",
+                 "train.fused_loss");
   add_field_option(cmd, "--lr", s.learning_rate, "Learning rate (the peak of the schedule)", "train.learning_rate")
       ->capture_default_str();
   add_field_option(cmd, "--lr-schedule", o.lr_schedule,

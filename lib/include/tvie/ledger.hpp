@@ -4,6 +4,7 @@
 // (tvie/predict.hpp, the zoo's traces, tvie/projection.hpp).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,12 @@ std::vector<std::string> inference_dtype_names();
 int64_t optimizer_state_multiplier(OptimizerKind kind);
 
 // What an activation estimate is asked for.
+// tvie::fused_cross_entropy's rows per chunk when the caller names none (tvie/precision.hpp): as many as 64 MiB of
+// fp32 holds (at least one), so that its fp32 working copy stays that size whatever the vocabulary.
+inline int64_t fused_loss_chunk_rows(int64_t classes) {
+  return std::max<int64_t>(1, (int64_t{64} << 20) / (4 * std::max<int64_t>(1, classes)));
+}
+
 struct ActivationQuery {
   int64_t batch_size = 1;        // samples of one forward (training: a micro-batch)
   bool training = true;          // grad mode on (tensors saved for backward) or inference (no grad)
@@ -48,6 +55,7 @@ struct ActivationQuery {
   bool autocast = false;         // amp: matmuls and convolutions run in 2-byte floats, other ops in their inputs'
   bool fp16 = false;             // the 2-byte floats are fp16 (else bf16): the CPU picks its kernels by dtype
   int64_t checkpoint_every = 0;  // activation checkpointing of every k-th block (0: none)
+  bool fused_loss = false;       // training: the loss through tvie::fused_cross_entropy (TrainSettings::fused_loss)
   // KV-cached decoding (the token models with a cached forward, gpt and llama; the others ignore both): the
   // positions per sequence this forward runs (0: the model's context length) and the positions already in the
   // cache that they also attend to. A prefill: the prompt's tokens, 0 cached; a decoding step: 1 token, and the

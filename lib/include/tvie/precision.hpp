@@ -64,10 +64,11 @@ class LossScaler {
 // The mean cross-entropy of logits [N, C] (any floating dtype) against targets [N] (int64; a row whose target is
 // `ignore_index` counts nothing), the value torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), target)
 // gives, without an fp32 copy of all the logits: the rows are taken `chunk_rows` at a time (0: as many as 64 MiB
-// of fp32 holds), each chunk's log-sum-exp and its gradient computed in fp32 in the forward, and the gradient of
-// the logits kept in their own dtype for the backward, which scales it in place (llm.c's fused classifier, Liger's
-// fused cross-entropy). What it holds for backward: N x C elements of the logits' dtype, where log_softmax saves
-// N x C fp32 ones and its backward writes two more. The loss is fp32 []; with no row counting it is 0.
+// of fp32 holds, tvie::fused_loss_chunk_rows), each chunk's log-sum-exp and its gradient computed in fp32 in the
+// forward, and the gradient of the logits kept in their own dtype for the backward, which scales it in place (llm.c's
+// fused classifier, Liger's fused cross-entropy). What it holds for backward: N x C elements of the logits' dtype,
+// where log_softmax saves N x C fp32 ones and its backward writes two more. The loss is fp32 []; with no row counting
+// it is 0.
 torch::Tensor fused_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, int64_t ignore_index = -100,
                                   int64_t chunk_rows = 0);
 

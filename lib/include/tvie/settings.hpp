@@ -62,6 +62,10 @@ struct TrainSettings {
   // torch.backends.cuda.matmul.allow_tf32): a 10-bit mantissa for the products' inputs, fp32 accumulation. LibTorch's
   // matmuls stay full fp32 by default; cuDNN's convolutions use TF32 either way (its own default).
   bool tf32 = false;
+  // The loss through tvie::fused_cross_entropy (tvie/precision.hpp) in place of the workload's loss(), for a workload
+  // whose loss() is that cross-entropy (Workload::loss_is_cross_entropy: the zoo's models): no fp32 copy of all the
+  // logits, their gradient computed in the forward and kept in the logits' dtype. The same loss to rounding.
+  bool fused_loss = false;
   LossScalerOptions scaler;       // amp-fp16's dynamic loss scaling
   uint64_t data_seed_offset = 0;  // added to the data seeds (data parallelism: each rank draws other samples)
   // One more step after the timed ones, under LibTorch's profiler: the forward's and backward's time by operator

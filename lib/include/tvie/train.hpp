@@ -204,6 +204,10 @@ struct TrainingResult {
 // without blocks. The one place this rule lives.
 void validate_checkpointing(const Workload& workload, const TrainSettings& settings);
 
+// Throws InvalidArgument("train.fused_loss", ...) when the fused loss is asked of a workload whose loss is not
+// declared a cross-entropy (Workload::loss_is_cross_entropy).
+void validate_fused_loss(const Workload& workload, const TrainSettings& settings);
+
 // Runs the ledger steps, the warm-up steps and the timed steps (settings already validated: see
 // run_train in tvie/run.hpp for the checked entry). `trained` (optional) receives the module with its
 // trained weights, for the inference copy. `hooks`: what a wrapper plugs in (data parallelism).

@@ -58,6 +58,10 @@ class Workload {
   virtual torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const = 0;
   virtual Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const = 0;
   virtual torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const = 0;
+  // Whether loss() is the mean cross-entropy of the output as rows [-1, output.size(-1)] against the target as
+  // [-1], targets of -100 ignored (torch's cross_entropy defaults): then TrainSettings::fused_loss may compute it
+  // through tvie::fused_cross_entropy. Default: false.
+  virtual bool loss_is_cross_entropy() const { return false; }
   virtual ModelFacts facts() const { return {}; }
   // Repeated blocks that activation checkpointing can apply to (0: none, the default).
   virtual int64_t block_count() const { return 0; }

@@ -7,6 +7,7 @@
 
 #include "core/compat.hpp"
 #include <tvie/errors.hpp>
+#include <tvie/ledger.hpp>
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -79,8 +80,6 @@ int64_t LossScaler::state_bytes() const {
 
 namespace {
 
-constexpr int64_t kFusedLossChunkBytes = int64_t{64} << 20;
-
 // The loss and the logits' gradient in one forward pass, chunk by chunk; backward scales the saved gradient.
 class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
  public:
@@ -91,8 +90,7 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
     const auto count = valid.sum(torch::kFloat32).clamp_min_(1);  // [] fp32: the mean's divisor
     auto grad = torch::empty({rows, classes}, logits.options());  // [N, C] d loss / d logits, the logits' dtype
     auto total = torch::zeros({}, logits.options().dtype(torch::kFloat32));
-    const int64_t step =
-        chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kFusedLossChunkBytes / (4 * std::max<int64_t>(1, classes)));
+    const int64_t step = chunk_rows > 0 ? chunk_rows : fused_loss_chunk_rows(classes);
     for (int64_t r = 0; r < rows; r += step) {
       const int64_t n = std::min(step, rows - r);
       auto x = logits.narrow(0, r, n).to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true);  // [n, C] fp32

@@ -116,11 +116,11 @@ int64_t extrapolate_field(const std::vector<Memory>& at, const SlicePlan& plan, 
   return extrapolate(values, plan);
 }
 
+// A field that is -1 (not known) in any slice stays -1.
 template <class Memory>
-int64_t extrapolate_reserved(const std::vector<Memory>& at, const SlicePlan& plan) {
-  for (const auto& m : at)
-    if (m.peak_reserved < 0) return -1;
-  return extrapolate_field(at, plan, &Memory::peak_reserved);
+int64_t extrapolate_known(const std::vector<Memory>& at, const SlicePlan& plan, int64_t Memory::*field) {
+  const bool known = std::all_of(at.begin(), at.end(), [&](const Memory& s) { return s.*field >= 0; });
+  return known ? extrapolate_field(at, plan, field) : -1;
 }
 
 }  // namespace
@@ -137,7 +137,7 @@ TrainingMemory extrapolate(const std::vector<TrainingMemory>& at, const SlicePla
   m.comm_buffers = x(&TrainingMemory::comm_buffers);
   m.other = x(&TrainingMemory::other);
   m.peak = x(&TrainingMemory::peak);
-  m.peak_reserved = extrapolate_reserved(at, plan);
+  m.peak_reserved = extrapolate_known(at, plan, &TrainingMemory::peak_reserved);
   m.batch = x(&TrainingMemory::batch);
   return m;
 }
@@ -152,17 +152,13 @@ InferenceMemory extrapolate(const std::vector<InferenceMemory>& at, const SliceP
   m.activations = x(&InferenceMemory::activations);
   m.other = x(&InferenceMemory::other);
   m.peak = x(&InferenceMemory::peak);
-  m.peak_reserved = extrapolate_reserved(at, plan);
+  m.peak_reserved = extrapolate_known(at, plan, &InferenceMemory::peak_reserved);
   m.batch = x(&InferenceMemory::batch);
   return m;
 }
 
 GenerationMemory extrapolate(const std::vector<GenerationMemory>& at, const SlicePlan& plan) {
-  // -1 (not known) in any slice stays -1.
-  auto x = [&](int64_t GenerationMemory::*field) {
-    const bool known = std::all_of(at.begin(), at.end(), [&](const GenerationMemory& s) { return s.*field >= 0; });
-    return known ? extrapolate_field(at, plan, field) : -1;
-  };
+  auto x = [&](int64_t GenerationMemory::*field) { return extrapolate_known(at, plan, field); };
   GenerationMemory m;
   m.weights = x(&GenerationMemory::weights);
   m.packed_weights = x(&GenerationMemory::packed_weights);

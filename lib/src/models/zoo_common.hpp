@@ -99,13 +99,17 @@ inline int64_t sequence_positions(const ActivationQuery& query, int64_t context_
 }
 
 // A zoo model's activation estimate: its traced forward (returning the logits) and, when training, the
-// cross-entropy of the logits [rows, classes] cast to fp32 (classification_loss and the language models' loss).
+// cross-entropy of the logits [rows, classes] cast to fp32 (classification_loss and the language models' loss), or
+// tvie::fused_cross_entropy of them (ActivationQuery::fused_loss).
 template <typename Forward>
 ActivationEstimate estimate_with_loss(const ActivationQuery& query, Forward forward, int64_t rows, int64_t classes) {
   trace::ForwardTrace t(query);
   {
     const trace::Sym logits = forward(t);
-    if (query.training) t.cross_entropy(logits, rows, classes);
+    if (query.training && query.fused_loss)
+      t.fused_cross_entropy(logits, rows, classes);
+    else if (query.training)
+      t.cross_entropy(logits, rows, classes);
   }
   return t.finish();
 }
@@ -147,6 +151,7 @@ class ZooWorkload : public Workload {
   ZooWorkload(Config config, std::string label) : config_(config), label_(std::move(label)) {}
   std::string name() const override { return label_; }
   std::shared_ptr<torch::nn::Module> make_module() const override { return std::make_shared<Impl>(config_); }
+  bool loss_is_cross_entropy() const override { return true; }  // every zoo model's loss
   torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
     return static_cast<Impl&>(module).forward(input);  // modules come from make_module()
   }

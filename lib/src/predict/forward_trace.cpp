@@ -521,6 +521,31 @@ Sym ForwardTrace::cross_entropy(const Sym& logits, int64_t rows, int64_t classes
   return loss;
 }
 
+Sym ForwardTrace::fused_cross_entropy(const Sym& logits, int64_t rows, int64_t classes) {
+  const int64_t chunk = std::min(rows, fused_loss_chunk_rows(classes));
+  const Sym valid = make(rows, 1, false);  // [N] bool
+  Sym count;
+  {
+    const Sym mask32 = make(rows, 4, false);  // sum(kFloat32) reduces an fp32 copy of the mask
+    count = make(1, 4, false);                // [] fp32
+  }
+  const Sym grad = make(rows * classes, logits.element_bytes, false);  // [N, C] in the logits' dtype
+  save(grad, "loss");
+  Sym loss = make(1, 4, true);
+  transient(chunk * (4 * classes + 24));  // [n, C] fp32 + index (8n) + loss, max, sum, fp32 mask (4n each)
+  {
+    // Per element: the cast to fp32, amax, sub-exp, sum, div, mul, div (each read, the in-place ones written too),
+    // the gradient's copy back; a backward that scales it in place. About ten kernels a chunk.
+    const int64_t chunks = (rows + chunk - 1) / chunk;
+    const double e = double(rows) * classes;
+    work(OpClass::elementwise, {6 * e, 2.0 * double(logits.bytes()) + 4 * e * 11, 0, 10.0 * double(chunks)},
+         {e, 2.0 * double(grad.bytes()), 0, 1});
+  }
+  if (training()) loss_bytes_ += 2 * loss.bytes();  // the loss, and backward()'s ones, alive through backward
+  end_op(0, 0);  // in place: the saved gradient becomes the head's incoming gradient (which the head counts)
+  return loss;
+}
+
 Sym ForwardTrace::checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment) {
   if (!training()) return segment(x);
   save(x, "checkpoint");

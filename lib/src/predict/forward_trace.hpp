@@ -31,6 +31,11 @@
 //  - cross-entropy of logits.to(fp32): log_softmax saves its fp32 output, nll_loss the 4-byte total weight. Its
 //    backward holds the two fp32 gradients (log-probabilities' and logits'); the cast back to a 2-byte dtype comes
 //    after log_softmax's node released what it held. The loss itself is alive through backward.
+//  - tvie::fused_cross_entropy (models/precision.cpp): the valid rows' mask [N] bool and their count (a 4-byte fp32
+//    scalar, through a 4-byte-per-row fp32 copy of the mask), the logits' gradient [N, C] in their dtype (saved),
+//    and the loss; each chunk of n rows holds an fp32 copy of its logits and five [n] vectors (the int64 class
+//    index, the per-row loss, max and sum, the fp32 mask). Its backward scales the saved gradient in place, which
+//    autograd then passes on as the head's incoming gradient: no bytes beside what is saved.
 //  - linear under autocast, 3-D input with bias: the C++ frontend's `out += b` adds the fp32 bias to the 2-byte
 //    output in two fp32 temporaries of the output's shape on the CPU (TensorIterator's common dtype).
 //  - residual sums (Hold): autograd passes the sum's gradient to both paths as one tensor, so the branch's last op
@@ -154,6 +159,8 @@ class ForwardTrace {
   Sym index_tensor(int64_t elements);                  // arange / zeros_like index tensors (int64)
   // The loss of the zoo models: cross-entropy of logits [rows, classes] cast to fp32.
   Sym cross_entropy(const Sym& logits, int64_t rows, int64_t classes);
+  // The same loss through tvie::fused_cross_entropy (ActivationQuery::fused_loss).
+  Sym fused_cross_entropy(const Sym& logits, int64_t rows, int64_t classes);
   // tvie::checkpoint around a segment: saves its input and the RNG state, runs it without grad; the bytes
   // the segment saves when recomputed in backward are recorded.
   Sym checkpoint(const Sym& x, const std::function<Sym(const Sym&)>& segment);

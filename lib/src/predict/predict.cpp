@@ -24,6 +24,7 @@ ActivationQuery activation_query(const TrainSettings& settings, const c10::Devic
   q.autocast = settings.precision == TrainPrecision::amp_bf16 || settings.precision == TrainPrecision::amp_fp16;
   q.fp16 = settings.precision == TrainPrecision::amp_fp16;
   q.checkpoint_every = settings.checkpoint_every;
+  q.fused_loss = settings.fused_loss;
   return q;
 }
 

@@ -96,7 +96,8 @@ void training_line(std::ostream& out, const TrainSettings& ts, const TrainingRes
   out << "training: batch " << ts.batch_size << " (" << ts.accumulate << " micro-batch"
       << (ts.accumulate > 1 ? "es" : "") << " of " << ts.batch_size / ts.accumulate << "), " << to_string(ts.optimizer)
       << (ts.fused_optimizer ? " (fused)" : "") << ", " << precision_text(t.precision)
-      << (ts.tf32 ? " (TF32 matmuls)" : "") << "\n          checkpoint " << checkpoint_to_string(t.checkpoint_every);
+      << (ts.tf32 ? " (TF32 matmuls)" : "") << (ts.fused_loss ? ", fused loss" : "") << "\n          checkpoint "
+      << checkpoint_to_string(t.checkpoint_every);
   if (t.checkpointed_blocks > 0) out << " (" << t.checkpointed_blocks << " blocks recomputed in backward)";
   out << ", clip " << (ts.clip_grad_norm > 0 ? fmt("%g", ts.clip_grad_norm) : "off");
   if (t.cuda_graph) out << ", CUDA graph (" << t.cuda_graph_scope << ")";

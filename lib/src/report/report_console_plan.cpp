@@ -135,8 +135,8 @@ void ConsoleReporter::report(const PlanReport& r) {
       << " forward per sample\n";
   out << "training: batch " << s.train.batch_size << " per card, " << to_string(s.train.optimizer)
       << (s.train.fused_optimizer ? " (fused)" : "") << ", " << to_string(s.train.precision)
-      << (s.train.tf32 ? " (TF32 matmuls)" : "") << ", checkpoint " << checkpoint_to_string(s.train.checkpoint_every)
-      << "; predicted peak on one card ";
+      << (s.train.tf32 ? " (TF32 matmuls)" : "") << (s.train.fused_loss ? ", fused loss" : "") << ", checkpoint "
+      << checkpoint_to_string(s.train.checkpoint_every) << "; predicted peak on one card ";
   if (r.training_predicted.peak >= 0)
     out << gb(r.training_predicted.peak) << " (CUDA's rules";
   else if (!r.cards.empty() && r.cards.front().training.peak_bytes >= 0)

@@ -191,6 +191,7 @@ json training_json(const TrainSettings& s, const TrainingResult& t, const Distri
               {"optimizer", to_string(s.optimizer)},
               {"fused_optimizer", s.fused_optimizer},
               {"tf32", s.tf32},
+              {"fused_loss", s.fused_loss},
               {"learning_rate", s.learning_rate},
               {"lr_schedule", to_string(s.lr_schedule)},
               {"lr_warmup_steps", lr_warmup_steps(s)},
@@ -464,6 +465,7 @@ std::string to_json_string(const MaxBatchReport& r, int indent) {
     settings["optimizer"] = to_string(s.train.optimizer);
     settings["fused_optimizer"] = s.train.fused_optimizer;
     settings["tf32"] = s.train.tf32;
+    settings["fused_loss"] = s.train.fused_loss;
     settings["checkpoint"] = checkpoint_to_string(s.train.checkpoint_every);
   }
   if (s.inference || s.generation) settings["infer_dtype"] = to_string(s.infer.dtype);
@@ -500,11 +502,15 @@ std::string to_json_string(const SliceReport& r, int indent) {
     const auto& t = *r.training;
     const auto& s = t.settings;
     json& out = j["training_slices"] = head(t.plan);
-    out["settings"] = {
-        {"batch_size", s.batch_size},           {"steps", s.steps},
-        {"warmup_steps", s.warmup_steps},       {"optimizer", to_string(s.optimizer)},
-        {"fused_optimizer", s.fused_optimizer}, {"tf32", s.tf32},
-        {"precision", to_string(s.precision)},  {"checkpoint", checkpoint_to_string(s.checkpoint_every)}};
+    out["settings"] = {{"batch_size", s.batch_size},
+                       {"steps", s.steps},
+                       {"warmup_steps", s.warmup_steps},
+                       {"optimizer", to_string(s.optimizer)},
+                       {"fused_optimizer", s.fused_optimizer},
+                       {"tf32", s.tf32},
+                       {"fused_loss", s.fused_loss},
+                       {"precision", to_string(s.precision)},
+                       {"checkpoint", checkpoint_to_string(s.checkpoint_every)}};
     out["slices"] = slices(t.plan, t.slices, [](const TrainingResult& x) {
       return json{{"step_ms_mean", x.step.mean}};
     });

@@ -193,6 +193,7 @@ std::string to_json_string(const PlanReport& r, int indent) {
                      {"optimizer", to_string(s.train.optimizer)},
                      {"fused_optimizer", s.train.fused_optimizer},
                      {"tf32", s.train.tf32},
+                     {"fused_loss", s.train.fused_loss},
                      {"precision", to_string(s.train.precision)},
                      {"checkpoint", checkpoint_to_string(s.train.checkpoint_every)}}},
                    {"infer", {{"dtype", to_string(s.infer.dtype)}}},

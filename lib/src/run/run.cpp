@@ -40,6 +40,7 @@ Resolved<TrainSettings> resolve_training(const Workload& workload, const TrainSe
                                          const c10::Device& device) {
   validate(settings, device);
   validate_checkpointing(workload, settings);
+  validate_fused_loss(workload, settings);
   return {device, settings};
 }
 
@@ -48,6 +49,7 @@ Resolved<CompareSettings> resolve_compare(const Workload& workload, const Compar
   const c10::Device device = resolve_device(options.device, "device");
   validate(settings, device);
   validate_checkpointing(workload, settings.train);
+  validate_fused_loss(workload, settings.train);
   validate_compare_new_tokens(workload, settings.new_tokens);
   Resolved<CompareSettings> r{device, settings};
   if (settings.infer_dtype_auto) {
@@ -597,6 +599,7 @@ Calibration measure_for_plan(const Workload& workload, const PlanSettings& setti
 
 PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings, const RunOptions& options) {
   validate(plan_settings);
+  validate_fused_loss(workload, plan_settings.train);
   generation_prompt_tokens(workload, plan_settings);  // the model and the context checked before anything runs
   PlanSettings settings = plan_settings;
   if (settings.measure.enabled) settings.calibration = measure_for_plan(workload, settings, options);

@@ -41,6 +41,14 @@ c10::ScalarType autocast_dtype(TrainPrecision p) {
   return p == TrainPrecision::amp_fp16 ? torch::kFloat16 : torch::kBFloat16;
 }
 
+// The workload's loss of its output, or the same cross-entropy through fused_cross_entropy (TrainSettings::fused_loss):
+// output [..., C] as rows [N, C] against the target [...] as [N].
+torch::Tensor training_loss(const Workload& workload, const TrainSettings& settings, const torch::Tensor& output,
+                            const Batch& mb) {
+  if (!settings.fused_loss) return workload.loss(output, mb);
+  return fused_cross_entropy(output.reshape({-1, output.size(-1)}), mb.target.reshape({-1}));
+}
+
 void mark(StepTimer* timer, int phase) {
   if (timer) timer->mark(phase);
 }
@@ -53,6 +61,14 @@ void validate_checkpointing(const Workload& workload, const TrainSettings& setti
                           cat("none (", workload.name(), " has no blocks to checkpoint)"));
 }
 
+void validate_fused_loss(const Workload& workload, const TrainSettings& settings) {
+  if (settings.fused_loss && !workload.loss_is_cross_entropy())
+    throw InvalidArgument("train.fused_loss", "on",
+                          cat("off (", workload.name(),
+                              "'s loss is not declared a cross-entropy over its output's last "
+                              "dimension; the zoo's models are)"));
+}
+
 Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const c10::Device& device, MemoryProbe* probe)
     : workload_(workload), settings_(settings), device_(device) {
   // Preconditions (the runners validate the settings once, at the boundary; tvie/run.hpp).
@@ -62,6 +78,8 @@ Trainer::Trainer(const Workload& workload, const TrainSettings& settings, const 
   detail::require(settings_.data_batches >= 1, "Trainer: data_batches >= 1 (validate(TrainSettings) first)");
   detail::require(settings_.checkpoint_every == 0 || workload_.block_count() > 0,
                   "Trainer: checkpointing needs a workload with blocks (validate_checkpointing first)");
+  detail::require(!settings_.fused_loss || workload_.loss_is_cross_entropy(),
+                  "Trainer: the fused loss needs a cross-entropy workload (validate_fused_loss first)");
   // The data: distinct synthetic batches on the host, made before the baseline so that they stay out
   // of the ledger (on the CPU they are the very tensors the steps read).
   for (int64_t i = 0; i < settings_.data_batches; ++i) {
@@ -110,10 +128,11 @@ Batch Trainer::next_batch() {
 }
 
 torch::Tensor Trainer::forward_loss(const Batch& mb) {
-  if (!is_amp(settings_.precision)) return workload_.loss(workload_.forward(*module_, mb.input), mb);
+  if (!is_amp(settings_.precision))
+    return training_loss(workload_, settings_, workload_.forward(*module_, mb.input), mb);
   // Autocast wraps the forward and the loss only; the guard's end clears the cast cache.
   AutocastGuard autocast(device_.type(), autocast_dtype(settings_.precision));
-  return workload_.loss(workload_.forward(*module_, mb.input), mb);
+  return training_loss(workload_, settings_, workload_.forward(*module_, mb.input), mb);
 }
 
 // What the ledger step does around the first micro-batch: its forward and loss (in place of forward_loss), and a
@@ -230,7 +249,7 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
     // Weight copies: what autocast's cast cache holds after a forward with grad once its outputs and
     // graph are gone: the low-precision copies of the weights, kept until the autocast region ends
     // (and saved for backward, as the matmuls' inputs).
-    { auto loss = workload_.loss(workload_.forward(*module_, mb.input), mb); }
+    { auto loss = training_loss(workload_, settings_, workload_.forward(*module_, mb.input), mb); }
     synchronize(device_);
     m.weight_copies = probe.allocated_bytes() - start;
     // Activations: what a forward with grad keeps alive (outputs + tensors saved for backward) minus
@@ -239,11 +258,11 @@ TrainingMemory Trainer::ledger_step(MemoryProbe& probe, MemoryTimeline* timeline
     // include the cached weight copies, which cancel.)
     {
       torch::NoGradGuard no_grad;
-      auto loss = workload_.loss(workload_.forward(*module_, mb.input), mb);
+      auto loss = training_loss(workload_, settings_, workload_.forward(*module_, mb.input), mb);
       synchronize(device_);
       held_without_grad = probe.allocated_bytes() - start;
     }
-    return workload_.loss(workload_.forward(*module_, mb.input), mb);
+    return training_loss(workload_, settings_, workload_.forward(*module_, mb.input), mb);
   };
   measured.before_backward = [&] {
     synchronize(device_);

@@ -309,6 +309,29 @@ TEST_CASE("predicted training ledger on CUDA: weights exact, activations to the 
   }
 }
 
+TEST_CASE("the fused loss on CUDA: what it saves to the byte, the standard loss's values", "[gpu]") {
+  TVIE_REQUIRE_CUDA();
+  // test_predict.cpp's fused-loss case on CUDA: the saved gradient in the logits' dtype is autograd's, so the trace
+  // counts it as the caching allocator does.
+  for (const std::string model : {"mlp", "gpt", "llama"}) {
+    const auto w = make_zoo_workload(model, "tiny");
+    for (auto precision : {TrainPrecision::fp32, TrainPrecision::amp_bf16}) {
+      INFO(model << " " << to_string(precision));
+      TrainSettings s = test::small_train(OptimizerKind::adamw);
+      s.batch_size = 8;
+      s.precision = precision;
+      const auto standard = predict_training_memory(*w, s, false, kCuda);
+      const auto standard_measured = test::measure_ledger(*w, s, kCuda);
+      s.fused_loss = true;
+      const auto fused = predict_training_memory(*w, s, false, kCuda);
+      const auto fused_measured = test::measure_ledger(*w, s, kCuda);
+      CHECK(fused.activations == fused_measured.activations);
+      CHECK(standard.activations - fused.activations == standard_measured.activations - fused_measured.activations);
+      CHECK(std::abs(fused.peak - fused_measured.peak) <= fused_measured.peak * 15 / 100);
+    }
+  }
+}
+
 TEST_CASE("CUDA inference in every dtype stays within its tolerance of fp32", "[gpu]") {
   TVIE_REQUIRE_CUDA();
   auto w = make_zoo_workload("gpt", "tiny");

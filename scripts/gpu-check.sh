@@ -14,7 +14,8 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare train-b16
-# train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32;
+# train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32
+# aoti;
 # steps past the budget are skipped and say so);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
 # docs/results/gpu-h200/max-batch-gpt2-small.txt).
@@ -82,7 +83,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32 aoti} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -255,6 +256,16 @@ gpu_step train-fp32 "train gpt2-small fp32" 60 figure train-gpt2-small-fp32 trai
   --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
 gpu_step train-tf32 "train gpt2-small fp32, TF32" 60 figure train-gpt2-small-fp32-tf32 train --model gpt \
   --preset gpt2-small --tf32 --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
+# An AOTInductor package compiled here for CUDA in bf16 (examples/aoti_from_python.py, with this machine's torch), run
+# by tvie infer --aoti: Inductor's fused kernels where LibTorch's eager ones run the zoo. Last: it compiles for a minute.
+aoti_figure() {
+  local pkg="$build/aoti-net-cuda-bf16.pt2"
+  bounded "$py" "$root/examples/aoti_from_python.py" "$pkg" --device cuda --dtype bf16 >"$res/gpu-$card/aoti-export.txt" 2>&1 ||
+    return $?
+  figure aoti-net-cuda-bf16 infer --aoti "$pkg" --input-shape 3,32,32 --batch 1,64,512 --dtype bf16 --steps 50 \
+    --warmup 5 --device cuda --quiet --json {json}
+}
+gpu_step aoti "infer --aoti (CUDA, bf16)" 150 aoti_figure
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --new-tokens 0 --device cuda --json {json}
 board after

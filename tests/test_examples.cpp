@@ -204,6 +204,90 @@ TEST_CASE("examples/torchscript_from_python: a model saved by Python, compared i
   CHECK(missing.exit_code == 2);
 }
 
+TEST_CASE("examples/aoti_from_python: an AOTInductor package tvie infer --aoti runs, its TorchScript twin's outputs",
+          "[examples][aoti]") {
+  const std::string python = TVIE_PYTHON_WITH_TORCH;
+  if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {
+    TVIE_SKIP("no python with torch configured (TVIE_PYTHON; scripts/setup.sh sets it)");
+  }
+  test::TempDir dir;
+  const auto package = (dir.path / "net.pt2").string(), twin = (dir.path / "net.pt").string();
+  const auto saved = test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/aoti_from_python.py " +
+                                       package + " --twin " + twin);
+  INFO(saved.out);
+  REQUIRE(saved.exit_code == 0);
+  // The library: the package and the twin compute the same logits from the same inputs.
+  tvie::AotiSettings as;
+  as.path = package;
+  as.input_shape = {3, 32, 32};
+  const auto compiled = tvie::make_aoti_workload(as);
+  tvie::TorchScriptSettings ts;
+  ts.path = twin;
+  ts.input_shape = {3, 32, 32};
+  const auto scripted = tvie::make_torchscript_workload(ts);
+  const auto input = compiled->make_batch(5, c10::Device(c10::kCPU), 7).input;  // a batch the export never saw
+  const auto compiled_module = compiled->make_module();
+  const auto scripted_module = scripted->make_module();
+  scripted_module->eval();
+  torch::Tensor a, b;
+  {
+    c10::InferenceMode guard;
+    a = compiled->forward(*compiled_module, input);
+    b = scripted->forward(*scripted_module, input);
+  }
+  REQUIRE(a.sizes() == b.sizes());  // [5, 10]
+  CHECK(torch::allclose(a, b, 1e-4, 1e-5));
+  for (const int64_t n : {1, 32}) {  // below the exported batch's bound of 2; where ATen picks oneDNN's convolution
+    c10::InferenceMode guard;
+    const auto x = compiled->make_batch(n, c10::Device(c10::kCPU), 11).input;
+    CHECK(torch::allclose(compiled->forward(*compiled_module, x), scripted->forward(*scripted_module, x), 1e-4, 1e-5));
+  }
+  CHECK(compiled->facts().buffer_bytes == 4 * (2 * 32 + 2 * 64));  // BatchNorm's running means and variances
+  CHECK(compiled->facts().parameter_count == scripted->facts().parameter_count);  // conv, BatchNorm and Linear weights
+  // The exporter's FLOPs (torch.utils.flop_counter) and LibTorch's profiler on the twin: the convolutions and the head.
+  CHECK(compiled->facts().forward_flops_per_sample == Approx(scripted->facts().forward_flops_per_sample));
+  CHECK_THROWS_AS(compiled->loss(a, compiled->make_batch(5, c10::Device(c10::kCPU), 7)), tvie::InvalidArgument);
+  // The tool: a sweep, its weights the package's constants (held outside the allocator on the CPU).
+  const auto json = (dir.path / "aoti.json").string();
+  const auto run = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
+                                     " --input-shape 3,32,32 --batch 1,4 --steps 2 --warmup 0 --quiet --json " + json);
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["model"]["name"] == "aoti:net.pt2");
+  CHECK(j["model"]["parameters"] == compiled->facts().parameter_count);
+  int64_t constant_bytes = 0;
+  for (const auto& t : compiled_module->buffers()) constant_bytes += static_cast<int64_t>(t.nbytes());
+  for (const auto& row : j["inference_sweep"]["rows"]) {
+    CHECK(row["fits"] == true);
+    CHECK(row["result"]["memory"]["parameters"].get<int64_t>() +
+              row["result"]["memory"]["packed_weights"].get<int64_t>() ==
+          constant_bytes);
+  }
+  // A dtype or device the package was not compiled for: refused, one line naming the option.
+  const auto bf16 = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
+                                      " --input-shape 3,32,32 --dtype bf16");
+  CHECK(bf16.exit_code == 2);
+  CHECK(bf16.out.find("--dtype") != std::string::npos);
+  CHECK(bf16.out.find("fp32 with this package") != std::string::npos);
+  const auto cuda = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
+                                      " --input-shape 3,32,32 --device cuda");
+  CHECK(cuda.exit_code == 2);
+  CHECK(cuda.out.find("--device: got 'cuda'") != std::string::npos);
+  const auto shape =
+      test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package + " --input-shape 3,16,16,2");
+  CHECK(shape.exit_code == 2);
+  CHECK(shape.out.find("--input-shape") != std::string::npos);
+  // A batch beyond the exported range (1 .. 4096): refused by its own line before any run, the runtime's "Error:"
+  // print kept off the output.
+  const auto large = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
+                                       " --input-shape 3,32,32 --batch 8192");
+  CHECK(large.exit_code == 2);
+  CHECK(large.out.find("--batch: got '8192'; accepted: a batch the package accepts") != std::string::npos);
+  CHECK(large.out.find("Error:") == std::string::npos);
+}
+
 TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dist]") {
   const auto run = test::run_command(std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- " + example("data_parallel") +
                                      " --device cpu");

@@ -19,7 +19,7 @@ struct InferOptions {
   bool force = false;
   MaxBatchOptions max_batch;
   SliceOptions slices;
-  std::string script_path, input_shape, fusion = "none";
+  std::string script_path, aoti_path, input_shape, fusion = "none";
   int64_t vocab = 0;
   std::string load_parameters;
 };
@@ -74,12 +74,19 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "Run this TorchScript file (torch.jit.save) instead of a zoo model; needs --input-shape",
                    "torchscript.path")
       ->check(non_empty_path());
-  add_field_option(cmd, "--input-shape", o->input_shape, "TorchScript: one sample's input shape, e.g. 3,32,32",
-                   "torchscript.input_shape");
+  add_field_option(cmd, "--aoti", o->aoti_path,
+                   "Run this AOTInductor package (.pt2 of torch._inductor.aoti_compile_and_package) instead of a zoo "
+                   "model, in the device and dtype it was compiled for; needs --input-shape",
+                   "aoti.path")
+      ->check(non_empty_path());
+  add_field_option(cmd, "--input-shape", o->input_shape,
+                   "TorchScript, AOTInductor: one sample's input shape, e.g. 3,32,32", "torchscript.input_shape");
+  record_field(cmd, "aoti.input_shape", "--input-shape");
   add_field_option(cmd, "--vocab", o->vocab,
-                   "TorchScript: inputs are int64 token ids in [0, vocab) (0: fp32 N(0,1) inputs)",
+                   "TorchScript, AOTInductor: inputs are int64 token ids in [0, vocab) (0: fp32 N(0,1) inputs)",
                    "torchscript.vocab_size")
       ->capture_default_str();
+  record_field(cmd, "aoti.vocab_size", "--vocab");
   add_field_option(cmd, "--fusion", o->fusion,
                    "TorchScript: none, freeze (torch::jit::freeze), optimize (freeze + optimize_for_inference)",
                    "torchscript.fusion")
@@ -103,13 +110,45 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.batch_sizes = parse_int_series(o->batches, "infer_sweep.batch_sizes");
     s.dtypes = parse_dtype_list(o->dtypes);
     std::unique_ptr<Workload> workload;
-    if (o->script_path.empty()) {
+    if (!o->script_path.empty() && !o->aoti_path.empty())
+      throw InvalidArgument("aoti.path", o->aoti_path, "nothing with --torchscript (one model a run)");
+    if (o->script_path.empty() && o->aoti_path.empty()) {
       // The TorchScript options describe a script's inputs: with a zoo model they would be ignored.
-      if (o->vocab != 0) throw InvalidArgument("torchscript.vocab_size", cat(o->vocab), "0 without --torchscript");
+      if (o->vocab != 0)
+        throw InvalidArgument("torchscript.vocab_size", cat(o->vocab), "0 without --torchscript or --aoti");
       if (!o->input_shape.empty())
-        throw InvalidArgument("torchscript.input_shape", o->input_shape, "nothing without --torchscript");
+        throw InvalidArgument("torchscript.input_shape", o->input_shape, "nothing without --torchscript or --aoti");
       if (o->fusion != "none") throw InvalidArgument("torchscript.fusion", o->fusion, "none without --torchscript");
       workload = zoo_workload(o->model);
+    } else if (!o->aoti_path.empty()) {
+      if (o->model.pad_vocab != 0)
+        throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab), "0 with --aoti (a zoo model's option)");
+      if (o->fusion != "none")
+        throw InvalidArgument("torchscript.fusion", o->fusion,
+                              "none with --aoti (Inductor fused the package's kernels when it compiled it)");
+      if (o->vocab < 0)
+        throw InvalidArgument("aoti.vocab_size", cat(o->vocab),
+                              "an integer >= 0 (0: fp32 inputs; V: token ids in [0, V))");
+      AotiSettings as;
+      as.path = o->aoti_path;
+      as.input_shape =
+          o->input_shape.empty() ? std::vector<int64_t>{} : parse_int_series(o->input_shape, "aoti.input_shape");
+      as.token_input = o->vocab > 0;
+      as.vocab_size = o->vocab;
+      validate(as);
+      // The package computes in the device and dtype it was compiled for: a run in others would be mislabelled.
+      const AotiPackage package = aoti_package(as.path);
+      for (const auto d : s.dtypes)
+        if (d != package.dtype)
+          throw InvalidArgument("infer_sweep.dtypes", o->dtypes,
+                                cat(to_string(package.dtype), " with this package (the dtype it was compiled in)"));
+      if (o->model.device == "auto")
+        o->model.device = package.device;
+      else if (c10::Device(o->model.device).type() != c10::Device(package.device).type())
+        throw InvalidArgument("device", o->model.device,
+                              cat(package.device, " with this package (the device it was compiled for)"));
+      workload = make_aoti_workload(as);
+      check_aoti_batches(*workload, s.batch_sizes, "infer_sweep.batch_sizes");
     } else {
       if (o->model.pad_vocab != 0)
         throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab),
@@ -126,17 +165,20 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ts.fusion = parse_script_fusion(o->fusion);
       workload = make_torchscript_workload(ts);
     }
-    if (!o->load_parameters.empty() &&
-        (!o->script_path.empty() || slice_settings(o->slices).has_value() || o->max_batch.find))
-      throw InvalidArgument("load_parameters", o->load_parameters,
-                            "nothing with --torchscript, --slice-layers or --find-max-batch (a sweep of a zoo model)");
-    o->output.inputs = {{"--torchscript", o->script_path}, {"--load-parameters", o->load_parameters}};
+    if (!o->load_parameters.empty() && (!o->script_path.empty() || !o->aoti_path.empty() ||
+                                        slice_settings(o->slices).has_value() || o->max_batch.find))
+      throw InvalidArgument(
+          "load_parameters", o->load_parameters,
+          "nothing with --torchscript, --aoti, --slice-layers or --find-max-batch (a sweep of a zoo model)");
+    o->output.inputs = {
+        {"--torchscript", o->script_path}, {"--aoti", o->aoti_path}, {"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
-      if (!o->script_path.empty())
-        throw InvalidArgument("slices.layers", o->slices.layers, "a zoo model with blocks (not --torchscript)");
+      if (!o->script_path.empty() || !o->aoti_path.empty())
+        throw InvalidArgument("slices.layers", o->slices.layers,
+                              "a zoo model with blocks (not --torchscript or --aoti)");
       if (s.batch_sizes.size() != 1)
         throw InvalidArgument("infer_sweep.batch_sizes", o->batches, "one batch size with --slice-layers, e.g. 1");
       if (s.dtypes.size() != 1)

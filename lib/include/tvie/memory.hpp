@@ -76,8 +76,9 @@ struct TrainingMemory {
 // Inference ledger, bytes above the baseline taken before the inference copy was built.
 struct InferenceMemory {
   int64_t parameters = 0;      // the converted copy of the weights (fp32/fp16/bf16; int8/fp8 Linear weights + scales)
-  int64_t packed_weights = 0;  // CPU int8: fbgemm's packed int8 weights, allocated outside torch's allocator
-                               // (glibc heap growth across the conversion minus the tensors counted)
+  int64_t packed_weights = 0;  // weights outside torch's allocator: CPU int8's fbgemm packs (glibc heap growth
+                               // across the conversion minus the tensors counted); an AOTInductor package's
+                               // constants that building did not allocate (mapped from its library)
   int64_t activations = 0;     // working set of one forward: peak during it minus what was live before (incl. output)
   int64_t other = 0;           // peak minus the categories above: the input batch
   int64_t peak = 0;            // tensor peak above the baseline, plus packed_weights

@@ -14,10 +14,11 @@
 //   sweep), serve.hpp (DynamicBatcher, measure_serving, find_max_qps), decode.hpp (measure_decoding), max_batch.hpp,
 //   slices.hpp, dist.hpp (Communicator, DataParallel), precision.hpp (AutocastGuard, LossScaler), checkpoint.hpp,
 //   layers.hpp (tvie::nn::Linear), kernels.hpp (the quantised Linear kinds and what their kernels take),
-//   torchscript.hpp, memory.hpp (probes, ledgers), timeline.hpp, timing.hpp (StepTimer), energy.hpp, stats.hpp,
-//   class_times.hpp, device.hpp, context.hpp, options_file.hpp, output_files.hpp, errors.hpp, log.hpp
+//   torchscript.hpp, aoti.hpp, memory.hpp (probes, ledgers), timeline.hpp, timing.hpp (StepTimer), energy.hpp,
+//   stats.hpp, class_times.hpp, device.hpp, context.hpp, options_file.hpp, output_files.hpp, errors.hpp, log.hpp
 #pragma once
 
+#include <tvie/aoti.hpp>
 #include <tvie/catalog.hpp>
 #include <tvie/checkpoint.hpp>
 #include <tvie/class_times.hpp>

@@ -500,8 +500,9 @@ void ConsoleReporter::report(const InferReport& r) {
   }
   out << "\n  p50/p99: latency of one batch (percentile = sorted[floor(p*n)]); samples/s = batch / mean latency.\n"
       << "  weights: the inference copy, measured (int8 on CPU: fbgemm's packed weights, measured as glibc heap\n"
-      << "  growth, plus the fp32 rest); activations: working set of one forward; peak: " << r.sweep.memory_counter
-      << ".\n"
+      << "  growth, plus the fp32 rest; --aoti: the package's constants); activations: working set of one forward; "
+         "peak: "
+      << r.sweep.memory_counter << ".\n"
       << "  peak pred.: predicted before the run (weights + the traced forward's working set + batch; docs/metrics.md\n"
       << "  \"Predicted memory\"; int8/fp8: the Linear layers' quantised weights from their shapes).\n"
       << "  max|err|, mean|err|: absolute error of the outputs against fp32; top-1: share of output rows whose\n"

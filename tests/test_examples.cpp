@@ -265,6 +265,23 @@ TEST_CASE("examples/aoti_from_python: an AOTInductor package tvie infer --aoti r
               row["result"]["memory"]["packed_weights"].get<int64_t>() ==
           constant_bytes);
   }
+  // Served: the batcher's batches, the weights the package's constants.
+  const auto served_json = (dir.path / "serve.json").string();
+  const auto served = test::run_command(std::string(TVIE_CLI_PATH) + " serve --aoti " + package +
+                                        " --input-shape 3,32,32 --scenario offline --queries 64 --max-batch 32 "
+                                        "--quiet --json " +
+                                        served_json);
+  INFO(served.out);
+  REQUIRE(served.exit_code == 0);
+  std::ifstream served_in(served_json);
+  const auto sj = nlohmann::json::parse(served_in);
+  CHECK(sj["serving"]["answered"] == 64);
+  CHECK(sj["serving"]["batches"] == 2);
+  CHECK(sj["serving"]["weight_bytes"] == constant_bytes);
+  const auto beyond = test::run_command(std::string(TVIE_CLI_PATH) + " serve --aoti " + package +
+                                        " --input-shape 3,32,32 --max-batch 5000");
+  CHECK(beyond.exit_code == 2);
+  CHECK(beyond.out.find("--max-batch: got '5000'; accepted: a batch the package accepts") != std::string::npos);
   // A dtype or device the package was not compiled for: refused, one line naming the option.
   const auto bf16 = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
                                       " --input-shape 3,32,32 --dtype bf16");

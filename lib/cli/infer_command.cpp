@@ -19,8 +19,9 @@ struct InferOptions {
   bool force = false;
   MaxBatchOptions max_batch;
   SliceOptions slices;
-  std::string script_path, aoti_path, input_shape, fusion = "none";
+  std::string script_path, input_shape, fusion = "none";
   int64_t vocab = 0;
+  AotiOptions aoti;
   std::string load_parameters;
 };
 
@@ -74,11 +75,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "Run this TorchScript file (torch.jit.save) instead of a zoo model; needs --input-shape",
                    "torchscript.path")
       ->check(non_empty_path());
-  add_field_option(cmd, "--aoti", o->aoti_path,
-                   "Run this AOTInductor package (.pt2 of torch._inductor.aoti_compile_and_package) instead of a zoo "
-                   "model, in the device and dtype it was compiled for; needs --input-shape",
-                   "aoti.path")
-      ->check(non_empty_path());
+  add_aoti_options(cmd, o->aoti, /*with_input_options=*/false);
   add_field_option(cmd, "--input-shape", o->input_shape,
                    "TorchScript, AOTInductor: one sample's input shape, e.g. 3,32,32", "torchscript.input_shape");
   record_field(cmd, "aoti.input_shape", "--input-shape");
@@ -110,9 +107,9 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.batch_sizes = parse_int_series(o->batches, "infer_sweep.batch_sizes");
     s.dtypes = parse_dtype_list(o->dtypes);
     std::unique_ptr<Workload> workload;
-    if (!o->script_path.empty() && !o->aoti_path.empty())
-      throw InvalidArgument("aoti.path", o->aoti_path, "nothing with --torchscript (one model a run)");
-    if (o->script_path.empty() && o->aoti_path.empty()) {
+    if (!o->script_path.empty() && !o->aoti.path.empty())
+      throw InvalidArgument("aoti.path", o->aoti.path, "nothing with --torchscript (one model a run)");
+    if (o->script_path.empty() && o->aoti.path.empty()) {
       // The TorchScript options describe a script's inputs: with a zoo model they would be ignored.
       if (o->vocab != 0)
         throw InvalidArgument("torchscript.vocab_size", cat(o->vocab), "0 without --torchscript or --aoti");
@@ -120,35 +117,15 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
         throw InvalidArgument("torchscript.input_shape", o->input_shape, "nothing without --torchscript or --aoti");
       if (o->fusion != "none") throw InvalidArgument("torchscript.fusion", o->fusion, "none without --torchscript");
       workload = zoo_workload(o->model);
-    } else if (!o->aoti_path.empty()) {
-      if (o->model.pad_vocab != 0)
-        throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab), "0 with --aoti (a zoo model's option)");
+    } else if (!o->aoti.path.empty()) {
       if (o->fusion != "none")
         throw InvalidArgument("torchscript.fusion", o->fusion,
                               "none with --aoti (Inductor fused the package's kernels when it compiled it)");
-      if (o->vocab < 0)
-        throw InvalidArgument("aoti.vocab_size", cat(o->vocab),
-                              "an integer >= 0 (0: fp32 inputs; V: token ids in [0, V))");
-      AotiSettings as;
-      as.path = o->aoti_path;
-      as.input_shape =
-          o->input_shape.empty() ? std::vector<int64_t>{} : parse_int_series(o->input_shape, "aoti.input_shape");
-      as.token_input = o->vocab > 0;
-      as.vocab_size = o->vocab;
-      validate(as);
-      // The package computes in the device and dtype it was compiled for: a run in others would be mislabelled.
-      const AotiPackage package = aoti_package(as.path);
-      for (const auto d : s.dtypes)
-        if (d != package.dtype)
-          throw InvalidArgument("infer_sweep.dtypes", o->dtypes,
-                                cat(to_string(package.dtype), " with this package (the dtype it was compiled in)"));
-      if (o->model.device == "auto")
-        o->model.device = package.device;
-      else if (c10::Device(o->model.device).type() != c10::Device(package.device).type())
-        throw InvalidArgument("device", o->model.device,
-                              cat(package.device, " with this package (the device it was compiled for)"));
-      workload = make_aoti_workload(as);
-      check_aoti_batches(*workload, s.batch_sizes, "infer_sweep.batch_sizes");
+      AotiOptions aoti = o->aoti;
+      aoti.input_shape = o->input_shape;
+      aoti.vocab = o->vocab;
+      workload = aoti_workload(aoti, o->model, s.dtypes, "infer_sweep.dtypes", o->dtypes, s.batch_sizes,
+                               "infer_sweep.batch_sizes");
     } else {
       if (o->model.pad_vocab != 0)
         throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab),
@@ -165,18 +142,18 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       ts.fusion = parse_script_fusion(o->fusion);
       workload = make_torchscript_workload(ts);
     }
-    if (!o->load_parameters.empty() && (!o->script_path.empty() || !o->aoti_path.empty() ||
+    if (!o->load_parameters.empty() && (!o->script_path.empty() || !o->aoti.path.empty() ||
                                         slice_settings(o->slices).has_value() || o->max_batch.find))
       throw InvalidArgument(
           "load_parameters", o->load_parameters,
           "nothing with --torchscript, --aoti, --slice-layers or --find-max-batch (a sweep of a zoo model)");
     o->output.inputs = {
-        {"--torchscript", o->script_path}, {"--aoti", o->aoti_path}, {"--load-parameters", o->load_parameters}};
+        {"--torchscript", o->script_path}, {"--aoti", o->aoti.path}, {"--load-parameters", o->load_parameters}};
     check_outputs(o->output);
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);
-      if (!o->script_path.empty() || !o->aoti_path.empty())
+      if (!o->script_path.empty() || !o->aoti.path.empty())
         throw InvalidArgument("slices.layers", o->slices.layers,
                               "a zoo model with blocks (not --torchscript or --aoti)");
       if (s.batch_sizes.size() != 1)

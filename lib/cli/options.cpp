@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include <tvie/aoti.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
 #include <tvie/models.hpp>
@@ -296,6 +297,50 @@ std::unique_ptr<Workload> zoo_workload(const ModelOptions& o) {
   shape.seq_tokens = o.seq;
   shape.vocab_multiple = o.pad_vocab;
   return make_zoo_workload(o.model, o.preset, shape);
+}
+
+void add_aoti_options(CLI::App* cmd, AotiOptions& o, bool with_input_options) {
+  add_field_option(cmd, "--aoti", o.path,
+                   "Run this AOTInductor package (.pt2 of torch._inductor.aoti_compile_and_package) instead of a zoo "
+                   "model, in the device and dtype it was compiled for; needs --input-shape",
+                   "aoti.path")
+      ->check(non_empty_path());
+  if (!with_input_options) return;
+  add_field_option(cmd, "--input-shape", o.input_shape, "AOTInductor: one sample's input shape, e.g. 3,32,32",
+                   "aoti.input_shape");
+  add_field_option(cmd, "--vocab", o.vocab,
+                   "AOTInductor: inputs are int64 token ids in [0, vocab) (0: fp32 N(0,1) inputs)", "aoti.vocab_size")
+      ->capture_default_str();
+}
+
+std::unique_ptr<Workload> aoti_workload(const AotiOptions& o, ModelOptions& model,
+                                        const std::vector<InferenceDtype>& dtypes, const std::string& dtype_field,
+                                        const std::string& dtype_text, const std::vector<int64_t>& batch_sizes,
+                                        const std::string& batch_field) {
+  if (model.pad_vocab != 0)
+    throw InvalidArgument("model.pad_vocab", cat(model.pad_vocab), "0 with --aoti (a zoo model's option)");
+  if (o.vocab < 0)
+    throw InvalidArgument("aoti.vocab_size", cat(o.vocab), "an integer >= 0 (0: fp32 inputs; V: token ids in [0, V))");
+  AotiSettings as;
+  as.path = o.path;
+  as.input_shape = o.input_shape.empty() ? std::vector<int64_t>{} : parse_int_series(o.input_shape, "aoti.input_shape");
+  as.token_input = o.vocab > 0;
+  as.vocab_size = o.vocab;
+  validate(as);
+  // The package computes in the device and dtype it was compiled for: a run in others would be mislabelled.
+  const AotiPackage package = aoti_package(as.path);
+  for (const auto d : dtypes)
+    if (d != package.dtype)
+      throw InvalidArgument(dtype_field, dtype_text,
+                            cat(to_string(package.dtype), " with this package (the dtype it was compiled in)"));
+  if (model.device == "auto")
+    model.device = package.device;
+  else if (c10::Device(model.device).type() != c10::Device(package.device).type())
+    throw InvalidArgument("device", model.device,
+                          cat(package.device, " with this package (the device it was compiled for)"));
+  auto workload = make_aoti_workload(as);
+  check_aoti_batches(*workload, batch_sizes, batch_field);
+  return workload;
 }
 
 void record_rank_fields(const CLI::App* cmd) {

@@ -166,6 +166,21 @@ RunOptions run_options(const std::string& device, const std::vector<std::string>
 // The zoo workload the model options name (InvalidArgument("model"/"preset") otherwise).
 std::unique_ptr<Workload> zoo_workload(const ModelOptions& o);
 
+// An AOTInductor package as the command's model (infer, serve): --aoti PATH, and the inputs' --input-shape and
+// --vocab (registered here unless the command shares them with --torchscript).
+struct AotiOptions {
+  std::string path, input_shape;
+  int64_t vocab = 0;
+};
+void add_aoti_options(CLI::App* cmd, AotiOptions& o, bool with_input_options);
+// The package's workload, refusing zoo options it would ignore, dtypes and devices other than those it was compiled
+// for (`dtype_field`, `dtype_text`: the command's), and batch sizes outside its range (`batch_field`). Sets
+// model.device to the package's when it is "auto".
+std::unique_ptr<Workload> aoti_workload(const AotiOptions& o, ModelOptions& model,
+                                        const std::vector<InferenceDtype>& dtypes, const std::string& dtype_field,
+                                        const std::string& dtype_text, const std::vector<int64_t>& batch_sizes,
+                                        const std::string& batch_field);
+
 // One rank of a distributed command: records the environment's fields for error messages (at
 // registration) and, at start, reads the job; ranks other than 0 log only errors.
 void record_rank_fields(const CLI::App* cmd);

@@ -15,6 +15,7 @@ struct ServeOptions {
   bool force = false;
   bool find_max_qps = false;
   MaxQpsSearch search;
+  AotiOptions aoti;
 };
 
 }  // namespace
@@ -64,6 +65,7 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--refine-steps", o->search.refine_steps,
                    "--find-max-qps: bisections after the bound is bracketed", "serve.refine_steps")
       ->capture_default_str();
+  add_aoti_options(cmd, o->aoti, /*with_input_options=*/true);
   add_output_options(cmd, o->output);
 
   return [o, argv]() {
@@ -73,7 +75,18 @@ Runner add_serve_command(CLI::App& app, const std::vector<std::string>& argv) {
     s.scenario = parse_scenario(o->scenario);
     s.dtype = parse_inference_dtype(o->dtype, "serve.dtype");
     if (o->find_max_qps) s.max_qps_search = o->search;
-    const auto workload = zoo_workload(o->model);
+    std::unique_ptr<Workload> workload;
+    if (!o->aoti.path.empty()) {
+      // The batcher forms every batch from 1 to --max-batch: both ends within the package's range.
+      workload =
+          aoti_workload(o->aoti, o->model, {s.dtype}, "serve.dtype", o->dtype, {1, s.max_batch}, "serve.max_batch");
+      o->output.inputs = {{"--aoti", o->aoti.path}};
+    } else {
+      if (!o->aoti.input_shape.empty())
+        throw InvalidArgument("aoti.input_shape", o->aoti.input_shape, "nothing without --aoti");
+      if (o->aoti.vocab != 0) throw InvalidArgument("aoti.vocab_size", cat(o->aoti.vocab), "0 without --aoti");
+      workload = zoo_workload(o->model);
+    }
     check_outputs(o->output);
     emit(run_serve(*workload, s, run_options(o->model.device, argv)), o->output);
     return 0;

@@ -256,16 +256,19 @@ gpu_step train-fp32 "train gpt2-small fp32" 60 figure train-gpt2-small-fp32 trai
   --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
 gpu_step train-tf32 "train gpt2-small fp32, TF32" 60 figure train-gpt2-small-fp32-tf32 train --model gpt \
   --preset gpt2-small --tf32 --batch 8 --steps 10 --warmup 2 --precision fp32 --device cuda --quiet --json {json}
-# An AOTInductor package compiled here for CUDA in bf16 (examples/aoti_from_python.py, with this machine's torch), run
-# by tvie infer --aoti: Inductor's fused kernels where LibTorch's eager ones run the zoo. Last: it compiles for a minute.
+# GPT-2 small compiled here by AOTInductor for CUDA in bf16 (examples/aoti_zoo_gpt.py, with this machine's torch) on
+# weights tvie wrote, run by tvie infer --aoti at the infer step's batches: Inductor's fused kernels beside LibTorch's
+# eager ones. Last: it compiles for a minute or two.
 aoti_figure() {
-  local pkg="$build/aoti-net-cuda-bf16.pt2"
-  bounded "$py" "$root/examples/aoti_from_python.py" "$pkg" --device cuda --dtype bf16 >"$res/gpu-$card/aoti-export.txt" 2>&1 ||
-    return $?
-  figure aoti-net-cuda-bf16 infer --aoti "$pkg" --input-shape 3,32,32 --batch 1,64,512 --dtype bf16 --steps 50 \
-    --warmup 5 --device cuda --quiet --json {json}
+  local params="$build/gpt2-small.params" pkg="$build/aoti-gpt2-small-cuda-bf16.pt2" log="$res/gpu-$card/aoti-export.txt"
+  bounded "$bin/tvie" train --model gpt --preset gpt2-small --batch 1 --steps 1 --warmup 0 --device cuda --quiet \
+    --save-parameters "$params" >"$log" 2>&1 || return $?
+  bounded "$py" "$root/examples/aoti_zoo_gpt.py" "$params" "$pkg" --heads 12 --device cuda --dtype bf16 \
+    --max-batch 64 >>"$log" 2>&1 || return $?
+  figure aoti-gpt2-small-cuda-bf16 infer --aoti "$pkg" --input-shape 1024 --vocab 50257 --batch 1,8,64 --dtype bf16 \
+    --steps 20 --warmup 3 --device cuda --quiet --json {json}
 }
-gpu_step aoti "infer --aoti (CUDA, bf16)" 150 aoti_figure
+gpu_step aoti "infer --aoti gpt2-small (CUDA, bf16)" 240 aoti_figure
 gpu_step max-batch "max batch gpt2-small" 300 figure max-batch-gpt2-small compare --model gpt --preset gpt2-small \
   --find-max-batch --max-batch-up-to 2048 --precision amp-bf16 --infer-dtype bf16 --new-tokens 0 --device cuda --json {json}
 board after

@@ -305,6 +305,59 @@ TEST_CASE("examples/aoti_from_python: an AOTInductor package tvie infer --aoti r
   CHECK(large.out.find("Error:") == std::string::npos);
 }
 
+TEST_CASE("examples/aoti_zoo_gpt: the zoo's gpt on tvie's trained weights, compiled; its logits equal tvie's own",
+          "[examples][aoti]") {
+  const std::string python = TVIE_PYTHON_WITH_TORCH;
+  if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {
+    TVIE_SKIP("no python with torch configured (TVIE_PYTHON; scripts/setup.sh sets it)");
+  }
+  test::TempDir dir;
+  const auto weights = (dir.path / "gpt.pt").string(), package = (dir.path / "gpt.pt2").string();
+  const auto trained = test::run_command(
+      std::string(TVIE_CLI_PATH) + " train --model gpt --preset tiny --steps 20 --quiet --save-parameters " + weights);
+  INFO(trained.out);
+  REQUIRE(trained.exit_code == 0);
+  const auto saved = test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/aoti_zoo_gpt.py " +
+                                       weights + " " + package + " --heads 4");
+  INFO(saved.out);
+  REQUIRE(saved.exit_code == 0);
+  const auto zoo = tvie::make_zoo_workload("gpt", "tiny");
+  const auto eager = tvie::read_parameters(*zoo, weights);
+  eager->eval();
+  tvie::AotiSettings as;
+  as.path = package;
+  as.input_shape = {32};
+  as.token_input = true;
+  as.vocab_size = 256;
+  const auto compiled = tvie::make_aoti_workload(as);
+  const auto compiled_module = compiled->make_module();
+  // The same parameters, and FLOPs counted as the zoo's analytic formulas count them (attention in full).
+  CHECK(compiled->facts().parameter_count == zoo->facts().parameter_count);
+  CHECK(compiled->facts().forward_flops_per_sample == Approx(zoo->facts().forward_flops_per_sample).epsilon(1e-9));
+  for (const int64_t n : {1, 7}) {
+    const auto idx = zoo->make_batch(n, c10::Device(c10::kCPU), 3).input;  // [n, 32] token ids
+    c10::InferenceMode guard;
+    const auto a = compiled->forward(*compiled_module, idx), b = zoo->forward(*eager, idx);  // [n, 32, 256]
+    REQUIRE(a.sizes() == b.sizes());
+    CHECK(torch::allclose(a, b, 1e-4, 1e-4));
+    CHECK(torch::equal(a.argmax(-1), b.argmax(-1)));
+  }
+  // The tool: the package's row, its weights the trained model's bytes.
+  const auto json = (dir.path / "aoti.json").string();
+  const auto run =
+      test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + package +
+                        " --input-shape 32 --vocab 256 --batch 1,8 --steps 2 --warmup 0 --quiet --json " + json);
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["model"]["tokens_per_sample"] == 32);
+  for (const auto& row : j["inference_sweep"]["rows"])
+    CHECK(row["result"]["memory"]["parameters"].get<int64_t>() +
+              row["result"]["memory"]["packed_weights"].get<int64_t>() ==
+          4 * zoo->facts().parameter_count);
+}
+
 TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dist]") {
   const auto run = test::run_command(std::string(TVIE_CLI_PATH) + " launch --nproc 2 -- " + example("data_parallel") +
                                      " --device cpu");

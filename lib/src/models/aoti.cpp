@@ -136,7 +136,18 @@ class AotiWorkload final : public Workload {
   }
 
   torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
-    return static_cast<AotiModuleImpl&>(module).loader->run({input}).at(0);
+    // The generated code checks its input's strides against the contiguous ones, those of size-1 dimensions
+    // included (which is_contiguous() ignores): a view such as a token window of a longer row is copied.
+    std::vector<int64_t> strides(static_cast<size_t>(input.dim()));
+    int64_t stride = 1;
+    for (int64_t d = input.dim() - 1; d >= 0; --d) {
+      strides[static_cast<size_t>(d)] = stride;
+      stride *= input.size(d);
+    }
+    const bool packed = input.strides() == c10::IntArrayRef(strides);
+    return static_cast<AotiModuleImpl&>(module)
+        .loader->run({packed ? input : input.clone(at::MemoryFormat::Contiguous)})
+        .at(0);
   }
 
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {

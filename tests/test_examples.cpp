@@ -356,6 +356,33 @@ TEST_CASE("examples/aoti_zoo_gpt: the zoo's gpt on tvie's trained weights, compi
     CHECK(row["result"]["memory"]["parameters"].get<int64_t>() +
               row["result"]["memory"]["packed_weights"].get<int64_t>() ==
           4 * zoo->facts().parameter_count);
+  // Compiled in bf16: its rows in bf16 only, with no fp32 copy to compare with.
+  const auto bf16_package = (dir.path / "gpt-bf16.pt2").string();
+  const auto saved_bf16 = test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/aoti_zoo_gpt.py " +
+                                            weights + " " + bf16_package + " --heads 4 --dtype bf16");
+  INFO(saved_bf16.out);
+  REQUIRE(saved_bf16.exit_code == 0);
+  const auto bf16_json = (dir.path / "aoti-bf16.json").string();
+  const auto bf16_run = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + bf16_package +
+                                          " --input-shape 32 --vocab 256 --batch 2 --dtype bf16 --steps 2 --warmup 0 "
+                                          "--quiet --json " +
+                                          bf16_json);
+  INFO(bf16_run.out);
+  REQUIRE(bf16_run.exit_code == 0);
+  std::ifstream bf16_in(bf16_json);
+  const auto jb = nlohmann::json::parse(bf16_in);
+  CHECK(jb["inference_sweep"]["settings"]["accuracy_vs_fp32"] == false);
+  REQUIRE(jb["inference_sweep"]["rows"].size() == 1);
+  const auto& row = jb["inference_sweep"]["rows"][0];
+  CHECK(row["dtype"] == "bf16");
+  CHECK_FALSE(row.contains("accuracy_vs_fp32"));
+  CHECK(row["result"]["memory"]["parameters"].get<int64_t>() +
+            row["result"]["memory"]["packed_weights"].get<int64_t>() ==
+        2 * zoo->facts().parameter_count);
+  const auto fp32_of_bf16 = test::run_command(std::string(TVIE_CLI_PATH) + " infer --aoti " + bf16_package +
+                                              " --input-shape 32 --vocab 256 --batch 2");
+  CHECK(fp32_of_bf16.exit_code == 2);
+  CHECK(fp32_of_bf16.out.find("--dtype: got 'fp32'; accepted: bf16 with this package") != std::string::npos);
 }
 
 TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dist]") {

@@ -126,6 +126,7 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
       aoti.vocab = o->vocab;
       workload = aoti_workload(aoti, o->model, s.dtypes, "infer_sweep.dtypes", o->dtypes, s.batch_sizes,
                                "infer_sweep.batch_sizes");
+      s.accuracy_vs_fp32 = false;  // the package computes in its own dtype only
     } else {
       if (o->model.pad_vocab != 0)
         throw InvalidArgument("model.pad_vocab", cat(o->model.pad_vocab),

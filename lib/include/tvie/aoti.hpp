@@ -42,8 +42,8 @@ std::unique_ptr<Workload> make_aoti_workload(const AotiSettings& settings);
 // any measured run. Other failures (memory) are left to the run, which reports them as a result.
 void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_sizes, const std::string& field);
 
-// What a package was compiled for: its device type ("cpu", "cuda", from its metadata) and the dtype of its floating
-// constants (the weights; fp32 when it has none). Throws as validate() does.
+// What a package was compiled for: its device type ("cpu", "cuda", from its metadata) and the dtype of most of its
+// floating constants' bytes (the weights; fp32 when it has none). Throws as validate() does.
 struct AotiPackage {
   std::string device;
   InferenceDtype dtype = InferenceDtype::fp32;

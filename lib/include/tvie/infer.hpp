@@ -124,6 +124,9 @@ struct InferSweepSettings {
   // fails as a CUDA out-of-memory would, and the row reads "does not fit".
   int64_t cpu_memory_limit_mb = 0;
   bool check_free_memory = true;  // a row whose predicted peak exceeds the free memory does not fit, unrun
+  // Reduced-precision rows compared with an fp32 run of the same inputs. False for a model that computes in one
+  // dtype only (an AOTInductor package compiled in bf16 has no fp32 copy to compare with).
+  bool accuracy_vs_fp32 = true;
 };
 void validate(const InferSweepSettings& settings, const c10::Device& device);
 

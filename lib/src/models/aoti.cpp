@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
@@ -76,10 +78,30 @@ class AotiModuleImpl : public torch::nn::Module {
  public:
   explicit AotiModuleImpl(std::unique_ptr<Loader> l) : loader(std::move(l)) {
     int64_t i = 0;
-    for (const auto& [name, t] : constants_of(*loader)) register_buffer(cat("constant_", i++), t);
+    for (const auto& [name, t] : constants_of(*loader)) {
+      register_buffer(cat("constant_", i++), t);
+      loaded.push_back(t.scalar_type());
+    }
   }
   std::unique_ptr<Loader> loader;
+  std::vector<c10::ScalarType> loaded;  // each constant's dtype as the package holds it, in registration order
 };
+
+// The dtype the package computes in: that of most of its floating constants' bytes (Inductor may add a few fp32
+// constants to a bf16 model's); fp32 when it has none.
+InferenceDtype dominant_dtype(const std::unordered_map<std::string, torch::Tensor>& constants) {
+  std::map<InferenceDtype, int64_t> bytes;
+  for (const auto& [name, t] : constants)
+    if (t.is_floating_point()) bytes[dtype_of(t)] += static_cast<int64_t>(t.nbytes());
+  InferenceDtype best = InferenceDtype::fp32;
+  int64_t most = -1;
+  for (const auto& [dtype, n] : bytes)
+    if (n > most) {
+      best = dtype;
+      most = n;
+    }
+  return best;
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out;
@@ -107,7 +129,9 @@ class AotiWorkload final : public Workload {
       const int64_t declared = std::strtoll(it->second.c_str(), nullptr, 10);
       if (declared > 0 && declared <= floating) {
         facts_.parameter_count = declared;
-        facts_.buffer_bytes = floating_bytes - floating_bytes / floating * declared;  // one dtype for all constants
+        // The parameters in the package's dtype; the rest of the floating constants' bytes are its buffers.
+        const int64_t element = package_.dtype == InferenceDtype::fp32 ? 4 : 2;
+        facts_.buffer_bytes = std::max<int64_t>(0, floating_bytes - element * declared);
       }
     }
     if (const auto it = metadata.find(kAotiFlopsKey); it != metadata.end()) {
@@ -184,12 +208,15 @@ class AotiWorkload final : public Workload {
   // The copy tvie converted must be the package's own: its kernels compute in the dtype and on the device they were
   // compiled for, whatever the registered buffers are converted to.
   void prepare_inference(torch::nn::Module& module) const override {
-    for (const auto& b : module.buffers()) {
+    const auto& loaded = static_cast<AotiModuleImpl&>(module).loaded;
+    const auto buffers = module.buffers();
+    for (size_t i = 0; i < buffers.size() && i < loaded.size(); ++i) {
+      const auto& b = buffers[i];
       if (b.device().type() != c10::Device(package_.device).type())
         throw InvalidArgument(
             "aoti.path", s_.path,
             cat("a package compiled for ", b.device().str(), " (this one runs on ", package_.device, ")"));
-      if (b.is_floating_point() && dtype_of(b) != package_.dtype)
+      if (b.scalar_type() != loaded[i])
         throw InvalidArgument("aoti.path", s_.path,
                               cat("a package compiled in ", to_string(dtype_of(b)), " (this one computes in ",
                                   to_string(package_.dtype), ")"));
@@ -250,11 +277,7 @@ AotiPackage aoti_package(const std::string& path) {
   const auto it = metadata.find("AOTI_DEVICE_KEY");
   p.device = it == metadata.end() ? "cpu" : it->second;
   auto loader = load_package(path);  // on the package's device: refused with its reason where that is missing
-  for (const auto& [name, t] : constants_of(*loader))
-    if (t.is_floating_point()) {
-      p.dtype = dtype_of(t);
-      break;
-    }
+  p.dtype = dominant_dtype(constants_of(*loader));
   return p;
 }
 

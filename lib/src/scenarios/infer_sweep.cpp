@@ -87,6 +87,7 @@ InferSweepResult measure_inference_sweep(const Workload& workload, const InferSw
   InferSweepResult result;
   result.cpu_memory_limit_bytes = s.cpu_memory_limit_mb * 1024 * 1024;
   const bool needs_reference =
+      s.accuracy_vs_fp32 &&
       std::any_of(s.dtypes.begin(), s.dtypes.end(), [](InferenceDtype d) { return d != InferenceDtype::fp32; });
   const bool lists_fp32 = std::find(s.dtypes.begin(), s.dtypes.end(), InferenceDtype::fp32) != s.dtypes.end();
 

@@ -305,7 +305,7 @@ TEST_CASE("examples/aoti_from_python: an AOTInductor package tvie infer --aoti r
   CHECK(large.out.find("Error:") == std::string::npos);
 }
 
-TEST_CASE("examples/aoti_zoo_gpt: the zoo's gpt on tvie's trained weights, compiled; its logits equal tvie's own",
+TEST_CASE("examples/aoti_zoo_gpt: the zoo's gpt on tvie's trained weights, compiled, its logits equal to tvie's own",
           "[examples][aoti]") {
   const std::string python = TVIE_PYTHON_WITH_TORCH;
   if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {

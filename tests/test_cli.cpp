@@ -1285,8 +1285,8 @@ TEST_CASE("cli: --config FILE.json sets a command's options, the command line wi
     };
     refused(R"({"model": "mlp",)", {"--config", "not JSON", "parse error at line"});
     refused("[1, 2]", {"--config", "a JSON object of options", "batch"});
-    refused(R"({"batchsize": 8})",
-            {"--config", "\"batchsize\"", "long options of tvie compare", "accumulate, allow-non-finite-loss, batch,"});
+    refused(R"({"batchsize": 8})", {"--config", "\"batchsize\"", "long options of tvie compare",
+                                    "accumulate, allow-non-finite-loss, aoti, batch,"});
     refused(R"({"config": "other.json"})", {"--config", "\"config\"", "long options of tvie compare"});
     refused(R"({"lr": 1e400})", {"--config", "number overflow parsing '1e400'"});
     refused(R"({"quiet": "yes"})", {"--config", "\"quiet\": \"yes\"", "true or false"});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "report_keys.hpp"
 
 namespace fs = std::filesystem;
 using tvie::test::read_text;
@@ -383,6 +384,113 @@ TEST_CASE("examples/aoti_zoo_gpt: the zoo's gpt on tvie's trained weights, compi
                                               " --input-shape 32 --vocab 256 --batch 2");
   CHECK(fp32_of_bf16.exit_code == 2);
   CHECK(fp32_of_bf16.out.find("--dtype: got 'fp32'; accepted: bf16 with this package") != std::string::npos);
+}
+
+TEST_CASE("examples/aoti_zoo_resnet: the zoo's resnet on trained weights and statistics, compiled, compare --aoti",
+          "[examples][aoti]") {
+  const std::string python = TVIE_PYTHON_WITH_TORCH;
+  if (python.empty() || test::run_command(python + " -c 'import torch'").exit_code != 0) {
+    TVIE_SKIP("no python with torch configured (TVIE_PYTHON; scripts/setup.sh sets it)");
+  }
+  test::TempDir dir;
+  const auto weights = (dir.path / "resnet.pt").string(), package = (dir.path / "resnet.pt2").string();
+  const auto trained = test::run_command(std::string(TVIE_CLI_PATH) +
+                                         " train --model resnet --preset tiny --batch 8 --steps 5 --quiet "
+                                         "--save-parameters " +
+                                         weights);
+  INFO(trained.out);
+  REQUIRE(trained.exit_code == 0);
+  const auto saved = test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/aoti_zoo_resnet.py " +
+                                       weights + " " + package + " --image-size 32");
+  INFO(saved.out);
+  REQUIRE(saved.exit_code == 0);
+  // tvie's own eval() forward on the same file: the trained parameters and BatchNorm's running statistics.
+  const auto zoo = tvie::make_zoo_workload("resnet", "tiny");
+  const auto eager = tvie::read_parameters(*zoo, weights);
+  eager->eval();
+  int64_t moved = 0;  // the statistics the file carried are the trained ones, not a fresh module's
+  for (const auto& b : eager->named_buffers())
+    if (b.key().find("running_mean") != std::string::npos) moved += b.value().abs().sum().item<double>() > 0 ? 1 : 0;
+  CHECK(moved > 0);
+  const auto compiled = tvie::make_aoti_twin(*zoo, package);
+  const auto compiled_module = compiled->make_module();
+  CHECK(compiled->facts().parameter_count == zoo->facts().parameter_count);
+  CHECK(compiled->facts().forward_flops_per_sample == Approx(zoo->facts().forward_flops_per_sample).epsilon(1e-9));
+  for (const int64_t n : {1, 16, 19}) {
+    const auto images = compiled->make_batch(n, c10::Device(c10::kCPU), 3).input;  // the zoo's: [n, 3, 32, 32]
+    CHECK(torch::equal(images, zoo->make_batch(n, c10::Device(c10::kCPU), 3).input));
+    c10::InferenceMode guard;
+    const auto a = compiled->forward(*compiled_module, images), b = zoo->forward(*eager, images);  // [n, 10]
+    REQUIRE(a.sizes() == b.sizes());
+    CHECK(torch::allclose(a, b, 1e-4, 1e-4));
+    CHECK(torch::equal(a.argmax(-1), b.argmax(-1)));
+  }
+
+  // compare --aoti: the compiled row beside eager's, at the inference batch, in the report's three renderings.
+  const auto json = (dir.path / "compare.json").string(), html = (dir.path / "compare.html").string();
+  const auto compare = std::string(TVIE_CLI_PATH) +
+                       " compare --model resnet --preset tiny --batch 4 --infer-batch 8 --steps 2 --warmup 0 "
+                       "--device cpu --aoti " +
+                       package;
+  const auto run = test::run_command(compare + " --infer-dtype fp32 --json " + json + " --html " + html);
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("compiled: AOTInductor package " + package + ", fp32, batch 8") != std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  test::check_documented(j, "compare");
+  const auto& c = j["compiled_inference"];
+  CHECK(c["package"] == package);
+  CHECK(c["dtype"] == "fp32");
+  CHECK(c["timed_batches"] == 2);
+  // The package's weights are its constants, exactly: the fp32 parameters and what Inductor kept of BatchNorm's
+  // running statistics (the eval() forward reads no num_batches_tracked).
+  int64_t constant_bytes = 0;
+  for (const auto& t : compiled_module->buffers()) constant_bytes += static_cast<int64_t>(t.nbytes());
+  CHECK(c["memory"]["parameters"].get<int64_t>() + c["memory"]["packed_weights"].get<int64_t>() == constant_bytes);
+  CHECK(constant_bytes > 4 * zoo->facts().parameter_count);
+  CHECK(constant_bytes <= 4 * zoo->facts().parameter_count + zoo->facts().buffer_bytes);
+  CHECK(j["gap"]["compiled_throughput_ratio"].get<double>() ==
+        Approx(c["throughput"]["samples_per_s"].get<double>() /
+               j["inference"]["throughput"]["samples_per_s"].get<double>()));
+  std::ifstream page(html);
+  const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  CHECK(text.find("Inference eager and compiled (AOTInductor)") != std::string::npos);
+
+  // Compiled in bf16, its inputs images: the package's checks and runs see them in bf16, as eager's bf16 copy does.
+  const auto bf16_package = (dir.path / "resnet-bf16.pt2").string();
+  const auto saved_bf16 =
+      test::run_command(python + " " + std::string(TVIE_SOURCE_DIR) + "/examples/aoti_zoo_resnet.py " + weights + " " +
+                        bf16_package + " --image-size 32 --dtype bf16");
+  INFO(saved_bf16.out);
+  REQUIRE(saved_bf16.exit_code == 0);
+  const auto bf16_json = (dir.path / "compare-bf16.json").string();
+  const auto bf16_run = test::run_command(std::string(TVIE_CLI_PATH) +
+                                          " compare --model resnet --preset tiny --batch 4 --steps 1 --warmup 0 "
+                                          "--device cpu --infer-dtype bf16 --aoti " +
+                                          bf16_package + " --quiet --json " + bf16_json);
+  INFO(bf16_run.out);
+  REQUIRE(bf16_run.exit_code == 0);
+  std::ifstream bf16_in(bf16_json);
+  const auto jb = nlohmann::json::parse(bf16_in);
+  CHECK(jb["compiled_inference"]["dtype"] == "bf16");
+  CHECK(jb["compiled_inference"]["memory"]["parameters"].get<int64_t>() +
+            jb["compiled_inference"]["memory"]["packed_weights"].get<int64_t>() ==
+        constant_bytes / 2);
+
+  // Refused before anything runs, one line each: another dtype, another model, a slice plan.
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {compare + " --infer-dtype bf16", "--infer-dtype: got 'bf16'; accepted: fp32 with this package"},
+           {std::string(TVIE_CLI_PATH) + " compare --model mlp --steps 1 --infer-dtype fp32 --device cpu --aoti " +
+                package,
+            "accepted: a package of mlp/tiny, whose samples are ["},
+           {compare + " --infer-dtype fp32 --slice-layers 1,2", "--aoti: got '" + package + "'"}}) {
+    const auto r = test::run_command(args);
+    INFO(args << "\n" << r.out);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find(needle) != std::string::npos);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') <= 1);
+  }
 }
 
 TEST_CASE("examples/data_parallel: two ranks under tvie launch", "[examples][dist]") {

@@ -205,6 +205,20 @@ TEST_CASE("write_parameters then read_parameters gives the module's parameters b
   const auto a = module->parameters(), b = read->parameters();
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(torch::equal(a[i], b[i]));
+  // A model with buffers: BatchNorm's running statistics come back with the parameters.
+  const auto resnet = make_zoo_workload("resnet", "tiny");
+  const auto trained = resnet->make_module();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& b : trained->buffers()) b.add_(1);  // as a training step's statistics update would
+  }
+  const std::string resnet_path = (dir.path / "resnet.pt").string();
+  write_parameters(*trained, resnet_path);
+  const auto resnet_read = read_parameters(*resnet, resnet_path);
+  const auto ba = trained->buffers(), bb = resnet_read->buffers();
+  REQUIRE(ba.size() == bb.size());
+  REQUIRE_FALSE(ba.empty());
+  for (size_t i = 0; i < ba.size(); ++i) CHECK(torch::equal(ba[i], bb[i]));
   try {
     read_parameters(*make_zoo_workload("gpt", "tiny"), path, "load_parameters");
     FAIL("gpt tiny read llama tiny's parameters");

@@ -19,6 +19,7 @@ struct CompareOptions {
   int64_t infer_batch = 0;
   int64_t infer_steps = 0;
   bool infer_cuda_graph = false;
+  std::string aoti_path;
   int64_t new_tokens = -1;  // -1: auto (kAutoNewTokens for gpt and llama, capped at half the context; else 0)
 };
 
@@ -59,6 +60,13 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
                    "--slice-layers each slice generates and the generation is extrapolated; 0: the full-sequence "
                    "forward alone (\"score\", which compare measures in every case)",
                    "compare.new_tokens");
+  add_field_option(cmd, "--aoti", o->aoti_path,
+                   "Also run this AOTInductor package of the same model (a .pt2 compiled from its Python twin, e.g. "
+                   "examples/aoti_zoo_gpt.py) at the inference batch on the same inputs, beside eager: compiled "
+                   "kernels vs LibTorch's operators. It runs in the device and dtype it was compiled for (which must "
+                   "be --device's and --infer-dtype's), on its own constants as weights",
+                   "aoti.path")
+      ->check(non_empty_path());
   add_max_batch_options(cmd, o->max_batch, /*with_cpu_limit=*/true);
   add_slice_options(cmd, o->slices);
   add_output_options(cmd, o->output);
@@ -90,6 +98,11 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
     if (s.new_tokens < 0 && has_kv_decoder(*workload))
       s.new_tokens = std::min(kAutoNewTokens, workload->facts().tokens_per_sample / 2);
     s.new_tokens = std::max<int64_t>(s.new_tokens, 0);
+    s.aoti_path = o->aoti_path;
+    if (!s.aoti_path.empty() && (o->max_batch.find || slice_settings(o->slices)))
+      throw InvalidArgument(
+          "aoti.path", s.aoti_path,
+          "nothing with --slice-layers or --find-max-batch (the package is the whole model, one batch)");
     if (const auto slices = slice_settings(o->slices)) {
       refuse_csv_with_slices(o->output);
       refuse_slices_with_max_batch(o->slices, o->max_batch);

@@ -33,8 +33,9 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_output_options(cmd, o->output);
   add_trace_option(cmd, o->output);
   add_field_option(cmd, "--save-parameters", o->save_parameters,
-                   "Write the trained parameters here after the run (torch::save of a tensor list in the module's "
-                   "parameters() order; with data parallelism every rank writes FILE.rankN)",
+                   "Write the trained parameters here after the run (torch::save of a tensor list: the module's "
+                   "parameters() in order, then its buffers(), such as BatchNorm's running statistics; with data "
+                   "parallelism every rank writes FILE.rankN)",
                    "save_parameters")
       ->check(non_empty_path());
   return [o, cmd, argv]() {

@@ -37,9 +37,16 @@ void validate(const AotiSettings& settings);
 // again. Training refuses it (the package has no backward).
 std::unique_ptr<Workload> make_aoti_workload(const AotiSettings& settings);
 
+// A package compiled from `model` (a Python twin of it on its weights, e.g. examples/aoti_zoo_gpt.py), as a workload
+// that runs the package on `model`'s own inputs (its make_batch: the same batches, seed for seed, as the eager
+// model's): compare --aoti's compiled row. `model` must outlive it. Throws InvalidArgument("aoti.path") when the
+// package's parameter count differs from `model`'s, and as make_aoti_workload does.
+std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path);
+
 // Tries one forward of each batch size on the package's device, its generated input checks on: the first size
 // outside the package's batch range (the bounds Inductor compiled it for) throws InvalidArgument(field, size), before
 // any measured run. Other failures (memory) are left to the run, which reports them as a result.
+// `aoti`: a workload of make_aoti_workload or make_aoti_twin.
 void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_sizes, const std::string& field);
 
 // What a package was compiled for: its device type ("cpu", "cuda", from its metadata) and the dtype of most of its

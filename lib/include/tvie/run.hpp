@@ -53,16 +53,27 @@ struct RunOptions {
   std::string load_parameters;
 };
 
-// A module's parameters, in its parameters() order, as one torch::save archive of a tensor list (torch::load of a
-// std::vector<torch::Tensor> reads it back), written atomically.
+// A module's parameters, in its parameters() order, then its buffers in buffers() order (BatchNorm's running
+// statistics), as one torch::save archive of a tensor list (torch::load of a std::vector<torch::Tensor> reads it
+// back), written atomically.
 void write_parameters(const torch::nn::Module& module, const std::string& path);
-// A module of `workload` holding the parameters write_parameters wrote to `path` (on the CPU, fp32).
-// InvalidArgument(`field`, path, ...) when the file cannot be read or holds another model's parameters (their
-// count or a shape differs).
+// A module of `workload` holding the parameters and buffers write_parameters wrote to `path` (on the CPU, fp32; a
+// file of the parameters alone leaves the buffers fresh). InvalidArgument(`field`, path, ...) when the file cannot
+// be read or holds another model's tensors (their count, a shape or a dtype differs).
 std::shared_ptr<torch::nn::Module> read_parameters(const Workload& workload, const std::string& path,
                                                    const std::string& field = "load_parameters");
 
 // --- reports: what each runner returns ---
+
+// The inference batch once more, run by an AOTInductor package of the same model (CompareSettings::aoti_path):
+// Inductor's fused kernels beside LibTorch's eager operators, on the same inputs, weights the package's constants.
+struct CompiledInference {
+  std::string package;     // the .pt2 file, as given
+  InferenceResult result;  // no prediction: the package's kernels are not operators tvie traces
+  CardFraction of_card;
+  double throughput_ratio = 0;   // compiled samples/s / eager inference samples/s
+  double peak_memory_ratio = 0;  // compiled inference peak / eager inference peak
+};
 
 // Training and inference of the same model, side by side.
 struct CompareReport {
@@ -88,6 +99,7 @@ struct CompareReport {
   // batch and, with a generation, its prefill and decoding step.
   CardFraction training_of_card, inference_of_card;
   std::optional<CardFraction> prefill_of_card, decoding_of_card;
+  std::optional<CompiledInference> compiled;  // settings.aoti_path set
 };
 
 // Training only; with data parallelism, `distributed` holds rank 0's communication figures.

@@ -102,6 +102,10 @@ struct CompareSettings {
   // ("score": logits at every position).
   int64_t new_tokens = 0;
   int64_t generation_repetitions = 3;  // timed generations, after the two of the generation's memory ledger
+  // An AOTInductor package of the same model (tvie/aoti.hpp, make_aoti_twin): also measured at the inference batch,
+  // on the inference row's inputs, in the device and dtype it was compiled for (which must be the run's and
+  // infer.dtype): CompareReport::compiled. "": none.
+  std::string aoti_path;
 };
 
 // The optimizer steps of one run: the two ledger steps, the warm-up and the timed steps, and the profiled one.

@@ -31,6 +31,13 @@ inline std::string config_text(const std::vector<std::pair<std::string, std::str
   return out.empty() ? "none (the command line gave each)" : out;
 }
 
+// "3,224,224": a tensor shape as the command line's --input-shape takes it.
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (const int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
 // Up to the first newline: LibTorch's and Gloo's messages carry backtraces and hints after it.
 inline std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 

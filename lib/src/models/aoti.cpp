@@ -14,6 +14,7 @@
 #include "core/text.hpp"
 #include "models/zoo_common.hpp"
 #include <tvie/errors.hpp>
+#include <tvie/kernels.hpp>
 #include <tvie/log.hpp>
 
 namespace tvie {
@@ -103,12 +104,6 @@ InferenceDtype dominant_dtype(const std::unordered_map<std::string, torch::Tenso
   return best;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out;
-  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
-  return out;
-}
-
 class AotiWorkload final : public Workload {
  public:
   explicit AotiWorkload(AotiSettings s) : s_(std::move(s)), package_(aoti_package(s_.path)) {
@@ -154,6 +149,11 @@ class AotiWorkload final : public Workload {
 
   std::string name() const override { return name_; }
   const AotiPackage& package() const { return package_; }
+  // A batch's input as the measured runs pass it: floating inputs in the package's dtype (the harness converts them
+  // to the inference dtype, which is the package's).
+  torch::Tensor package_input(const torch::Tensor& input) const {
+    return input.is_floating_point() ? input.to(nn::inference_floating_dtype(package_.dtype)) : input;
+  }
 
   std::shared_ptr<torch::nn::Module> make_module() const override {
     return std::make_shared<AotiModuleImpl>(load_package(s_.path));
@@ -231,14 +231,14 @@ class AotiWorkload final : public Workload {
     try {
       c10::InferenceMode guard;
       QuietStderr quiet;
-      out = loader.run({make_batch(2, c10::Device(c10::kCPU), 0).input});
+      out = loader.run({package_input(make_batch(2, c10::Device(c10::kCPU), 0).input)});
     } catch (const std::exception& e) {
       throw InvalidArgument(
-          "aoti.input_shape", shape_text(s_.input_shape),
+          "aoti.input_shape", detail::shape_text(s_.input_shape),
           cat("a shape the package accepts (a batch of 2 of this shape failed: ", error_text(e), ")"));
     }
     if (out.empty() || out.front().dim() == 0 || out.front().size(0) != 2)
-      throw InvalidArgument("aoti.input_shape", shape_text(s_.input_shape),
+      throw InvalidArgument("aoti.input_shape", detail::shape_text(s_.input_shape),
                             "a shape for which the output's first dimension is the batch");
   }
 
@@ -246,6 +246,35 @@ class AotiWorkload final : public Workload {
   AotiPackage package_;
   std::string name_;
   ModelFacts facts_;
+};
+
+// The package on another workload's inputs: every call but make_batch is the package's.
+class AotiTwin final : public Workload {
+ public:
+  AotiTwin(const Workload& model, std::unique_ptr<AotiWorkload> package)
+      : model_(model), package_(std::move(package)) {}
+
+  const AotiWorkload& package() const { return *package_; }
+  std::string name() const override { return package_->name(); }
+  std::shared_ptr<torch::nn::Module> make_module() const override { return package_->make_module(); }
+  torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
+    return package_->forward(module, input);
+  }
+  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    return model_.make_batch(batch_size, device, seed);
+  }
+  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
+    return package_->loss(output, batch);
+  }
+  ModelFacts facts() const override { return package_->facts(); }
+  int64_t inference_weight_bytes(const torch::nn::Module& module) const override {
+    return package_->inference_weight_bytes(module);
+  }
+  void prepare_inference(torch::nn::Module& module) const override { package_->prepare_inference(module); }
+
+ private:
+  const Workload& model_;
+  std::unique_ptr<AotiWorkload> package_;
 };
 
 }  // namespace
@@ -283,14 +312,15 @@ AotiPackage aoti_package(const std::string& path) {
 
 void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_sizes, const std::string& field) {
   const auto* w = dynamic_cast<const AotiWorkload*>(&aoti);
-  if (w == nullptr) throw InvalidArgument(field, "", "a workload made by make_aoti_workload");
+  if (const auto* twin = dynamic_cast<const AotiTwin*>(&aoti)) w = &twin->package();
+  if (w == nullptr) throw InvalidArgument(field, "", "a workload made by make_aoti_workload or make_aoti_twin");
   const auto module = w->make_module();
   const c10::Device device(w->package().device);
   for (const int64_t n : batch_sizes) {
     try {
       c10::InferenceMode guard;
       QuietStderr quiet;
-      w->forward(*module, w->make_batch(n, device, 0).input);
+      w->forward(*module, w->package_input(w->make_batch(n, device, 0).input));
     } catch (const std::exception& e) {
       const auto text = error_text(e);
       // The generated checks name the input they refuse; anything else (out of memory) is the run's to report.
@@ -303,6 +333,36 @@ void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_
 std::unique_ptr<Workload> make_aoti_workload(const AotiSettings& settings) {
   validate(settings);
   return std::make_unique<AotiWorkload>(settings);
+}
+
+std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path) {
+  // The package's input as the model makes it: one sample's shape, and token ids in the range its batches draw.
+  const torch::Tensor sample = model.make_batch(2, c10::Device(c10::kCPU), 0).input;
+  AotiSettings s;
+  s.path = path;
+  s.input_shape.assign(sample.sizes().begin() + 1, sample.sizes().end());
+  s.token_input = !sample.is_floating_point();
+  s.vocab_size = s.token_input ? sample.max().item<int64_t>() + 1 : 0;
+  validate(s);
+  std::unique_ptr<AotiWorkload> package;
+  try {
+    package = std::make_unique<AotiWorkload>(s);
+  } catch (const InvalidArgument& e) {
+    if (e.field() != "aoti.input_shape") throw;
+    // check_forward's reason, after its "failed: ": what the package's own input checks said.
+    const std::string& why = e.accepted();
+    const auto at = why.find("failed: ");
+    const std::string reason = at == std::string::npos ? why : why.substr(at + 8, why.size() - at - 9);
+    throw InvalidArgument("aoti.path", path,
+                          cat("a package of ", model.name(), ", whose samples are ", s.token_input ? "token ids " : "",
+                              "[", detail::shape_text(s.input_shape), "] (a batch of 2 of them failed: ", reason, ")"));
+  }
+  const int64_t expected = model.facts().parameter_count, held = package->facts().parameter_count;
+  if (expected > 0 && held != expected)
+    throw InvalidArgument("aoti.path", path,
+                          cat("a package of ", model.name(), " (", detail::with_commas(expected),
+                              " parameters; this one holds ", detail::with_commas(held), ")"));
+  return std::make_unique<AotiTwin>(model, std::move(package));
 }
 
 }  // namespace tvie

@@ -103,12 +103,6 @@ std::string script_error_line(const std::exception& e) {
   return found.empty() ? detail::first_line(text) : found;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out;
-  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
-  return out;
-}
-
 class TorchScriptWorkload final : public Workload {
  public:
   explicit TorchScriptWorkload(TorchScriptSettings s) : s_(std::move(s)) {
@@ -166,14 +160,14 @@ class TorchScriptWorkload final : public Workload {
       out = m.forward({make_batch(2, c10::Device(c10::kCPU), 0).input});
     } catch (const std::exception& e) {
       throw InvalidArgument(
-          "torchscript.input_shape", shape_text(s_.input_shape),
+          "torchscript.input_shape", detail::shape_text(s_.input_shape),
           cat("a shape the model's forward accepts (a batch of 2 of this shape failed: ", script_error_line(e), ")"));
     }
     if (!out.isTensor())
       throw InvalidArgument("torchscript.path", s_.path,
                             cat("a module whose forward returns one tensor (this one returns ", out.tagKind(), ")"));
     if (out.toTensor().dim() == 0 || out.toTensor().size(0) != 2)
-      throw InvalidArgument("torchscript.input_shape", shape_text(s_.input_shape),
+      throw InvalidArgument("torchscript.input_shape", detail::shape_text(s_.input_shape),
                             cat("a shape for which the output's first dimension is the batch (a batch of 2 gave ",
                                 out.toTensor().sizes(), ")"));
   }

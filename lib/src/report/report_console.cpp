@@ -343,6 +343,33 @@ void generation_ledger(std::ostream& out, const GenerationMemory& m, const Gener
   if (!packs_measured) out << kPacksNotMeasured;
 }
 
+// compare --aoti: the inference batch eager and compiled, side by side.
+void compiled_block(std::ostream& out, const CompareReport& r) {
+  const auto& e = r.inference;
+  const auto& c = r.compiled->result;
+  out << "compiled: AOTInductor package " << r.compiled->package << ", " << to_string(c.dtype) << ", batch "
+      << r.settings.infer.batch_size << ", the inference rows' inputs, its own constants as weights\n";
+  const std::vector<size_t> w = {18, 24, 24, 14};
+  row(out, {"inference", "eager", "compiled", "compiled/eager"}, w);
+  row(out, {"  mean", ms(e.latency.mean), ms(c.latency.mean), ""}, w);
+  row(out, {"  p50", ms(e.latency.p50), ms(c.latency.p50), ""}, w);
+  row(out, {"  p99", ms(e.latency.p99), ms(c.latency.p99), ""}, w);
+  row(out,
+      {"  samples/s", fmt("%.1f", e.samples_per_s), fmt("%.1f", c.samples_per_s),
+       ratio(c.samples_per_s, e.samples_per_s)},
+      w);
+  const int64_t ew = e.memory.parameters + e.memory.packed_weights, cw = c.memory.parameters + c.memory.packed_weights;
+  row(out, {"  weights", format_bytes(ew), format_bytes(cw), ratio(static_cast<double>(cw), static_cast<double>(ew))},
+      w);
+  row(out,
+      {"  peak", format_bytes(e.memory.peak), format_bytes(c.memory.peak),
+       ratio(static_cast<double>(c.memory.peak), static_cast<double>(e.memory.peak))},
+      w);
+  row(out, {"  of the peak", of_peak(r.inference_of_card), of_peak(r.compiled->of_card), ""}, w);
+  out << "  compiled weights: the package's constants (on the CPU mapped from its library, outside the allocator);\n"
+         "  no prediction (Inductor's kernels are not operators tvie traces)\n\n";
+}
+
 }  // namespace
 
 void ConsoleReporter::report(const CompareReport& r) {
@@ -418,6 +445,7 @@ void ConsoleReporter::report(const CompareReport& r) {
       << card_line(r.training_of_card);
   out << "  energy, training (timed steps): " << energy_text(t.energy, t.joules_per_sample) << "\n";
   out << "  energy, inference (timed batches): " << energy_text(i.energy, i.joules_per_sample) << "\n\n";
+  if (r.compiled) compiled_block(out, r);
   training_details(out, t, nullptr);
   if (r.generation && r.generation_settings) {
     const auto& g = *r.generation;

@@ -86,6 +86,23 @@ Table summary_table(const std::vector<std::pair<const char*, const Summary*>>& q
 Table table_of(const CompareReport& r) { return ledger_table(&r.training, &r.inference); }
 Table table_of(const TrainReport& r) { return ledger_table(&r.training, nullptr); }
 
+Table compiled_table(const CompareReport& r) {
+  Table table{
+      columns_of({"row", "dtype", "batch", "latency_ms_mean", "latency_ms_p50", "latency_ms_p99", "samples_per_s",
+                  "weight_bytes", "activation_bytes", "peak_bytes", "peak_fraction", "bandwidth_fraction"}),
+      {}};
+  if (!r.compiled) return table;
+  const auto row = [&](const char* name, const InferenceResult& x, const CardFraction& f) {
+    table.rows.push_back(cells(name, to_string(x.dtype), r.settings.infer.batch_size, x.latency.mean, x.latency.p50,
+                               x.latency.p99, x.samples_per_s, x.memory.parameters + x.memory.packed_weights,
+                               x.memory.activations, x.memory.peak, positive_cell(f.peak_fraction),
+                               positive_cell(f.bandwidth_fraction)));
+  };
+  row("eager", r.inference, r.inference_of_card);
+  row("compiled", r.compiled->result, r.compiled->of_card);
+  return table;
+}
+
 Table table_of(const InferReport& r) {
   Table table{columns_of({"batch", "dtype", "fits", "latency_ms_mean", "latency_ms_p50", "latency_ms_p99",
                           "samples_per_s", "parameter_bytes", "packed_weight_bytes", "activation_bytes", "peak_bytes",

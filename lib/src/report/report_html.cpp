@@ -407,6 +407,8 @@ std::string to_html_string(const CompareReport& r) {
   add(s, loss_section(r.training));
   if (r.generation) add(s, generation_memory_section(*r.generation));
   add(s, table_section("The ledger, in bytes", detail::table_of(r), "ledger"));
+  if (r.compiled)
+    add(s, table_section("Inference eager and compiled (AOTInductor)", detail::compiled_table(r), "compiled"));
   // A token model's serving is its generation: the summary leads with it, the full-sequence forward ("score") after.
   std::string summary =
       cat(workload_summary(r.workload, r.facts), " Training (", to_string(r.training.precision), ", batch ",
@@ -424,6 +426,9 @@ std::string to_html_string(const CompareReport& r) {
                    detail::bytes_text(r.inference.memory.peak), ": ",
                    svg::format_value(r.peak_memory_ratio, svg::Format::number), "x the memory.");
   summary += peak_sentence(r.training_of_card, "Training's model FLOP/s are");
+  if (r.compiled)
+    summary += cat(" Compiled by AOTInductor, the inference batch runs at ",
+                   svg::format_value(r.compiled->throughput_ratio, svg::Format::number), "x eager's samples/s.");
   return page("tvie compare: " + r.workload, summary, s, r.context);
 }
 

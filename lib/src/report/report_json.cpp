@@ -452,6 +452,15 @@ std::string to_json_string(const CompareReport& r, int indent) {
       j["generation"]["of_card"] = {{"prefill", card_fraction_json(*r.prefill_of_card)},
                                     {"decoding", card_fraction_json(*r.decoding_of_card)}};
   }
+  if (r.compiled) {
+    j["compiled_inference"] = inference_json(r.compiled->result);
+    j["compiled_inference"]["package"] = r.compiled->package;
+    j["compiled_inference"]["dtype"] = to_string(r.compiled->result.dtype);
+    j["compiled_inference"]["batch_size"] = r.settings.infer.batch_size;
+    j["compiled_inference"]["of_card"] = card_fraction_json(r.compiled->of_card);
+    j["gap"]["compiled_throughput_ratio"] = r.compiled->throughput_ratio;
+    j["gap"]["compiled_peak_memory_ratio"] = r.compiled->peak_memory_ratio;
+  }
   return j.dump(indent);
 }
 

@@ -37,5 +37,7 @@ Table table_of(const AllreduceReport& report);
 Table table_of(const CardsReport& report);
 Table table_of(const PlanReport& report);
 Table table_of(const ZooReport& report);
+// compare --aoti: the inference batch eager and compiled, one row each (the HTML page's; the CSV is the ledger).
+Table compiled_table(const CompareReport& report);
 
 }  // namespace tvie::detail

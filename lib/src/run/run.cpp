@@ -13,6 +13,7 @@
 
 #include "core/compat.hpp"
 #include "core/text.hpp"
+#include <tvie/aoti.hpp>
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
 #include <tvie/log.hpp>
@@ -112,12 +113,32 @@ c10::Device rank_device(const std::string& device, const DistEnv& env) {
   return d.is_cuda() ? resolve_device(cat("cuda:", env.local_rank), "device") : d;  // one device per local rank
 }
 
+// compare's compiled row, checked before anything runs: the package runs on the run's device, in the inference
+// dtype, holds the model's parameter count and accepts the inference batch.
+std::unique_ptr<Workload> compiled_twin(const Workload& workload, const CompareSettings& s, const c10::Device& device) {
+  if (s.infer.cuda_graph)
+    throw InvalidArgument("infer.cuda_graph", "true",
+                          "false with an AOTInductor package (it launches its own kernels; both rows run alike)");
+  const AotiPackage package = aoti_package(s.aoti_path);
+  if (c10::Device(package.device).type() != device.type())
+    throw InvalidArgument("device", device.str(),
+                          cat(package.device, " with this package (the device it was compiled for)"));
+  if (package.dtype != s.infer.dtype)
+    throw InvalidArgument("infer.dtype", to_string(s.infer.dtype),
+                          cat(to_string(package.dtype),
+                              " with this package (the dtype it was compiled in: both rows compute in one dtype)"));
+  auto twin = make_aoti_twin(workload, s.aoti_path);
+  check_aoti_batches(*twin, {s.infer.batch_size}, "infer.batch_size");
+  return twin;
+}
+
 CompareReport run_compare(const Workload& workload, const CompareSettings& settings, const RunOptions& options) {
   CompareReport report;
   const auto run = resolve_compare(workload, settings, options, &report.inference_dtype_choice);
   fill_head(report, workload, run.device, options);
   report.settings = run.settings;
   const auto& s = run.settings;
+  const auto compiled = s.aoti_path.empty() ? nullptr : compiled_twin(workload, s, run.device);
   log_training(workload, s.train, report.context.device);
   if (s.infer_dtype_auto) log::info(cat("inference dtype ", report.inference_dtype_choice));
   std::shared_ptr<torch::nn::Module> trained;
@@ -133,6 +154,19 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   report.parameter_memory_ratio = ratio(static_cast<double>(t.memory.parameters),
                                         static_cast<double>(i.memory.parameters + i.memory.packed_weights));
   report.throughput_ratio = ratio(i.samples_per_s, t.samples_per_s);
+  if (compiled) {
+    InferSettings c = s.infer;
+    c.profile_classes = false;  // Inductor's kernels are not the operator classes the profile sorts
+    log::info(cat("compiled inference ", compiled->name(), " (", to_string(c.dtype),
+                  ", its own constants as weights): batch ", c.batch_size, ", 1 ledger + ", c.warmup_steps,
+                  " warm-up + ", c.steps, " timed batches"));
+    CompiledInference ci;
+    ci.package = s.aoti_path;
+    ci.result = measure_inference(*compiled, c, run.device);
+    ci.throughput_ratio = ratio(ci.result.samples_per_s, i.samples_per_s);
+    ci.peak_memory_ratio = ratio(static_cast<double>(ci.result.memory.peak), static_cast<double>(i.memory.peak));
+    report.compiled = std::move(ci);
+  }
   if (s.new_tokens > 0) {
     DecodeSettings d;
     d.batch_size = s.infer.batch_size;
@@ -154,6 +188,7 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
   const auto card = card_of_run(report.context, &why);
   report.training_of_card = training_fraction(card, why, s.train, t);
   report.inference_of_card = inference_fraction(card, why, i);
+  if (report.compiled) report.compiled->of_card = inference_fraction(card, why, report.compiled->result);
   if (report.generation) {
     report.prefill_of_card = prefill_fraction(card, why, workload, *report.generation_settings, *report.generation);
     report.decoding_of_card = decoding_fraction(card, why, workload, *report.generation_settings, *report.generation);
@@ -162,10 +197,11 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
 }
 
 void write_parameters(const torch::nn::Module& module, const std::string& path) {
-  std::vector<torch::Tensor> parameters;
-  for (const auto& p : module.parameters()) parameters.push_back(p.detach().to(torch::kCPU));
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : module.parameters()) tensors.push_back(p.detach().to(torch::kCPU));
+  for (const auto& b : module.buffers()) tensors.push_back(b.detach().to(torch::kCPU));
   std::ostringstream out;
-  torch::save(parameters, out);
+  torch::save(tensors, out);
   write_file_atomically(path, out.str());
 }
 
@@ -179,17 +215,21 @@ std::shared_ptr<torch::nn::Module> read_parameters(const Workload& workload, con
     throw InvalidArgument(field, path, cat(expected, " (this one cannot be read as a tensor list)"));
   }
   auto module = workload.make_module();
-  const auto parameters = module->parameters();
-  if (saved.size() != parameters.size())
+  // The parameters, then the buffers (BatchNorm's running statistics: the trained model's eval() forward uses them);
+  // a file of the parameters alone leaves the buffers as a fresh module has them.
+  auto tensors = module->parameters();
+  const size_t parameters = tensors.size();
+  for (const auto& b : module->buffers()) tensors.push_back(b);
+  if (saved.size() != parameters && saved.size() != tensors.size())
     throw InvalidArgument(field, path,
-                          cat(expected, " (", parameters.size(), " tensors; the file holds ", saved.size(), ")"));
+                          cat(expected, " (", tensors.size(), " tensors; the file holds ", saved.size(), ")"));
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (saved[i].sizes() != parameters[i].sizes())
-      throw InvalidArgument(
-          field, path,
-          cat(expected, " (its tensor ", i, " is ", saved[i].sizes(), "; the model's is ", parameters[i].sizes(), ")"));
-    parameters[i].copy_(saved[i]);
+    if (saved[i].sizes() != tensors[i].sizes() || saved[i].scalar_type() != tensors[i].scalar_type())
+      throw InvalidArgument(field, path,
+                            cat(expected, " (its tensor ", i, " is ", saved[i].scalar_type(), " ", saved[i].sizes(),
+                                "; the model's is ", tensors[i].scalar_type(), " ", tensors[i].sizes(), ")"));
+    tensors[i].copy_(saved[i]);
   }
   return module;
 }

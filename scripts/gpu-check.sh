@@ -14,7 +14,7 @@
 #                                   build, and the CPU test suite (every test but [gpu]) through ctest
 # TVIE_PYTHON: the python whose torch to build against (default: /opt/torch/.venv/bin/python3, the GPU
 # machine's, else python3). TVIE_GPU_CHECK_STEPS: the GPU steps to run, by key (default: tests compare train-b16
-# train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32
+# train-b16-tuned infer decode decode-wo decode-graph train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32
 # aoti;
 # steps past the budget are skipped and say so);
 # for a rerun of what failed, or for max-batch, which is not in the default (its two searches took 141 s on an H200,
@@ -83,7 +83,7 @@ step() {  # step NAME MAX_S COMMAND...: runs it within min(MAX_S, budget left) (
 gpu_step() {  # gpu_step KEY NAME MAX_S COMMAND...: a step of the GPU part, unless TVIE_GPU_CHECK_STEPS leaves it out
   local key="$1"
   shift
-  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32 aoti} " != *" $key "* ]]; then
+  if [[ " ${TVIE_GPU_CHECK_STEPS:-tests compare train-b16 train-b16-tuned infer decode decode-wo decode-graph train-graph allreduce slices decode-slices llama plan train-fp32 train-tf32 aoti} " != *" $key "* ]]; then
     printf '[gpu-check] %-34s not asked (TVIE_GPU_CHECK_STEPS)\n' "$1:" | tee -a "$log"
     return 0
   fi
@@ -230,6 +230,15 @@ gpu_step decode "decode gpt2-small" 90 figure decode-gpt2-small decode --preset 
 gpu_step decode-wo "decode gpt2-small int8-weight-only" 60 figure decode-gpt2-small-int8-weight-only decode \
   --preset gpt2-small --batch 8 --prompt 128 --new-tokens 128 --repetitions 3 --dtype int8-weight-only --device cuda \
   --quiet --json {json}
+# Decoding steps replayed from one CUDA graph beside eager ones, at batch 1 and 64 (the goal: >= 3x eager
+# tokens/s at batch 1); the eager batch-1 run is the baseline of the ratio.
+for b in 1 64; do
+  gpu_step decode-graph "decode gpt2-small b$b eager" 40 figure "decode-gpt2-small-b$b-eager" decode --preset gpt2-small \
+    --batch "$b" --prompt 128 --new-tokens 128 --repetitions 3 --dtype bf16 --device cuda --quiet --json {json}
+  gpu_step decode-graph "decode gpt2-small b$b graph" 40 figure "decode-gpt2-small-b$b-graph" decode --preset gpt2-small \
+    --batch "$b" --prompt 128 --new-tokens 128 --repetitions 3 --dtype bf16 --cuda-graph --device cuda --quiet \
+    --json {json}
+done
 gpu_step train-graph "train --cuda-graph" 90 figure train-graph-gpt2-small train --model gpt --preset gpt2-small --batch 8 \
   --steps 20 --warmup 3 --optimizer sgd-momentum --cuda-graph --device cuda --quiet --json {json}
 gpu_step allreduce "allreduce nccl (1 rank)" 90 figure allreduce allreduce --device cuda --min-bytes 8 \

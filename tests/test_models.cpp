@@ -232,6 +232,41 @@ TEST_CASE("llama KV-cached decoding: the logits of recomputing the sequence, a c
   CHECK_THROWS_WITH(make_kv_decoder(*make_zoo_workload("bert", "tiny"), module, 1, 4), Catch::Contains("gpt or llama"));
 }
 
+TEST_CASE("fixed-shape decoding steps (decode --cuda-graph's) give the logits of the steps that follow the position",
+          "[models][decode]") {
+  // The step a CUDA graph captures: the whole cache attended with the later positions masked, the position a
+  // tensor. Run eagerly here, beside a decoder of the same module whose steps follow the position.
+  for (const char* model : {"gpt", "llama"}) {
+    INFO(model);
+    torch::manual_seed(0);
+    const auto w = make_zoo_workload(model, "tiny");
+    auto module = w->make_module();
+    module->eval();
+    const int64_t batch = 3, prompt = 5, steps = 9, positions = prompt + steps;
+    const auto tokens = w->make_batch(batch, torch::kCPU, 7).input;  // [3, S]
+    c10::InferenceMode inference;
+    const auto plain = make_kv_decoder(*w, module, batch, positions);
+    const auto fixed = make_kv_decoder(*w, module, batch, positions);
+    auto* cached = dynamic_cast<CachedDecoder*>(fixed.get());
+    REQUIRE(cached != nullptr);
+    const int64_t bytes = cached->cache_bytes();
+    cached->fix_step_shapes();
+    CHECK(cached->cache_bytes() == bytes);  // the same cache, attended at fixed shapes
+    auto a = plain->prefill(tokens.narrow(1, 0, prompt)), b = fixed->prefill(tokens.narrow(1, 0, prompt));
+    CHECK(torch::equal(a, b));  // the prefill keeps its own shapes
+    for (int64_t t = prompt; t < positions; ++t) {
+      INFO("position " << t);
+      a = plain->step(tokens.select(1, t));
+      b = fixed->step(tokens.select(1, t));
+      REQUIRE(a.sizes() == b.sizes());  // [3, V]
+      CHECK((a - b).abs().max().item<double>() <= 1e-5);
+      CHECK(torch::equal(a.argmax(-1), b.argmax(-1)));
+    }
+    CHECK(fixed->length() == positions);
+    CHECK_THROWS_AS(fixed->step(tokens.select(1, 0)), InvalidArgument);  // the cache is full
+  }
+}
+
 TEST_CASE("llama decoding run: the grouped-query cache measured equals predicted", "[models][decode]") {
   const auto w = make_zoo_workload("llama", "tiny");
   const auto config = llama_preset("tiny");

@@ -50,7 +50,8 @@ Runner add_compare_command(CLI::App& app, const std::vector<std::string>& argv) 
   add_field_option(cmd, "--infer-steps", o->infer_steps, "Timed inference batches (default: same as --steps)",
                    "infer.steps");
   add_field_flag(cmd, "--infer-cuda-graph", o->infer_cuda_graph,
-                 "Replay the inference forward from a CUDA graph (CUDA)", "infer.cuda_graph");
+                 "Replay the inference forward, and the generation's decoding steps, from CUDA graphs (CUDA)",
+                 "infer.cuda_graph");
   add_field_option(cmd, "--new-tokens", o->new_tokens,
                    "gpt, llama: also serve the trained weights as generation: prompts of the context less N tokens "
                    "(a prefill whose head reads the last position), then N-1 KV-cached decoding steps, at the "

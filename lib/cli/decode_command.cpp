@@ -48,6 +48,10 @@ Runner add_decode_command(CLI::App& app, const std::vector<std::string>& argv) {
                  "One more generation under LibTorch's profiler: the prefill's and decoding steps' time by operator "
                  "class, which plan --from calibrates class by class",
                  "decode.profile_classes");
+  add_field_flag(cmd, "--cuda-graph", s.cuda_graph,
+                 "CUDA: run every decoding step at fixed shapes (the whole KV cache attended, later positions masked) "
+                 "and replay it from one CUDA graph captured for the batch",
+                 "decode.cuda_graph");
   add_field_option(cmd, "--load-parameters", o->load_parameters,
                    "Generate with these weights (a file `tvie train --save-parameters` wrote for the same model) "
                    "instead of fresh ones of --seed",

@@ -26,6 +26,10 @@ struct DecodeSettings {
   // One more generation after the timed ones, under LibTorch's profiler: the prefill's and the decoding steps' time
   // by operator class (DecodeResult::time_by_class), which `tvie plan --from` calibrates class by class.
   bool profile_classes = false;
+  // CUDA: every decoding step at fixed shapes (the static KV cache attended in full, later positions masked; the
+  // step's position a device tensor) and replayed from one CUDA graph captured for the batch, so that the host
+  // launches one graph per step instead of each layer's kernels. The prefill runs eagerly.
+  bool cuda_graph = false;
 };
 // The prompt and the new tokens must fit in `context_length` positions plus the last prediction.
 void validate(const DecodeSettings& settings, int64_t context_length);
@@ -41,7 +45,8 @@ GenerationMemory predict_generation_memory(const Workload& workload, const Decod
 
 struct DecodeResult {
   InferenceDtype dtype = InferenceDtype::fp32;
-  std::string scheme;  // how the copy holds and runs its weights (nn::inference_scheme)
+  std::string scheme;       // how the copy holds and runs its weights (nn::inference_scheme)
+  bool cuda_graph = false;  // the decoding steps replayed one CUDA graph (DecodeSettings::cuda_graph)
   std::string memory_counter;
   std::string timer;
   // Measured: the weights and the cache as the allocated bytes building them added; the working set as the most a

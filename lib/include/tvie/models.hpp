@@ -130,6 +130,12 @@ int64_t llama_kv_cache_bytes(const LlamaConfig& config, int64_t batch, int64_t m
 // llama: its g key/value heads).
 struct GptLayerCache {
   torch::Tensor k, v;
+  // A fixed-shape decoding step (CachedDecoder::fix_step_shapes), the same two tensors in every layer's cache:
+  // `position` [1] int64, the step's position, and `visible` [1, 1, 1, S_max] bool, the positions up to it. The new
+  // key and value go to `position`, and the query attends to all S_max positions, those after it masked: the
+  // kernels and their shapes are the same at every step, as a CUDA graph needs. Undefined: the shapes follow the
+  // position (pos + S positions attended, no mask for a single query).
+  torch::Tensor position, visible;
 };
 
 // KV-cached decoding: prefill() runs the prompt and fills the caches; step() runs one new token per sequence,
@@ -159,10 +165,22 @@ class CachedDecoder final : public KvDecoder {
   int64_t length() const override { return length_; }
   int64_t cache_bytes() const override;
 
+  // From now on every step() runs at fixed shapes (GptLayerCache::position): it copies the tokens into a static
+  // [B, 1] buffer and its position into a static [1] tensor, then runs the step's runner, by default
+  // fixed_forward(). The prefill keeps its own shapes.
+  void fix_step_shapes();
+  // The fixed-shape step on the static buffers: the next-token logits [B, V]. A CUDA graph captures it once
+  // (decode --cuda-graph) and set_step_runner() replaces it by the graph's replay.
+  torch::Tensor fixed_forward();
+  void set_step_runner(std::function<torch::Tensor()> runner) { runner_ = std::move(runner); }
+
  private:
   torch::Tensor advance(const torch::Tensor& tokens);  // [B, n] -> [B, V]
   Forward forward_;
   std::vector<GptLayerCache> caches_;
+  std::vector<GptLayerCache> fixed_caches_;  // caches_' tensors with position and visible (fix_step_shapes)
+  torch::Tensor tokens_, positions_;         // static step inputs [B, 1] and [S_max] (0 .. S_max - 1)
+  std::function<torch::Tensor()> runner_;
   int64_t max_length_;
   int64_t length_ = 0;
 };

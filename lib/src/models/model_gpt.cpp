@@ -51,13 +51,20 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
     auto q = qkv[0].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
     auto k = qkv[1].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
     auto v = qkv[2].view({B, S, n_head, d}).transpose(1, 2);  // [B, a, S, d]
+    torch::Tensor y;
+    if (cache && cache->position.defined()) {       // a fixed-shape step: S = 1, at cache->position
+      cache->k.index_copy_(2, cache->position, k);  // cache: [B, a, S_max, d]
+      cache->v.index_copy_(2, cache->position, v);
+      y = at::scaled_dot_product_attention(q, cache->k, cache->v, cache->visible);  // [B, a, 1, d]
+      y = y.transpose(1, 2).contiguous().view({B, S, h});
+      return c_proj->forward(y);
+    }
     if (cache) {
       cache->k.narrow(2, pos, S).copy_(k);  // cache: [B, a, S_max, d]
       cache->v.narrow(2, pos, S).copy_(v);
       k = cache->k.narrow(2, 0, pos + S);  // [B, a, pos + S, d]
       v = cache->v.narrow(2, 0, pos + S);
     }
-    torch::Tensor y;
     if (pos == 0) {  // no earlier positions: plain causal attention
       y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
     } else if (S == 1) {  // one new position sees every cached one: no mask, which would keep SDPA off its fused
@@ -123,7 +130,9 @@ struct GptImpl : torch::nn::Module {
     torch::Tensor x;
     {
       const auto tokens = wte->forward(idx);  // [B, S, h]
-      x = tokens + wpe->forward(torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64)));
+      const bool fixed = caches && !caches->empty() && caches->front().position.defined();
+      x = tokens + wpe->forward(fixed ? caches->front().position
+                                      : torch::arange(pos, pos + S, idx.options().dtype(torch::kInt64)));
     }
     for (size_t i = 0; i < blocks.size(); ++i) {  // [B, S, h]
       auto block = blocks[i];                     // a module holder: shares the block
@@ -222,7 +231,16 @@ torch::Tensor CachedDecoder::prefill(const torch::Tensor& prompt) {
   return advance(prompt);
 }
 
-torch::Tensor CachedDecoder::step(const torch::Tensor& tokens) { return advance(tokens.view({-1, 1})); }
+torch::Tensor CachedDecoder::step(const torch::Tensor& tokens) {
+  if (fixed_caches_.empty()) return advance(tokens.view({-1, 1}));
+  if (length_ + 1 > max_length_)
+    throw InvalidArgument("decode.tokens", std::to_string(length_ + 1), cat("at most ", max_length_, " positions"));
+  tokens_.copy_(tokens.view({-1, 1}), /*non_blocking=*/true);
+  fixed_caches_.front().position.fill_(length_);
+  auto logits = runner_ ? runner_() : fixed_forward();  // [B, V]
+  ++length_;
+  return logits;
+}
 
 torch::Tensor CachedDecoder::advance(const torch::Tensor& tokens) {
   const int64_t n = tokens.size(1);
@@ -231,6 +249,24 @@ torch::Tensor CachedDecoder::advance(const torch::Tensor& tokens) {
   auto logits = forward_(tokens, &caches_, length_);  // [B, 1, V]: the last position's
   length_ += n;
   return logits.select(1, 0);  // the next-token logits: [B, V]
+}
+
+void CachedDecoder::fix_step_shapes() {
+  if (caches_.empty() || !fixed_caches_.empty()) return;
+  const auto& k = caches_.front().k;  // [B, heads, S_max, d]
+  const auto ids = k.options().dtype(torch::kInt64);
+  tokens_ = torch::zeros({k.size(0), 1}, ids);
+  positions_ = torch::arange(max_length_, ids);
+  const auto position = torch::zeros({1}, ids);
+  const auto visible = torch::zeros({1, 1, 1, max_length_}, ids.dtype(torch::kBool));
+  for (const auto& c : caches_) fixed_caches_.push_back({c.k, c.v, position, visible});
+}
+
+torch::Tensor CachedDecoder::fixed_forward() {
+  const auto& f = fixed_caches_.front();
+  auto visible = f.visible.view({-1});  // [S_max]: positions 0 .. position
+  at::le_out(visible, positions_, f.position);
+  return forward_(tokens_, &fixed_caches_, 0).select(1, 0);  // [B, 1, V] -> [B, V]
 }
 
 int64_t CachedDecoder::cache_bytes() const {

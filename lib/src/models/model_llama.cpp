@@ -46,14 +46,16 @@ struct RmsNormImpl : torch::nn::Module {
 TORCH_MODULE(RmsNorm);
 
 // Rotary position embedding (rotate-half form): pairs (i, i + d/2) of each head rotated by position x
-// theta^(-2i/d). x: [B, heads, S, d], positions start at `start` (decoding: the tokens already cached).
-torch::Tensor rotate(const torch::Tensor& x, double theta, int64_t start = 0) {
+// theta^(-2i/d). x: [B, heads, S, d], positions start at `start` (decoding: the tokens already cached), or are
+// `position` [1] (a fixed-shape decoding step: GptLayerCache::position).
+torch::Tensor rotate(const torch::Tensor& x, double theta, int64_t start = 0, const torch::Tensor& position = {}) {
   const int64_t S = x.size(2), d = x.size(3);
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
   const auto inv_freq = torch::pow(theta, -torch::arange(0, d, 2, f32) / static_cast<double>(d));  // [d/2]
-  const auto angles = torch::outer(torch::arange(start, start + S, f32), inv_freq);                // [S, d/2]
-  const auto cos = torch::cat({angles.cos(), angles.cos()}, -1).to(x.scalar_type());               // [S, d]
-  const auto sin = torch::cat({angles.sin(), angles.sin()}, -1).to(x.scalar_type());               // [S, d]
+  const auto positions = position.defined() ? position.to(torch::kFloat32) : torch::arange(start, start + S, f32);
+  const auto angles = torch::outer(positions, inv_freq);                              // [S, d/2]
+  const auto cos = torch::cat({angles.cos(), angles.cos()}, -1).to(x.scalar_type());  // [S, d]
+  const auto sin = torch::cat({angles.sin(), angles.sin()}, -1).to(x.scalar_type());  // [S, d]
   const auto halves = x.chunk(2, -1);
   const auto rotated = torch::cat({-halves[1], halves[0]}, -1);  // [B, heads, S, d]
   return x * cos + rotated * sin;
@@ -72,9 +74,19 @@ struct AttentionImpl : torch::nn::Module {
   // position up to their own.
   torch::Tensor forward(const torch::Tensor& x, GptLayerCache* cache = nullptr, int64_t pos = 0) {
     const int64_t B = x.size(0), S = x.size(1), d = x.size(2) / n_head;
-    auto qh = rotate(q->forward(x).view({B, S, n_head, d}).transpose(1, 2), theta, pos);     // [B, a, S, d]
-    auto kh = rotate(k->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2), theta, pos);  // [B, g, S, d]
-    auto vh = v->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2);                      // [B, g, S, d]
+    const bool fixed = cache && cache->position.defined();  // a fixed-shape step: S = 1, at cache->position
+    const torch::Tensor where = fixed ? cache->position : torch::Tensor();
+    auto qh = rotate(q->forward(x).view({B, S, n_head, d}).transpose(1, 2), theta, pos, where);     // [B, a, S, d]
+    auto kh = rotate(k->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2), theta, pos, where);  // [B, g, S, d]
+    auto vh = v->forward(x).view({B, S, n_kv_head, d}).transpose(1, 2);                             // [B, g, S, d]
+    if (fixed) {
+      cache->k.index_copy_(2, cache->position, kh);  // cache: [B, g, S_max, d]
+      cache->v.index_copy_(2, cache->position, vh);
+      const auto keys = cache->k.repeat_interleave(n_head / n_kv_head, 1);                // [B, a, S_max, d]
+      const auto values = cache->v.repeat_interleave(n_head / n_kv_head, 1);              // [B, a, S_max, d]
+      const auto y = at::scaled_dot_product_attention(qh, keys, values, cache->visible);  // [B, a, 1, d]
+      return o->forward(y.transpose(1, 2).contiguous().view({B, S, n_head * d}));
+    }
     if (cache) {
       cache->k.narrow(2, pos, S).copy_(kh);  // cache: [B, g, S_max, d]
       cache->v.narrow(2, pos, S).copy_(vh);

@@ -452,7 +452,8 @@ void ConsoleReporter::report(const CompareReport& r) {
     const auto& gs = *r.generation_settings;
     out << "\ngeneration (serving): batch " << gs.batch_size << ", prompt " << gs.prompt_tokens << " tokens, "
         << gs.new_tokens << " new tokens (greedy), " << to_string(g.dtype) << " copy of the trained weights, "
-        << kv_cache_dtype(g.dtype) << " KV cache, " << g.timed_runs << " timed runs after the ledger's 2\n"
+        << kv_cache_dtype(g.dtype) << " KV cache, " << g.timed_runs << " timed runs after the ledger's 2"
+        << (g.cuda_graph ? ", decoding steps from a CUDA graph" : "") << "\n"
         << "  time to first token (prefill): p50 " << fmt("%.3f", g.ttft_ms.p50) << " ms, p99 "
         << fmt("%.3f", g.ttft_ms.p99) << " ms\n"
         << "  time per output token:         p50 " << fmt("%.3f", g.tpot_ms.p50) << " ms, p99 "
@@ -818,6 +819,9 @@ void ConsoleReporter::report(const DecodeReport& r) {
       << kv_cache_dtype(x.dtype) << " KV cache, batch " << s.batch_size << ", prompt " << s.prompt_tokens << " tokens, "
       << s.new_tokens << " new tokens (greedy), " << x.timed_runs << " timed runs after the ledger's 2\n";
   if (x.dtype != InferenceDtype::fp32) out << "  scheme: " << x.scheme << '\n';
+  if (x.cuda_graph)
+    out << "  decoding steps: one CUDA graph replayed per step (fixed shapes: the whole cache attended, later "
+           "positions masked)\n";
   out << "  weights: " << r.weights << '\n';
   machine_line(out, r.context);
   out << "  time to first token (prefill): p50 " << fmt("%.3f", x.ttft_ms.p50) << " ms, p99 "

@@ -176,6 +176,7 @@ CompareReport run_compare(const Workload& workload, const CompareSettings& setti
     d.dtype = s.infer.dtype;
     d.seed = s.infer.seed;
     d.profile_classes = s.infer.profile_classes;  // one more generation, profiled (plan --from calibrates with it)
+    d.cuda_graph = s.infer.cuda_graph;            // --infer-cuda-graph: the decoding steps from a graph too
     log::info(cat("generation ", workload.name(), " (", to_string(d.dtype), " copy of the trained weights): batch ",
                   d.batch_size, ", prompt ", d.prompt_tokens, ", ", d.new_tokens, " new tokens, 2 ledger + ",
                   d.repetitions, " timed generations"));
@@ -695,6 +696,9 @@ DecodeReport run_decode(const Workload& workload, const DecodeSettings& settings
   const Resolved<DecodeSettings> run{resolve_device(options.device, "device"), settings};
   validate(run.settings, workload.facts().tokens_per_sample);
   validate_inference_dtype(run.settings.dtype, run.device, "decode.dtype");
+  if (run.settings.cuda_graph && !run.device.is_cuda())
+    throw InvalidArgument("decode.cuda_graph", "true",
+                          cat("a CUDA device (a graph replays GPU kernels; this run is on ", run.device.str(), ")"));
   const auto weights = options.load_parameters.empty() ? nullptr : read_parameters(workload, options.load_parameters);
   DecodeReport report;
   fill_head(report, workload, run.device, options);

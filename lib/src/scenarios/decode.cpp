@@ -5,6 +5,7 @@
 
 #include "core/compat.hpp"
 #include "measure/op_profile.hpp"
+#include "scenarios/cuda_graph.hpp"
 #include "scenarios/harness.hpp"
 #include <tvie/device.hpp>
 #include <tvie/errors.hpp>
@@ -93,6 +94,18 @@ DecodeResult measure_decoding(const Workload& model, const DecodeSettings& setti
   r.memory.kv_cache = detail::measure_added_bytes(probe.get(), device, [&] {
                         decoder = make_kv_decoder(*workload, module, settings.batch_size, positions);
                       }).added;
+  std::unique_ptr<detail::GraphedForward> graph;
+  if (settings.cuda_graph) {
+    // One graph of the fixed-shape step, captured before the ledger's generations: its private pool is held from
+    // then on, as a server holds its graphs. Its captures write the cache at position 0, which the prefill rewrites.
+    auto* cached = dynamic_cast<CachedDecoder*>(decoder.get());
+    detail::require(cached != nullptr, "measure_decoding: a CachedDecoder for cuda_graph");
+    c10::InferenceMode inference_mode;
+    cached->fix_step_shapes();
+    graph = detail::make_graphed_forward([cached] { return cached->fixed_forward(); }, device);
+    cached->set_step_runner([g = graph.get()] { return g->replay(); });
+  }
+  r.cuda_graph = settings.cuda_graph;
   r.predicted = predict_generation_memory(*workload, settings, device);
   // The prompts alone (a batch's first prompt_tokens positions, copied: a view would keep the whole batch alive).
   torch::Tensor prompt;

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+from aoti_export import DTYPES, compile_package, load_tvie_parameters
 
 
 class Attention(torch.nn.Module):
@@ -66,12 +66,6 @@ class Gpt(torch.nn.Module):
         return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
 
 
-def load_tvie_parameters(path):
-    """The tensors of `tvie train --save-parameters` (torch::save of a tensor list), in the module's order."""
-    archive = dict(torch.jit.load(path, map_location="cpu").named_parameters())
-    return [archive[str(i)].detach() for i in range(len(archive))]
-
-
 def twin_of(tensors, heads):
     vocab, h = tensors[0].shape
     context = tensors[1].shape[0]
@@ -110,15 +104,7 @@ def main():
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         net(sample[:1])
     flops = counter.get_total_flops()
-    batch = torch.export.Dim("batch", min=1, max=args.max_batch)
-    with torch.no_grad():
-        program = torch.export.export(net, (sample,), dynamic_shapes={"idx": {0: batch}})
-        path = torch._inductor.aoti_compile_and_package(
-            program, package_path=args.package,
-            # Sizes 0 and 1 are exported as >= 2; the kernels hold for a batch of 1 (see aoti_from_python.py).
-            inductor_configs={"aot_inductor.check_lowerbound": False, "aot_inductor.metadata": {
-                "tvie.forward_flops_per_sample": str(flops),
-                "tvie.parameters": str(sum(p.numel() for p in net.parameters()))}})
+    path = compile_package(net, sample, "idx", args.package, args.max_batch, flops)
     params = sum(p.numel() for p in net.parameters())
     print(f"saved {path}: {len(net.h)} blocks, width {net.wte.weight.shape[1]}, vocabulary {vocab}, context "
           f"{context}, {params:,} parameters, {flops / 1e6:.1f} MFLOP per sample")

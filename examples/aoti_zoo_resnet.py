@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from aoti_zoo_gpt import DTYPES, load_tvie_parameters
+from aoti_export import DTYPES, compile_package, load_tvie_parameters
 
 
 def conv(cin, cout, k, stride):
@@ -125,16 +125,7 @@ def main():
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         net(sample[:1])
     flops = counter.get_total_flops()
-    batch = torch.export.Dim("batch", min=1, max=args.max_batch)
-    # oneDNN and NNPACK off while Inductor compiles, so that the package's batch range is not narrowed to ATen's
-    # convolution choice for the sample's batch (examples/aoti_from_python.py says why).
-    with torch.no_grad(), torch.backends.mkldnn.flags(enabled=False), torch.backends.nnpack.flags(enabled=False):
-        program = torch.export.export(net, (sample,), dynamic_shapes={"x": {0: batch}})
-        path = torch._inductor.aoti_compile_and_package(
-            program, package_path=args.package,
-            inductor_configs={"aot_inductor.check_lowerbound": False, "aot_inductor.metadata": {
-                "tvie.forward_flops_per_sample": str(flops),
-                "tvie.parameters": str(sum(p.numel() for p in net.parameters()))}})
+    path = compile_package(net, sample, "x", args.package, args.max_batch, flops, onednn_off=True)
     params = sum(p.numel() for p in net.parameters())
     print(f"saved {path}: {len(net.blocks)} blocks, width {net.conv1.weight.shape[0]}, {net.fc.out_features} "
           f"classes, {args.image_size}x{args.image_size} images, {params:,} parameters, "

@@ -412,7 +412,8 @@ TEST_CASE("examples/aoti_zoo_resnet: the zoo's resnet on trained weights and sta
   for (const auto& b : eager->named_buffers())
     if (b.key().find("running_mean") != std::string::npos) moved += b.value().abs().sum().item<double>() > 0 ? 1 : 0;
   CHECK(moved > 0);
-  const auto compiled = tvie::make_aoti_twin(*zoo, package);
+  const auto compiled =
+      tvie::make_aoti_twin(*zoo, package, c10::Device(c10::kCPU), tvie::InferenceDtype::fp32, "infer.dtype");
   const auto compiled_module = compiled->make_module();
   CHECK(compiled->facts().parameter_count == zoo->facts().parameter_count);
   CHECK(compiled->facts().forward_flops_per_sample == Approx(zoo->facts().forward_flops_per_sample).epsilon(1e-9));

@@ -40,8 +40,11 @@ std::unique_ptr<Workload> make_aoti_workload(const AotiSettings& settings);
 // A package compiled from `model` (a Python twin of it on its weights, e.g. examples/aoti_zoo_gpt.py), as a workload
 // that runs the package on `model`'s own inputs (its make_batch: the same batches, seed for seed, as the eager
 // model's): compare --aoti's compiled row. `model` must outlive it. Throws InvalidArgument("aoti.path") when the
-// package's parameter count differs from `model`'s, and as make_aoti_workload does.
-std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path);
+// package refuses `model`'s inputs or holds another parameter count, InvalidArgument("device") when it was compiled
+// for another device type than `device`, InvalidArgument(dtype_field) when it computes in another dtype than `dtype`,
+// and as make_aoti_workload does.
+std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path, const c10::Device& device,
+                                         InferenceDtype dtype, const std::string& dtype_field);
 
 // Tries one forward of each batch size on the package's device, its generated input checks on: the first size
 // outside the package's batch range (the bounds Inductor compiled it for) throws InvalidArgument(field, size), before

@@ -106,7 +106,10 @@ InferenceDtype dominant_dtype(const std::unordered_map<std::string, torch::Tenso
 
 class AotiWorkload final : public Workload {
  public:
-  explicit AotiWorkload(AotiSettings s) : s_(std::move(s)), package_(aoti_package(s_.path)) {
+  // `inputs`: a model whose batches the package runs on (make_aoti_twin; it must outlive this), else batches of
+  // the settings' shape.
+  explicit AotiWorkload(AotiSettings s, const Workload* inputs = nullptr)
+      : s_(std::move(s)), inputs_(inputs), package_(aoti_package(s_.path)) {
     // The package's generated code checks each input's rank, sizes (its dynamic batch's bounds included), dtype and
     // device only where this is set when it first runs; unchecked, a wrong shape reads out of bounds. A user's own
     // setting stands (setenv does not overwrite it).
@@ -175,6 +178,7 @@ class AotiWorkload final : public Workload {
   }
 
   Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
+    if (inputs_ != nullptr) return inputs_->make_batch(batch_size, device, seed);
     auto gen = zoo::data_generator(seed);
     std::vector<int64_t> shape{batch_size};
     shape.insert(shape.end(), s_.input_shape.begin(), s_.input_shape.end());
@@ -233,6 +237,11 @@ class AotiWorkload final : public Workload {
       QuietStderr quiet;
       out = loader.run({package_input(make_batch(2, c10::Device(c10::kCPU), 0).input)});
     } catch (const std::exception& e) {
+      if (inputs_ != nullptr)  // the package is refused, not the model's inputs
+        throw InvalidArgument(
+            "aoti.path", s_.path,
+            cat("a package of ", inputs_->name(), ", whose samples are ", s_.token_input ? "token ids " : "", "[",
+                detail::shape_text(s_.input_shape), "] (a batch of 2 of them failed: ", error_text(e), ")"));
       throw InvalidArgument(
           "aoti.input_shape", detail::shape_text(s_.input_shape),
           cat("a shape the package accepts (a batch of 2 of this shape failed: ", error_text(e), ")"));
@@ -243,38 +252,10 @@ class AotiWorkload final : public Workload {
   }
 
   AotiSettings s_;
+  const Workload* inputs_;
   AotiPackage package_;
   std::string name_;
   ModelFacts facts_;
-};
-
-// The package on another workload's inputs: every call but make_batch is the package's.
-class AotiTwin final : public Workload {
- public:
-  AotiTwin(const Workload& model, std::unique_ptr<AotiWorkload> package)
-      : model_(model), package_(std::move(package)) {}
-
-  const AotiWorkload& package() const { return *package_; }
-  std::string name() const override { return package_->name(); }
-  std::shared_ptr<torch::nn::Module> make_module() const override { return package_->make_module(); }
-  torch::Tensor forward(torch::nn::Module& module, const torch::Tensor& input) const override {
-    return package_->forward(module, input);
-  }
-  Batch make_batch(int64_t batch_size, const c10::Device& device, uint64_t seed) const override {
-    return model_.make_batch(batch_size, device, seed);
-  }
-  torch::Tensor loss(const torch::Tensor& output, const Batch& batch) const override {
-    return package_->loss(output, batch);
-  }
-  ModelFacts facts() const override { return package_->facts(); }
-  int64_t inference_weight_bytes(const torch::nn::Module& module) const override {
-    return package_->inference_weight_bytes(module);
-  }
-  void prepare_inference(torch::nn::Module& module) const override { package_->prepare_inference(module); }
-
- private:
-  const Workload& model_;
-  std::unique_ptr<AotiWorkload> package_;
 };
 
 }  // namespace
@@ -312,7 +293,6 @@ AotiPackage aoti_package(const std::string& path) {
 
 void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_sizes, const std::string& field) {
   const auto* w = dynamic_cast<const AotiWorkload*>(&aoti);
-  if (const auto* twin = dynamic_cast<const AotiTwin*>(&aoti)) w = &twin->package();
   if (w == nullptr) throw InvalidArgument(field, "", "a workload made by make_aoti_workload or make_aoti_twin");
   const auto module = w->make_module();
   const c10::Device device(w->package().device);
@@ -335,7 +315,8 @@ std::unique_ptr<Workload> make_aoti_workload(const AotiSettings& settings) {
   return std::make_unique<AotiWorkload>(settings);
 }
 
-std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path) {
+std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::string& path, const c10::Device& device,
+                                         InferenceDtype dtype, const std::string& dtype_field) {
   // The package's input as the model makes it: one sample's shape, and token ids in the range its batches draw.
   const torch::Tensor sample = model.make_batch(2, c10::Device(c10::kCPU), 0).input;
   AotiSettings s;
@@ -344,25 +325,19 @@ std::unique_ptr<Workload> make_aoti_twin(const Workload& model, const std::strin
   s.token_input = !sample.is_floating_point();
   s.vocab_size = s.token_input ? sample.max().item<int64_t>() + 1 : 0;
   validate(s);
-  std::unique_ptr<AotiWorkload> package;
-  try {
-    package = std::make_unique<AotiWorkload>(s);
-  } catch (const InvalidArgument& e) {
-    if (e.field() != "aoti.input_shape") throw;
-    // check_forward's reason, after its "failed: ": what the package's own input checks said.
-    const std::string& why = e.accepted();
-    const auto at = why.find("failed: ");
-    const std::string reason = at == std::string::npos ? why : why.substr(at + 8, why.size() - at - 9);
-    throw InvalidArgument("aoti.path", path,
-                          cat("a package of ", model.name(), ", whose samples are ", s.token_input ? "token ids " : "",
-                              "[", detail::shape_text(s.input_shape), "] (a batch of 2 of them failed: ", reason, ")"));
-  }
+  auto package = std::make_unique<AotiWorkload>(s, &model);
+  const AotiPackage& p = package->package();
+  if (c10::Device(p.device).type() != device.type())
+    throw InvalidArgument("device", device.str(), cat(p.device, " with this package (the device it was compiled for)"));
+  if (p.dtype != dtype)
+    throw InvalidArgument(dtype_field, to_string(dtype),
+                          cat(to_string(p.dtype), " with this package (the dtype it was compiled in)"));
   const int64_t expected = model.facts().parameter_count, held = package->facts().parameter_count;
   if (expected > 0 && held != expected)
     throw InvalidArgument("aoti.path", path,
                           cat("a package of ", model.name(), " (", detail::with_commas(expected),
                               " parameters; this one holds ", detail::with_commas(held), ")"));
-  return std::make_unique<AotiTwin>(model, std::move(package));
+  return package;
 }
 
 }  // namespace tvie

@@ -119,15 +119,7 @@ std::unique_ptr<Workload> compiled_twin(const Workload& workload, const CompareS
   if (s.infer.cuda_graph)
     throw InvalidArgument("infer.cuda_graph", "true",
                           "false with an AOTInductor package (it launches its own kernels; both rows run alike)");
-  const AotiPackage package = aoti_package(s.aoti_path);
-  if (c10::Device(package.device).type() != device.type())
-    throw InvalidArgument("device", device.str(),
-                          cat(package.device, " with this package (the device it was compiled for)"));
-  if (package.dtype != s.infer.dtype)
-    throw InvalidArgument("infer.dtype", to_string(s.infer.dtype),
-                          cat(to_string(package.dtype),
-                              " with this package (the dtype it was compiled in: both rows compute in one dtype)"));
-  auto twin = make_aoti_twin(workload, s.aoti_path);
+  auto twin = make_aoti_twin(workload, s.aoti_path, device, s.infer.dtype, "infer.dtype");
   check_aoti_batches(*twin, {s.infer.batch_size}, "infer.batch_size");
   return twin;
 }

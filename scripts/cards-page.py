@@ -164,8 +164,9 @@ def page():
                   f"([{name}.json](results/plan-example/{name}.json)).", "", table(report), "", seeds_claim(report),
                   ""]
     parts += ["What the tables leave out: serving memory is tvie's predicted ledger of its own inference copy (for "
-              "int8 convolution nets an upper bound); MLPerf's variable-length batching of BERT is not modelled "
-              "(every sequence at `--seq`); training on the inference cards uses their 16-bit matrix units with "
+              "int8 convolution nets an upper bound); every BERT sequence is projected at `--seq`, as a stack that pads "
+              "runs it (one that skips the padding, as MLPerf's BERT harness does, is planned at the requests' mean "
+              "length: [plan.md](plan.md)); training on the inference cards uses their 16-bit matrix units with "
               "tvie's kernels, as a researcher's LibTorch run would. Power is each card's TDP, not its draw.", ""]
     return "\n".join(parts)
 

@@ -73,7 +73,9 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
   add_field_option(cmd, "--stack", o->stack,
                    "Whose kernels serving is projected for: tvie (tvie's own LibTorch inference copy; what --from and "
                    "--measure calibrate), tuned (a TensorRT-class stack: products in the --infer-dtype on the matrix "
-                   "units, normalisation and elementwise fused, each card calibrated on its MLPerf ResNet-50 result)",
+                   "units, normalisation and elementwise fused, each card calibrated on its MLPerf ResNet-50 result). "
+                   "Either projects every sequence at --seq: for a stack that batches requests at their own lengths, "
+                   "without padding, give --seq their mean length",
                    "plan.stack")
       ->capture_default_str();
   add_field_option(cmd, "--train-tokens", o->train_tokens, "Training budget in tokens (token models)",

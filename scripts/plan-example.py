@@ -25,27 +25,27 @@ TRAIN_CARDS = "a100-80gb-sxm,h100-sxm"
 CASES = [
     # name, what it is, arguments
     ("llama-3-8b-serve-fp16", "Llama 3 8B served in fp16, 5,000 requests/s, p99 <= 200 ms",
-     f"--model llama --preset llama-3-8b --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
+     f"--model llama --preset llama-3-8b --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200 --stack tvie"),
     ("llama-3-8b-serve-int8", "Llama 3 8B served in int8 (Linear layers), 5,000 requests/s, p99 <= 200 ms",
-     f"--model llama --preset llama-3-8b --infer-dtype int8 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200"),
+     f"--model llama --preset llama-3-8b --infer-dtype int8 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 200 --stack tvie"),
     ("llama-3-8b-chat-fp16", "Llama 3 8B generating in fp16: prompts of 512 tokens, 256 new tokens per "
      "request, 20 requests/s, p99 <= 60 s",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
-     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000"),
+     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --stack tvie"),
     ("llama-3-8b-chat-fp16-static", "The same generation served in static batches (`--batching static`)",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
-     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --batching static"),
+     f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --batching static --stack tvie"),
     ("llama-3-8b-chat-fp16-calibrated", "The same generation, calibrated with gpt2-small's generation "
      "(tvie decode) measured on the H200 (Hopper)",
      f"--model llama --preset llama-3-8b --seq 768 --prompt-tokens 512 --new-tokens 256 --infer-dtype fp16 "
      f"--cards {SERVE_CARDS} --serve-qps 20 --p99-ms 60000 --from {H200_DECODE}"),
     ("mlp-large-serve-fp16", "A recommender-sized dense MLP (mlp large, 126M parameters) in fp16, "
      "5,000 requests/s, p99 <= 20 ms",
-     f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20"),
+     f"--model mlp --preset large --infer-dtype fp16 --cards {SERVE_CARDS} --serve-qps 5000 --p99-ms 20 --stack tvie"),
     ("llama-3-8b-train", "Llama 3 8B trained on 1B tokens: amp-bf16, AdamW, sequences of 2048, batch 1 per "
      "card, every block checkpointed",
      f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
-     f"--train-tokens 1000000000 --cards {TRAIN_CARDS}"),
+     f"--train-tokens 1000000000 --cards {TRAIN_CARDS} --stack tvie"),
     ("llama-3-8b-train-calibrated", "The same, calibrated with gpt2-small measured on the H200 (Hopper)",
      f"--model llama --preset llama-3-8b --seq 2048 --batch 1 --precision amp-bf16 --checkpoint blocks "
      f"--train-tokens 1000000000 --cards {TRAIN_CARDS} --from {H200_REPORT}"),
@@ -358,8 +358,10 @@ def main():
              "card's memory (90% usable), the traced work of one step or batch on the card's datasheet peaks and "
              "bandwidth (`tvie cards`). Times and rates are intervals: the roofline bound (every peak reached) and "
              "the estimate (the catalog's efficiency per operator class and card, and a launch overhead per "
-             "kernel); rates are written estimate .. bound. How the projection works and what it leaves out: "
-             "[docs/plan.md](../plan.md).",
+             "kernel); rates are written estimate .. bound. Serving is projected for tvie's own LibTorch kernels "
+             "(`--stack tvie`), the kernels the calibrated cases measured; `tvie plan` sizes on the tuned stack by "
+             "default, as [the training-cards vs inference-cards page](../../training-cards-vs-inference-cards.md) "
+             "does. How the projection works and what it leaves out: [docs/plan.md](../plan.md).",
              "",
              "A request is one forward of one sample (for Llama, a 128-token sequence: a prefill, as in ranking "
              "or embedding), except in the generation case (`--new-tokens`), where it is a prompt's forward and "

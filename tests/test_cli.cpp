@@ -867,12 +867,13 @@ TEST_CASE("cli: plan prints training and inference per card, labelled projected,
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   for (const auto* needle :
-       {"PROJECTED: nothing ran", "Training (projected)", "Inference (projected, bf16, tvie's kernels)",
+       {"PROJECTED: nothing ran", "Training (projected)", "Inference (projected, bf16, tuned stack)",
         "n/a: t4 has no bf16_tflops peak", "bound..estimate"})
     CHECK(r.out.find(needle) != std::string::npos);
   const auto j = read_json(json);
   CHECK(j["projected"] == true);
-  REQUIRE(j["cards"].size() == 4);  // --no-host: the four asked for, in the catalog's order
+  CHECK(j["settings"]["stack"] == "tuned");  // sizing without a calibration: the tuned stack by default
+  REQUIRE(j["cards"].size() == 4);           // --no-host: the four asked for, in the catalog's order
   CHECK(j["cards"][0]["id"] == "a100-80gb-sxm");
   for (const auto& c : j["cards"]) {
     INFO(c["id"]);
@@ -923,12 +924,12 @@ TEST_CASE("cli: plan --batching: continuous for generation by default, static on
   const Run forward = run_cli("plan --model gpt --batching continuous --no-host");
   CHECK(forward.exit_code == 2);
   CHECK(forward.out.find("--new-tokens") != std::string::npos);
-  // --stack: tvie or tuned; tuned not with a calibration (it measures tvie's own kernels).
+  // --stack: auto, tvie or tuned; tuned not with a calibration (it measures tvie's own kernels).
   const Run stack = run_cli("plan --model gpt --stack tensorrt --no-host");
   CHECK(stack.exit_code == 2);
   CHECK(line_count(stack.out) == 1);
   CHECK(stack.out.find("--stack") != std::string::npos);
-  CHECK(stack.out.find("tvie, tuned") != std::string::npos);
+  CHECK(stack.out.find("auto, tvie, tuned") != std::string::npos);
   const Run calibrated = run_cli("plan --model gpt --stack tuned --measure --no-host --device cpu");
   CHECK(calibrated.exit_code == 2);
   CHECK(line_count(calibrated.out) == 1);
@@ -970,6 +971,7 @@ TEST_CASE("cli: plan --measure runs the model here first and calibrates the host
   CHECK(r.out.find("\n  decoding step ") != std::string::npos);
   CHECK(r.out.find("the workload ran here first, to calibrate (--measure)") != std::string::npos);
   const auto j = read_json(json);
+  CHECK(j["settings"]["stack"] == "tvie");  // auto: a calibrated plan is tvie's own kernels
   const auto& c = j["settings"]["calibration"];
   CHECK(c["card"] == "host");
   CHECK(c["training_measured_s"].get<double>() > 0);

@@ -404,6 +404,7 @@ TEST_CASE("continuous batching: a request alone, the capacity, one slot is M/D/1
 TEST_CASE("plan: fits, largest batch, cards needed and serving per card follow the prediction", "[projection]") {
   const auto w = make_zoo_workload("llama", "llama-3-8b");
   PlanSettings s;
+  s.stack = ServingStack::tvie;  // tvie's own kernels: what this test derives by hand
   s.train.batch_size = 1;
   s.train.precision = TrainPrecision::amp_bf16;
   s.infer.dtype = InferenceDtype::bf16;
@@ -540,6 +541,7 @@ TEST_CASE("plan with generation: the prefill and every decoding step, the KV cac
   const auto w = make_zoo_workload("llama", "llama-3-8b");  // context 128
   const LlamaConfig c = llama_preset("llama-3-8b");
   PlanSettings s;
+  s.stack = ServingStack::tvie;  // tvie's own kernels: what this test derives by hand
   s.infer.dtype = InferenceDtype::bf16;
   s.cards = "h100-sxm,l4";
   s.new_tokens = 48;  // the prompt: 128 - 48 = 80 tokens
@@ -885,6 +887,7 @@ TEST_CASE("calibration from a measured report: the H200 run scales the Hopper ca
   CHECK(c.inference.factor > 0);
   // Applied to the Hopper cards only, the estimate never below the bound.
   PlanSettings s;
+  s.stack = ServingStack::tvie;  // tvie's own kernels: what this test derives by hand
   s.train = t;
   s.infer.dtype = InferenceDtype::bf16;
   s.include_host = false;
@@ -1079,6 +1082,7 @@ TEST_CASE(
   // The plan of the same generation: its uncalibrated figures are the calibration's projections, and with the
   // calibration the host's become the measured ones; other cards are untouched.
   PlanSettings s;
+  s.stack = ServingStack::tvie;  // tvie's own kernels: what this test derives by hand
   s.infer.dtype = InferenceDtype::fp32;
   s.new_tokens = d.new_tokens;
   s.prompt_tokens = d.prompt_tokens;
@@ -1249,6 +1253,33 @@ TEST_CASE("the worked example's Llama 3 8B: its parameter count from the archite
   CHECK(train["training_predicted"]["optimizer_state"] == 8 * parameters);
 }
 
+TEST_CASE("plan's stack: auto is the tuned stack for sizing, tvie's kernels when a calibration measured them",
+          "[projection][pure]") {
+  PlanSettings s;
+  CHECK(s.stack == ServingStack::automatic);
+  CHECK(resolved_stack(s) == ServingStack::tuned);
+  s.measure.enabled = true;
+  CHECK(resolved_stack(s) == ServingStack::tvie);
+  s.measure.enabled = false;
+  s.calibration = Calibration{};
+  CHECK(resolved_stack(s) == ServingStack::tvie);
+  s.stack = ServingStack::tuned;  // asked for: kept (validate refuses it with a calibration)
+  CHECK(resolved_stack(s) == ServingStack::tuned);
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("tvie with --from or --measure"));
+  CHECK(parse_serving_stack("auto") == ServingStack::automatic);
+  CHECK(to_string(ServingStack::automatic) == "auto");
+  // The plan's cards are planned on the resolved stack: the same figures as asked for by name.
+  const auto w = make_zoo_workload("mlp", "tiny");
+  const auto cards = select_accelerators(accelerator_catalog(), "t4");
+  PlanSettings automatic, tuned;
+  automatic.infer.dtype = tuned.infer.dtype = InferenceDtype::int8;
+  tuned.stack = ServingStack::tuned;
+  const auto a = plan_cards(*w, automatic, cards), t = plan_cards(*w, tuned, cards);
+  REQUIRE(a[0].inference.supported);
+  CHECK(a[0].inference.tuned.supported);
+  CHECK(a[0].inference.samples_per_s.estimate == t[0].inference.samples_per_s.estimate);
+}
+
 TEST_CASE("the tuned stack: products in the dtype on the matrix units, normalisation and elementwise fused",
           "[projection][pure]") {
   const auto w = make_zoo_workload("gpt", "tiny");
@@ -1297,7 +1328,7 @@ TEST_CASE("the tuned stack's calibration: each anchored card's fraction of its i
       CHECK_FALSE(t.supported);
       CHECK(t.unsupported == card.id +
                                  " has no mlperf-inference resnet50 offline result in the catalog to calibrate "
-                                 "the tuned stack");
+                                 "the tuned stack (--stack tvie: tvie's own kernels)");
       continue;
     }
     ++anchored;

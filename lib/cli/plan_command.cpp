@@ -21,7 +21,7 @@ struct PlanOptions {
   double p99_ms = 0;
   int64_t new_tokens = 0, prompt_tokens = 0;
   std::string batching = "auto";
-  std::string stack = "tvie";
+  std::string stack = "auto";
   int64_t train_tokens = 0;
   int64_t train_samples = 0;
   double usable_memory_fraction = 0.9;
@@ -71,10 +71,11 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "plan.batching")
       ->capture_default_str();
   add_field_option(cmd, "--stack", o->stack,
-                   "Whose kernels serving is projected for: tvie (tvie's own LibTorch inference copy; what --from and "
-                   "--measure calibrate), tuned (a TensorRT-class stack: products in the --infer-dtype on the matrix "
+                   "Whose kernels serving is projected for: auto (tuned; tvie with --from or --measure), tvie (tvie's "
+                   "own LibTorch inference copy; what --from and --measure calibrate), tuned (a TensorRT-class stack: "
+                   "products in the --infer-dtype on the matrix "
                    "units, normalisation and elementwise fused, each card calibrated on its MLPerf ResNet-50 result). "
-                   "Either projects every sequence at --seq: for a stack that batches requests at their own lengths, "
+                   "Each projects every sequence at --seq: for a stack that batches requests at their own lengths, "
                    "without padding, give --seq their mean length",
                    "plan.stack")
       ->capture_default_str();

@@ -156,10 +156,11 @@ ServingBatching parse_serving_batching(const std::string& text, const std::strin
 
 // Whose kernels the serving projection models (PlanSettings::stack).
 enum class ServingStack {
-  tvie,   // tvie's own LibTorch inference copy, as `tvie infer` runs it (what --from / --measure calibrate)
-  tuned,  // a TensorRT-class stack (tuned_inference_work, tvie/projection.hpp), calibrated per card on MLPerf
+  automatic,  // tuned for sizing; tvie when a calibration (--from, --measure) measured tvie's own kernels
+  tvie,       // tvie's own LibTorch inference copy, as `tvie infer` runs it (what --from / --measure calibrate)
+  tuned,      // a TensorRT-class stack (tuned_inference_work, tvie/projection.hpp), calibrated per card on MLPerf
 };
-std::string to_string(ServingStack s);  // "tvie", "tuned"
+std::string to_string(ServingStack s);  // "auto", "tvie", "tuned"
 ServingStack parse_serving_stack(const std::string& text, const std::string& field = "plan.stack");
 
 struct PlanSettings {
@@ -177,7 +178,7 @@ struct PlanSettings {
   int64_t new_tokens = 0;                                 // per request (0: no generation)
   int64_t prompt_tokens = 0;                              // per request (0: the context length minus the new tokens)
   ServingBatching batching = ServingBatching::automatic;  // the serving rate's batching (continuous: generation)
-  ServingStack stack = ServingStack::tvie;                // whose kernels serving is projected for (training: tvie's)
+  ServingStack stack = ServingStack::automatic;           // whose kernels serving is projected for (training: tvie's)
   int64_t train_tokens = 0;                               // the training budget in tokens (token models) ...
   int64_t train_samples = 0;                              // ... or in samples (0 and 0: no budget)
   double usable_memory_fraction = 0.9;                    // of a card's memory the allocator can give the run
@@ -191,6 +192,9 @@ struct PlanSettings {
 void validate(const PlanSettings& settings);
 // Whether the serving rate batches continuously: generation (new_tokens > 0) unless static batches are asked.
 bool continuous_batching(const PlanSettings& settings);
+// The stack serving is projected for: `stack`, with automatic resolved to tvie when the plan is calibrated
+// (calibration or measure: both measure tvie's kernels) and to tuned otherwise. Never automatic.
+ServingStack resolved_stack(const PlanSettings& settings);
 
 // A projected figure: at the roofline bound (best case) and at the estimate.
 struct Projected {

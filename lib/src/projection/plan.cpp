@@ -78,7 +78,8 @@ constexpr detail::EnumTable<ServingBatching, 3> kBatchings{{{ServingBatching::au
 std::string to_string(ServingBatching b) { return detail::name_of(kBatchings, b); }
 
 namespace {
-constexpr detail::EnumTable<ServingStack, 2> kStacks{{{ServingStack::tvie, "tvie"}, {ServingStack::tuned, "tuned"}}};
+constexpr detail::EnumTable<ServingStack, 3> kStacks{
+    {{ServingStack::automatic, "auto"}, {ServingStack::tvie, "tvie"}, {ServingStack::tuned, "tuned"}}};
 }  // namespace
 
 std::string to_string(ServingStack s) { return detail::name_of(kStacks, s); }
@@ -93,6 +94,11 @@ ServingBatching parse_serving_batching(const std::string& text, const std::strin
 
 bool continuous_batching(const PlanSettings& s) {
   return s.new_tokens > 0 && s.batching != ServingBatching::static_batches;
+}
+
+ServingStack resolved_stack(const PlanSettings& s) {
+  if (s.stack != ServingStack::automatic) return s.stack;
+  return s.calibration || s.measure.enabled ? ServingStack::tvie : ServingStack::tuned;
 }
 
 namespace {
@@ -588,13 +594,15 @@ int64_t generation_prompt_tokens(const Workload& workload, const PlanSettings& s
   return prompt;
 }
 
-std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& settings,
+std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& given,
                                  const std::vector<Accelerator>& cards) {
   {
-    PlanSettings checked = settings;
+    PlanSettings checked = given;
     checked.measure = {};  // plan_cards measures nothing: run_plan has turned --measure into the calibration
     validate(checked);
   }
+  PlanSettings settings = given;
+  settings.stack = resolved_stack(given);
   Predictions cpu(workload, settings, c10::Device(c10::kCPU));
   Predictions accelerator(workload, settings, c10::Device(c10::kCUDA));
   cpu.prompt_tokens = accelerator.prompt_tokens = generation_prompt_tokens(workload, settings);

@@ -76,7 +76,8 @@ TunedCalibration tuned_calibration(const Accelerator& card) {
   TunedCalibration c;
   const PublishedResult* anchor = card.published_result(kTunedAnchor);
   if (anchor == nullptr) {
-    c.unsupported = cat(card.id, " has no ", kTunedAnchor, " result in the catalog to calibrate the tuned stack");
+    c.unsupported = cat(card.id, " has no ", kTunedAnchor,
+                        " result in the catalog to calibrate the tuned stack (--stack tvie: tvie's own kernels)");
     return c;
   }
   if (!(card.int8_tops > 0)) {

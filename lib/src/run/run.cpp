@@ -636,6 +636,7 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings,
   generation_prompt_tokens(workload, plan_settings);  // the model and the context checked before anything runs
   PlanSettings settings = plan_settings;
   if (settings.measure.enabled) settings.calibration = measure_for_plan(workload, settings, options);
+  settings.stack = resolved_stack(settings);  // the report says which stack its serving figures are for
   const auto& catalog = accelerator_catalog();
   std::vector<Accelerator> cards = select_accelerators(catalog, settings.cards);
   PlanReport report;

@@ -88,21 +88,31 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
     case LinearWeights::int8_cuda: {
       auto shape = input.sizes().vec();
       shape.back() = out_features;
-      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);       // [M, K]
-      const auto x_scale = (x.abs().amax(1, true) / kInt8Max).clamp_min(1e-12);  // [M, 1] per row
-      const auto xq = pad_rows((x / x_scale).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8), 17);
+      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);  // [M, K] (the copy is fp32: no copy)
+      // max|x_row| / 127 per row: one reduction reads x once; the scaling and the floor act in place on [M, 1].
+      const auto x_scale =
+          torch::linalg_vector_norm(x, INFINITY, {1}, /*keepdim=*/true).div_(kInt8Max).clamp_min_(1e-12);
+      // The quotient rounded and clamped in place, then narrowed to int8: one [M, K] temporary beside the copy.
+      const auto xq = pad_rows(x.div(x_scale).round_().clamp_(-kInt8Max, kInt8Max).to(torch::kInt8), 17);
       const auto acc = at::_int_mm(xq, q_weight_.t()).narrow(0, 0, x.size(0));  // [M, N] int32
-      auto y = acc.to(torch::kFloat32) * x_scale * q_scale_.unsqueeze(0);
-      if (q_bias_.defined()) y = y + q_bias_;
+      // The int32 sums are read as fp32 inside the multiply (no converted copy); the weight scales and the bias
+      // act in place on its output.
+      auto y = at::mul(acc, x_scale).mul_(q_scale_.unsqueeze(0));
+      if (q_bias_.defined()) y.add_(q_bias_);
       return y.to(input.scalar_type()).reshape(shape);
     }
     case LinearWeights::fp8_e4m3: {
       auto shape = input.sizes().vec();
       shape.back() = out_features;
-      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);  // [M, K]
-      const auto x_scale = (x.abs().amax() / kE4m3Max).clamp_min(1e-12);    // [] per tensor
+      const auto x = input.reshape({-1, in_features}).to(torch::kBFloat16);  // [M, K] (the copy is bf16: no copy)
+      // max|x| / 448 per tensor: one reduction reads the bf16 x and reduces in fp32 (no fp32 copy of x); the scaling
+      // and the floor act in place on the one element.
+      const auto x_scale = torch::linalg_vector_norm(x, INFINITY, std::nullopt, /*keepdim=*/false, torch::kFloat32)
+                               .div_(kE4m3Max)
+                               .clamp_min_(1e-12);  // [] fp32, as _scaled_mm takes it
       const int64_t rows = x.size(0);
-      const auto xq = pad_rows((x / x_scale).clamp(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16, 16);
+      // The bf16 quotient (computed in fp32 inside the kernel), clamped in place, cast to e4m3.
+      const auto xq = pad_rows(x.div(x_scale).clamp_(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16, 16);
       // a row-major [M, K], b = q_weight_.t() column-major [K, N], as cuBLASLt wants them.
       const auto y = at::_scaled_mm(xq, q_weight_.t(), x_scale, q_scale_,
                                     q_bias_.defined() ? std::optional<torch::Tensor>(q_bias_) : std::nullopt,

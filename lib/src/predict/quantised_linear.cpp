@@ -37,14 +37,12 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
       // Weights: int8 [out, in] and an fp32 scale per output row; the fp32 bias is kept.
       quantised_.quantised_weight_bytes += in * out + 4 * out;
       const int64_t padded = std::max<int64_t>(rows, 17);  // _int_mm wants more than 16 rows: zero rows appended
-      Sym x_scale, xq;
-      {  // x_scale = (x.abs().amax(1, true) / 127).clamp_min(1e-12): [M, 1]
-        const Sym abs = make(rows * in, 4, false), amax = make(rows, 4, false), divided = make(rows, 4, false);
-        x_scale = make(rows, 4, false);
-      }
-      {  // xq = pad_rows((x / x_scale).round().clamp(-127, 127).to(int8), 17)
-        const Sym divided = make(rows * in, 4, false), rounded = make(rows * in, 4, false),
-                  clamped = make(rows * in, 4, false), q = make(rows * in, 1, false);
+      const Sym x32 = x.element_bytes == 4 ? x : make(rows * in, 4, false);  // input.to(fp32): the copy is fp32
+      // x_scale = linalg_vector_norm(x, inf, 1, keepdim) / 127, floored in place: [M, 1]
+      const Sym x_scale = make(rows, 4, false);
+      Sym xq;
+      {  // xq = pad_rows(x.div(x_scale).round_().clamp_(-127, 127).to(int8), 17): one fp32 quotient, then int8
+        const Sym divided = make(rows * in, 4, false), q = make(rows * in, 1, false);
         if (padded != rows) {
           const Sym zeros = make((padded - rows) * in, 1, false);
           xq = make(padded * in, 1, false);  // cat
@@ -53,26 +51,19 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
         }
       }
       const Sym accumulators = make(padded * out, 4, false);  // _int_mm: int32 [padded, out], narrowed to the rows
-      {                                                       // y = acc.to(fp32) * x_scale * q_scale
-        const Sym converted = make(rows * out, 4, false), scaled = make(rows * out, 4, false);
-        y = make(rows * out, 4, false);
-      }
-      if (bias) y = make(rows * out, 4, false);  // y = y + q_bias: the sum, then the old y freed
+      y = make(rows * out, 4, false);  // mul(acc, x_scale): fp32, then the weight scales and the bias in place
       break;
     }
     case nn::LinearWeights::fp8_e4m3: {
       // Weights: e4m3 [out, in] and one fp32 scale; the bias is kept (bf16, as the rest).
       quantised_.quantised_weight_bytes += in * out + 4;
       const int64_t padded = (std::max<int64_t>(rows, 16) + 15) / 16 * 16;   // rows cuBLASLt takes: zero rows appended
-      const Sym x32 = x.element_bytes == 4 ? x : make(rows * in, 4, false);  // input.to(fp32): the rest is bf16
-      Sym x_scale, xq;
-      {  // x_scale = (x.abs().amax() / 448).clamp_min(1e-12): one element
-        const Sym abs = make(rows * in, 4, false), amax = make(1, 4, false), divided = make(1, 4, false);
-        x_scale = make(1, 4, false);
-      }
-      {  // xq = pad_rows((x / x_scale).clamp(-448, 448).to(e4m3), 16, 16)
-        const Sym divided = make(rows * in, 4, false), clamped = make(rows * in, 4, false),
-                  q = make(rows * in, 1, false);
+      const Sym x16 = x.element_bytes == 2 ? x : make(rows * in, 2, false);  // input.to(bf16): the copy is bf16
+      // x_scale = linalg_vector_norm(x, inf, fp32) / 448, floored in place: one fp32 element
+      const Sym x_scale = make(1, 4, false);
+      Sym xq;
+      {  // xq = pad_rows(x.div(x_scale).clamp_(-448, 448).to(e4m3), 16, 16): one bf16 quotient, then e4m3
+        const Sym divided = make(rows * in, 2, false), q = make(rows * in, 1, false);
         if (padded != rows) {
           const Sym zeros = make((padded - rows) * in, 1, false);
           xq = make(padded * in, 1, false);

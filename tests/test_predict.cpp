@@ -635,7 +635,7 @@ TEST_CASE("CPU int8 inference predicted: fbgemm's packs from its blocking, the r
 
 TEST_CASE("CUDA int8 and fp8 weights: the layers a kernel cannot take stay dense", "[predict][pure]") {
   // mlp tiny: 64 -> 128, 128 -> 128, 128 -> 10 (26,122 parameters). _int_mm and _scaled_mm take in and out features
-  // in multiples of 8 and 16: the 10-class head stays dense (fp32 for int8, bf16 for fp8, as the rest).
+  // in multiples of 8 and 16: the 10-class head stays dense (bf16, as the rest of either copy on CUDA).
   const auto w = make_zoo_workload("mlp", "tiny");
   const c10::Device cuda(c10::kCUDA, 0);
   InferSettings s = test::small_infer();
@@ -644,8 +644,8 @@ TEST_CASE("CUDA int8 and fp8 weights: the layers a kernel cannot take stay dense
   CHECK(a.quantised_linears == 2);
   CHECK(a.dense_linears == 1);
   const int64_t replaced = 64 * 128 + 128 * 128;
-  // int8: the replaced weights at 1 byte and an fp32 scale per output row; every other parameter fp32.
-  CHECK(predict_inference_memory(*w, s, cuda).parameters == (26122 - replaced) * 4 + replaced + 4 * (128 + 128));
+  // int8: the replaced weights at 1 byte and an fp32 scale per output row; every other parameter bf16.
+  CHECK(predict_inference_memory(*w, s, cuda).parameters == (26122 - replaced) * 2 + replaced + 4 * (128 + 128));
   s.dtype = InferenceDtype::fp8;
   a = w->estimate_activations(activation_query(s, cuda));
   CHECK(a.quantised_linears == 2);
@@ -1147,21 +1147,26 @@ TEST_CASE("the trace's CUDA rules reproduce the activations measured on the H200
   CHECK(cases == 9);
 }
 
-TEST_CASE("the CUDA rules reproduce the H200's inference ledgers in every dtype, int8 and fp8 included", "[predict]") {
+TEST_CASE("the CUDA rules reproduce the H200's inference ledgers in fp32, fp16, bf16 and fp8", "[predict]") {
   // docs/results/gpu-h200/infer-gpt2-small.json: gpt2-small at batches 1, 8 and 64 in fp32, fp16, bf16, int8
-  // (at::_int_mm) and fp8 (at::_scaled_mm), measured on an H200 with LibTorch 2.11 (tvie::nn::Linear's quantised
-  // forward unchanged since). The prediction (CUDA's rules, here on the CPU) must give each row's weights, working
-  // set and peak.
+  // (at::_int_mm) and fp8 (at::_scaled_mm), measured on an H200 with LibTorch 2.11. The prediction (CUDA's rules,
+  // here on the CPU) must give each row's weights, working set and peak. fp8's Linear layers have quantised their
+  // inputs in fewer temporaries since; the working set peaks outside the Linear layers, so its rows still hold.
+  // int8's rows measured a copy kept fp32 around its Linear layers, which is bf16 now: they wait for the GPU check.
   std::ifstream in(std::string(TVIE_SOURCE_DIR) + "/docs/results/gpu-h200/infer-gpt2-small.json");
   REQUIRE(in);
   const auto report = nlohmann::json::parse(in);
   const auto w = make_zoo_workload("gpt", "gpt2-small");
-  int rows = 0;
+  int rows = 0, int8_rows = 0;
   for (const auto& row : report.at("inference_sweep").at("rows")) {
     if (!row.at("fits").get<bool>()) continue;
     InferSettings s = test::small_infer();
     s.batch_size = row.at("batch_size").get<int64_t>();
     s.dtype = parse_inference_dtype(row.at("dtype").get<std::string>());
+    if (s.dtype == InferenceDtype::int8) {
+      ++int8_rows;
+      continue;
+    }
     const auto& m = row.at("result").at("memory");
     INFO("batch " << s.batch_size << " " << to_string(s.dtype) << ": measured " << m.dump());
     const auto p = predict_inference_memory(*w, s, c10::Device(c10::kCUDA, 0));
@@ -1176,7 +1181,9 @@ TEST_CASE("the CUDA rules reproduce the H200's inference ledgers in every dtype,
       CHECK(m.at("parameters").get<int64_t>() == 124439808LL * 2);
     ++rows;
   }
-  CHECK(rows == 5 * 3);  // every dtype (fp32, fp16, bf16, int8, fp8) at every batch (1, 8, 64) fit on the H200
+  // Every dtype (fp32, fp16, bf16, int8, fp8) at every batch (1, 8, 64) fit on the H200; int8's 3 not compared.
+  CHECK(rows == 4 * 3);
+  CHECK(int8_rows == 3);
 }
 
 TEST_CASE("scripts/op-scratch.py: what one kernel leaves behind, and bad arguments get one line", "[predict]") {

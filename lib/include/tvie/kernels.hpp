@@ -18,7 +18,7 @@ enum class LinearWeights {
   int8_dynamic,      // CPU: int8 per-channel weights packed by quantized::linear_prepack (fbgemm/x86); the
                      // activations are quantised per call (quantized::linear_dynamic); output fp32
   int8_cuda,         // CUDA: int8 per-channel weights; activations quantised per row; at::_int_mm (int32
-                     // accumulation) then rescaled; output in the activation dtype
+                     // accumulation) then rescaled; output in the copy's dtype (bf16, or fp16 before sm_80)
   fp8_e4m3,          // CUDA sm_89+: e4m3 weights with one per-tensor scale; activations cast to e4m3 per call
                      // (per-tensor scale); at::_scaled_mm; output bf16
   int8_weight_only,  // CPU and CUDA: int8 per-channel weights, their scales in bf16; the activations stay bf16 and
@@ -39,10 +39,11 @@ bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std
 // quantisation or CUDA's _int_mm; int8-weight-only; fp8).
 LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device);
 
-// The floating dtype of an inference copy in `dtype`: its layers other than quantised Linear ones, its KV cache and
-// its activations between layers. fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear layers, fp8 and
-// int8-weight-only keep bf16 around theirs.
-c10::ScalarType inference_floating_dtype(InferenceDtype dtype);
+// The floating dtype of an inference copy in `dtype` on `device`: its layers other than quantised Linear ones, its KV
+// cache and its activations between layers. fp32/fp16/bf16 as named; int8 keeps fp32 around its int8 Linear layers
+// on the CPU (fbgemm's dynamic quantisation takes and returns fp32) and bf16 on CUDA (fp16 on a GPU without bf16
+// units, compute capability below 8.0), as serving stacks run W8A8; fp8 and int8-weight-only keep bf16 around theirs.
+c10::ScalarType inference_floating_dtype(InferenceDtype dtype, const c10::Device& device);
 
 // The quantisation scheme of an inference copy in `dtype` on `device`, in one line as a report prints it beside
 // the figure: what is quantised, with which scales, which kernel runs, what stays in which dtype.

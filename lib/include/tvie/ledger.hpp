@@ -15,8 +15,8 @@ namespace tvie {
 
 enum class OptimizerKind { sgd, sgd_momentum, adam, adamw };
 // Inference weights. fp32/fp16/bf16: a converted copy of the whole model. int8: every tvie::nn::Linear holds
-// int8 weights (CPU: dynamic quantisation through quantized::linear_dynamic; CUDA: at::_int_mm), the rest
-// stays fp32. fp8: tvie::nn::Linear weights in e4m3 through at::_scaled_mm (CUDA, compute capability 8.9+),
+// int8 weights (CPU: dynamic quantisation through quantized::linear_dynamic, the rest fp32; CUDA: at::_int_mm,
+// the rest bf16). fp8: tvie::nn::Linear weights in e4m3 through at::_scaled_mm (CUDA, compute capability 8.9+),
 // the rest in bf16. int8-weight-only: tvie::nn::Linear weights in int8 read by at::_weight_int8pack_mm, the
 // activations and the rest in bf16 (what decoding, which reads every weight once per token, gains from).
 enum class InferenceDtype { fp32, fp16, bf16, int8, fp8, int8_weight_only };

@@ -48,6 +48,11 @@ struct StepWork {
   std::string attention_peak = "fp32_tflops";
   bool convolution_tf32 = false;  // fp32 convolutions run at the card's TF32 peak where it has one
   double weight_element_bytes = 4;
+  // Where the copy's other layers run in another dtype on an accelerator than in the trace (int8 traced for the CPU:
+  // fp32 around the int8 Linear layers there, bf16 on CUDA): the peak their convolutions and attention run at on an
+  // accelerator, and the bytes every class moves there per byte traced. Empty and 1: the trace's, on every card.
+  std::string accelerator_rest_peak;
+  double accelerator_bytes_scale = 1;
   std::string precision;  // "fp32", "amp-bf16", "int8" ...: as the settings say it
   bool profiled = false;  // counted by the profiler (a workload without a trace), not from the zoo's trace
 };

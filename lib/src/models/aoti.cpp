@@ -155,7 +155,9 @@ class AotiWorkload final : public Workload {
   // A batch's input as the measured runs pass it: floating inputs in the package's dtype (the harness converts them
   // to the inference dtype, which is the package's).
   torch::Tensor package_input(const torch::Tensor& input) const {
-    return input.is_floating_point() ? input.to(nn::inference_floating_dtype(package_.dtype)) : input;
+    return input.is_floating_point()
+               ? input.to(nn::inference_floating_dtype(package_.dtype, c10::Device(package_.device)))
+               : input;
   }
 
   std::shared_ptr<torch::nn::Module> make_module() const override {

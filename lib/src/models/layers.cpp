@@ -88,16 +88,26 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
     case LinearWeights::int8_cuda: {
       auto shape = input.sizes().vec();
       shape.back() = out_features;
-      const auto x = input.reshape({-1, in_features}).to(torch::kFloat32);  // [M, K] (the copy is fp32: no copy)
-      // max|x_row| / 127 per row: one reduction reads x once; the scaling and the floor act in place on [M, 1].
-      const auto x_scale =
-          torch::linalg_vector_norm(x, INFINITY, {1}, /*keepdim=*/true).div_(kInt8Max).clamp_min_(1e-12);
-      // The quotient rounded and clamped in place, then narrowed to int8: one [M, K] temporary beside the copy.
-      const auto xq = pad_rows(x.div(x_scale).round_().clamp_(-kInt8Max, kInt8Max).to(torch::kInt8), 17);
-      const auto acc = at::_int_mm(xq, q_weight_.t()).narrow(0, 0, x.size(0));  // [M, N] int32
-      // The int32 sums are read as fp32 inside the multiply (no converted copy); the weight scales and the bias
-      // act in place on its output.
-      auto y = at::mul(acc, x_scale).mul_(q_scale_.unsqueeze(0));
+      // [M, K] in the copy's dtype, which the emptied weight keeps: bf16 (fp16 on a GPU without bf16 units).
+      const auto x = input.reshape({-1, in_features}).to(weight.scalar_type());
+      const int64_t rows = x.size(0);
+      // max|x_row| / 127 per row: one reduction reads x and reduces in fp32; the scaling and the floor act in place
+      // on the [M, 1] fp32 scales.
+      const auto x_scale = torch::linalg_vector_norm(x, INFINITY, {1}, /*keepdim=*/true, torch::kFloat32)
+                               .div_(kInt8Max)
+                               .clamp_min_(1e-12);
+      torch::Tensor xq;
+      {  // x / x_scale computed in fp32 inside the kernel and written in x's dtype (no fp32 [M, K]), rounded and
+         // clamped in place, then narrowed to int8. Rounding the quotient to bf16 first moves a value by at most a
+         // quarter step more, and only where |x / x_scale| >= 64 (bf16's spacing there is 0.5; fp16's is finer).
+        auto quotient = at::empty_like(x);
+        xq = pad_rows(at::div_out(quotient, x, x_scale).round_().clamp_(-kInt8Max, kInt8Max).to(torch::kInt8), 17);
+      }
+      const auto acc = at::_int_mm(xq, q_weight_.t()).narrow(0, 0, rows);  // [M, N] int32
+      // The int32 sums times the row scales, computed in fp32 inside the kernel and written in x's dtype; the weight
+      // scales and the bias act in place on it.
+      auto y = at::empty({rows, out_features}, x.options());
+      at::mul_out(y, acc, x_scale).mul_(q_scale_.unsqueeze(0));
       if (q_bias_.defined()) y.add_(q_bias_);
       return y.to(input.scalar_type()).reshape(shape);
     }
@@ -169,7 +179,7 @@ bool LinearImpl::convert_weights(LinearWeights kind) {
     case LinearWeights::int8_cuda: {
       q_scale_ = row_scales(w, kInt8Max);                                                           // [out]
       q_weight_ = (w / q_scale_.unsqueeze(1)).round().clamp(-kInt8Max, kInt8Max).to(torch::kInt8);  // [out, in]
-      if (bias.defined()) q_bias_ = bias.detach().to(torch::kFloat32);
+      if (bias.defined()) q_bias_ = bias.detach();  // in the copy's dtype, as the rest
       break;
     }
     case LinearWeights::int8_weight_only: {

@@ -93,11 +93,28 @@ LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device
   return LinearWeights::dense;
 }
 
-c10::ScalarType inference_floating_dtype(InferenceDtype dtype) {
+namespace {
+// Whether a CUDA device has bf16 units (compute capability 8.0+). Without a CUDA device to ask (a prediction for
+// one, made on the CPU), it is taken to have them: the bytes are the same as fp16's.
+bool cuda_has_bf16(const c10::Device& device) {
+#if TVIE_WITH_CUDA
+  if (at::globalContext().hasCUDA() && at::cuda::getNumGPUs() > 0) {
+    const auto* p = at::cuda::getDeviceProperties(device.has_index() ? device.index() : at::cuda::current_device());
+    return p->major >= 8;
+  }
+#endif
+  (void)device;
+  return true;
+}
+}  // namespace
+
+c10::ScalarType inference_floating_dtype(InferenceDtype dtype, const c10::Device& device) {
   switch (dtype) {
     case InferenceDtype::fp32:
-    case InferenceDtype::int8:
       return c10::kFloat;
+    case InferenceDtype::int8:
+      if (!device.is_cuda()) return c10::kFloat;
+      return cuda_has_bf16(device) ? c10::kBFloat16 : c10::kHalf;
     case InferenceDtype::fp16:
       return c10::kHalf;
     case InferenceDtype::bf16:
@@ -119,7 +136,8 @@ std::string inference_scheme(InferenceDtype dtype, const c10::Device& device) {
     case InferenceDtype::int8:
       return device.is_cuda()
                  ? "W8A8: int8 Linear weights, one scale per output channel; activations quantised per row at each "
-                   "call; at::_int_mm (int32 sums) rescaled in fp32; the other layers and a tied head fp32"
+                   "call; at::_int_mm (int32 sums) rescaled to bf16 (fp16 before compute capability 8.0); the other "
+                   "layers and a tied head bf16 (fp16)"
                  : "W8A8 dynamic: int8 Linear weights, one scale per output channel, packed by fbgemm; activations "
                    "quantised per tensor at each call; quantized::linear_dynamic, fp32 out; the other layers and a "
                    "tied head fp32";

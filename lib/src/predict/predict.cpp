@@ -35,7 +35,7 @@ ActivationQuery activation_query(const InferSettings& settings, const c10::Devic
   q.batch_size = settings.batch_size;
   q.training = false;
   // The bytes of the copy's floating layers (the quantised Linear layers' bytes are traced op by op).
-  q.weight_bytes = static_cast<int64_t>(c10::elementSize(nn::inference_floating_dtype(settings.dtype)));
+  q.weight_bytes = static_cast<int64_t>(c10::elementSize(nn::inference_floating_dtype(settings.dtype, device)));
   q.fp16 = settings.dtype == InferenceDtype::fp16;
   q.inference_dtype = settings.dtype;
   return q;

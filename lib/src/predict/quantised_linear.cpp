@@ -34,15 +34,15 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
       break;
     }
     case nn::LinearWeights::int8_cuda: {
-      // Weights: int8 [out, in] and an fp32 scale per output row; the fp32 bias is kept.
+      // Weights: int8 [out, in] and an fp32 scale per output row; the bias is kept (bf16, as the rest).
       quantised_.quantised_weight_bytes += in * out + 4 * out;
       const int64_t padded = std::max<int64_t>(rows, 17);  // _int_mm wants more than 16 rows: zero rows appended
-      const Sym x32 = x.element_bytes == 4 ? x : make(rows * in, 4, false);  // input.to(fp32): the copy is fp32
-      // x_scale = linalg_vector_norm(x, inf, 1, keepdim) / 127, floored in place: [M, 1]
+      const Sym x16 = x.element_bytes == 2 ? x : make(rows * in, 2, false);  // input.to(bf16): the copy is bf16
+      // x_scale = linalg_vector_norm(x, inf, 1, keepdim, fp32) / 127, floored in place: [M, 1] fp32
       const Sym x_scale = make(rows, 4, false);
       Sym xq;
-      {  // xq = pad_rows(x.div(x_scale).round_().clamp_(-127, 127).to(int8), 17): one fp32 quotient, then int8
-        const Sym divided = make(rows * in, 4, false), q = make(rows * in, 1, false);
+      {  // xq = pad_rows(div_out(quotient, x, x_scale).round_().clamp_(-127, 127).to(int8), 17): a bf16 quotient
+        const Sym quotient = make(rows * in, 2, false), q = make(rows * in, 1, false);
         if (padded != rows) {
           const Sym zeros = make((padded - rows) * in, 1, false);
           xq = make(padded * in, 1, false);  // cat
@@ -51,7 +51,7 @@ Sym ForwardTrace::quantised_linear(const Sym& x, int64_t in, int64_t out, bool b
         }
       }
       const Sym accumulators = make(padded * out, 4, false);  // _int_mm: int32 [padded, out], narrowed to the rows
-      y = make(rows * out, 4, false);  // mul(acc, x_scale): fp32, then the weight scales and the bias in place
+      y = make(rows * out, 2, false);  // mul_out(y, acc, x_scale): bf16, then the weight scales and the bias in place
       break;
     }
     case nn::LinearWeights::fp8_e4m3: {

@@ -480,10 +480,10 @@ InferencePlan plan_inference(Predictions& p, const PlanSettings& s, const CardPl
         cat("not predicted (a workload without a trace, and measuring it on the CPU failed: ", p.infer_unmeasured, ")");
   else if ((s.infer.dtype == InferenceDtype::int8 || s.infer.dtype == InferenceDtype::fp8) && i.peak_bytes >= 0)
     i.peak_note =
-        "int8/fp8 on CUDA predicted from tvie::nn::Linear's code: the quantised weights and scales, and the "
-        "temporaries that quantise each Linear's input (fp32 for int8, bf16 for fp8; equal to the byte to an H200's "
-        "gpt2-small rows, whose working set attention sets; the Linears' temporaries there not yet checked against a "
-        "GPU)";
+        "int8/fp8 on CUDA predicted from tvie::nn::Linear's code: the quantised weights and scales, and the bf16 "
+        "temporaries that quantise each Linear's input (fp8 equal to the byte to an H200's gpt2-small rows, whose "
+        "working set the Linear layers do not set; int8's bf16 copy and the Linears' temporaries not yet checked "
+        "against a GPU)";
   else if (s.infer.dtype == InferenceDtype::int8_weight_only && i.peak_bytes >= 0)
     i.peak_note =
         "int8-weight-only on CUDA predicted from tvie::nn::Linear's code and LibTorch's _weight_int8pack_mm: the int8 "

@@ -180,9 +180,11 @@ StepWork inference_work(const Workload& workload, const InferSettings& settings,
       w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 2;
       break;
-    case InferenceDtype::int8:  // Linear layers only; the rest stays fp32 (tvie/layers.hpp)
-      w.convolution_tf32 = true;
+    case InferenceDtype::int8:  // Linear layers only; the rest fp32 on the CPU, bf16 on CUDA (tvie/kernels.hpp)
       w.weight_element_bytes = 1;
+      w.convolution_tf32 = true;  // the host's fp32 convolutions
+      w.accelerator_rest_peak = "bf16_tflops";
+      w.accelerator_bytes_scale = query.cuda ? 1.0 : 0.5;  // the CPU's fp32 activations are bf16 on CUDA
       break;
     case InferenceDtype::fp8:  // Linear layers only; the rest runs in bf16
       w.convolution_peak = w.attention_peak = "bf16_tflops";
@@ -236,9 +238,19 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
     const double tf = tf32 ? card.tf32_tflops : -1;
     return tf > 0 ? tf : card.peak(field);
   };
+  // The copy's other layers in their accelerator dtype where it differs from the trace's (int8's bf16 on CUDA).
+  // A GPU without bf16 units (the T4) runs them in fp16, as tvie's copy does there.
+  const bool accelerator_rest = card.kind != "cpu" && !work.accelerator_rest_peak.empty();
+  const std::string rest =
+      accelerator_rest && work.accelerator_rest_peak == "bf16_tflops" && !(card.peak("bf16_tflops") > 0)
+          ? std::string("fp16_tflops")
+          : work.accelerator_rest_peak;
+  const std::string& conv_field = accelerator_rest ? rest : work.convolution_peak;
+  const std::string& attention_field = accelerator_rest ? rest : work.attention_peak;
+  const double bytes_scale = accelerator_rest ? work.accelerator_bytes_scale : 1.0;
   const double matmul = peak_of(work.matmul_peak, false);
-  const double conv = peak_of(work.convolution_peak, work.convolution_tf32 && work.convolution_peak == "fp32_tflops");
-  const double attention = peak_of(work.attention_peak, false);
+  const double conv = peak_of(conv_field, !accelerator_rest && work.convolution_tf32 && conv_field == "fp32_tflops");
+  const double attention = peak_of(attention_field, false);
   const auto need = [&](double peak, const std::string& field, OpClass c) {
     if (peak > 0 || all[c].flops == 0 || !t.supported) return;
     t.supported = false;
@@ -246,14 +258,14 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
         cat(card.id, " has no ", field, " peak in the catalog (", to_string(c), " in ", work.precision, ")");
   };
   need(matmul, work.matmul_peak, OpClass::matmul);
-  need(conv, work.convolution_peak, OpClass::convolution);
-  need(attention, work.attention_peak, OpClass::attention);
+  need(conv, conv_field, OpClass::convolution);
+  need(attention, attention_field, OpClass::attention);
   if (!t.supported) return t;
   const double vector = card.fp32_tflops;  // elementwise and normalisation FLOPs: the vector units (bytes dominate)
   for (size_t i = 0; i < all.by_class.size(); ++i) {
     const auto c = static_cast<OpClass>(i);
     const OpWork& w = all[c];
-    const double bytes = w.bytes + w.weight_elements * work.weight_element_bytes;
+    const double bytes = w.bytes * bytes_scale + w.weight_elements * work.weight_element_bytes;
     double peak = vector, eff = e.memory;
     if (c == OpClass::matmul) peak = matmul, eff = e.matmul;
     if (c == OpClass::convolution) peak = conv, eff = e.convolution;

@@ -51,7 +51,8 @@ const StepWork& anchor_work() {
 
 StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced) {
   const TunedDtype d = tuned_dtype(traced.dtype);
-  // The dtype tvie's copy computes its activations in (fp32 around int8 Linears, bf16 around fp8 ones).
+  // The dtype tvie's copy computes its activations in as traced (the CPU's: fp32 around int8 Linears, bf16 around fp8
+  // ones).
   const double traced_bytes = static_cast<double>(activation_query(traced).weight_bytes);
   const double scale = d.element_bytes / traced_bytes;
   StepWork w = work;
@@ -66,6 +67,8 @@ StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced)
     }
   }
   w.matmul_peak = w.convolution_peak = w.attention_peak = d.peak;
+  w.accelerator_rest_peak.clear();  // the bytes above are already the tuned dtype's
+  w.accelerator_bytes_scale = 1;
   w.convolution_tf32 = traced.dtype == InferenceDtype::fp32;
   w.weight_element_bytes = d.element_bytes;
   w.precision = cat(to_string(traced.dtype), " (tuned stack)");

@@ -107,7 +107,7 @@ InferenceCopy make_inference_copy(torch::nn::Module& module, const c10::Device& 
   // Not differentiable: without this guard, the quantisation's scale computations would record autograd
   // graphs that keep the dense fp32 weights alive after the conversion released them.
   torch::NoGradGuard no_grad;
-  convert_floating(module, device, nn::inference_floating_dtype(dtype));
+  convert_floating(module, device, nn::inference_floating_dtype(dtype, device));
   module.eval();  // BatchNorm uses its running statistics and stops updating them
   const auto kind = nn::linear_weights_for(dtype, device);
   if (kind == nn::LinearWeights::dense) return copy;

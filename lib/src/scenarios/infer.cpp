@@ -41,7 +41,8 @@ InferenceSession::InferenceSession(const Workload& workload, const InferSettings
     packed_bytes_ += named - parameter_bytes_;
   }
   batch_ = workload_.make_batch(settings_.batch_size, device_, settings_.seed);
-  if (batch_.input.is_floating_point()) batch_.input = batch_.input.to(nn::inference_floating_dtype(settings_.dtype));
+  if (batch_.input.is_floating_point())
+    batch_.input = batch_.input.to(nn::inference_floating_dtype(settings_.dtype, device_));
 }
 
 torch::Tensor InferenceSession::forward_eager() {

@@ -239,6 +239,23 @@ TEST_CASE("int8 without tvie::nn::Linear layers and fp8 on CPU are refused", "[i
   }
 }
 
+TEST_CASE("the inference copy's floating dtype: int8 keeps fp32 on the CPU and bf16 on CUDA", "[infer]") {
+  const c10::Device cpu(c10::kCPU), cuda(c10::kCUDA, 0);
+  using nn::inference_floating_dtype;
+  CHECK(inference_floating_dtype(InferenceDtype::int8, cpu) == c10::kFloat);  // fbgemm takes and returns fp32
+  for (auto d : {InferenceDtype::fp8, InferenceDtype::int8_weight_only, InferenceDtype::bf16}) {
+    CHECK(inference_floating_dtype(d, cpu) == c10::kBFloat16);
+    CHECK(inference_floating_dtype(d, cuda) == c10::kBFloat16);
+  }
+  CHECK(inference_floating_dtype(InferenceDtype::fp16, cuda) == c10::kHalf);
+  CHECK(inference_floating_dtype(InferenceDtype::fp32, cuda) == c10::kFloat);
+  // CUDA's W8A8 copy: bf16 where the GPU has bf16 units (compute capability >= 8.0), fp16 before; a build without
+  // a GPU to ask takes the bf16 of the cards tvie projects onto.
+  bool bf16_units = true;
+  if (torch::cuda::is_available()) bf16_units = std::stoi(describe_gpu(cuda)->compute_capability) >= 8;  // "9.0" -> 9
+  CHECK(inference_floating_dtype(InferenceDtype::int8, cuda) == (bf16_units ? c10::kBFloat16 : c10::kHalf));
+}
+
 TEST_CASE("compare_outputs: errors and top-1 agreement", "[infer]") {
   const auto ref = torch::tensor({{1.0f, 3.0f, 2.0f}, {0.0f, -1.0f, 5.0f}});
   const auto out = torch::tensor({{1.0f, 2.6f, 2.5f}, {0.5f, -1.0f, 5.0f}});

@@ -1526,3 +1526,64 @@ TEST_CASE("the peak a run's fraction is of is the peak its projection uses", "[p
     CHECK(matmul_peak_field(dtype) == inference_batch_work(*w, i).matmul_peak);
   }
 }
+
+TEST_CASE(
+    "int8 traced on the CPU, projected: its other layers at a GPU's bf16 (a T4's fp16) and half the bytes, "
+    "the host's fp32 as traced",
+    "[projection][pure]") {
+  // The CPU's int8 copy keeps fp32 around its int8 Linear layers; CUDA's keeps bf16 (fp16 before sm_80).
+  const auto w = make_zoo_workload("resnet", "tiny");
+  InferSettings i;
+  i.batch_size = 2;
+  i.dtype = InferenceDtype::int8;
+  const StepWork traced = inference_batch_work(*w, i);
+  CHECK(traced.accelerator_rest_peak == "bf16_tflops");
+  CHECK(traced.accelerator_bytes_scale == 0.5);
+  CHECK(traced.matmul_peak == "int8_tops");
+  CHECK(traced.convolution_peak == "fp32_tflops");
+
+  // Round figures: 1e12 convolution FLOPs and 1e9 bytes, 1e12 attention FLOPs, 1e9 elementwise bytes.
+  StepWork work;
+  work.precision = "int8";
+  work.matmul_peak = "int8_tops";
+  work.convolution_tf32 = true;
+  work.accelerator_rest_peak = "bf16_tflops";
+  work.accelerator_bytes_scale = 0.5;
+  work.forward[OpClass::convolution].flops = 1e12;
+  work.forward[OpClass::convolution].bytes = 1e9;
+  work.forward[OpClass::attention].flops = 1e12;
+  work.forward[OpClass::elementwise].bytes = 1e9;
+  Accelerator gpu;
+  gpu.id = "gpu";
+  gpu.kind = "gpu";
+  gpu.fp32_tflops = 10, gpu.tf32_tflops = 20, gpu.fp16_tflops = 40, gpu.bf16_tflops = 50, gpu.int8_tops = 100;
+  gpu.memory_bandwidth_gbs = 1000;
+  gpu.efficiency.matmul = gpu.efficiency.convolution = gpu.efficiency.attention = gpu.efficiency.memory = 1;
+  gpu.efficiency.kernel_overhead_us = 0;
+  Accelerator turing = gpu;  // no bf16 units
+  turing.bf16_tflops = -1;
+  Accelerator host = gpu;
+  host.kind = "cpu";
+  const auto conv_s = [&](const Accelerator& card) {
+    const ProjectedTime t = project_time(work, card);
+    REQUIRE(t.supported);
+    return t.by_class[size_t(OpClass::convolution)].bound_s;
+  };
+  const auto class_s = [&](const Accelerator& card, OpClass c) {
+    return project_time(work, card).by_class[size_t(c)].bound_s;
+  };
+  CHECK(conv_s(gpu) == Approx(1e12 / 50e12));
+  CHECK(class_s(gpu, OpClass::attention) == Approx(1e12 / 50e12));
+  CHECK(class_s(gpu, OpClass::elementwise) == Approx(0.5e9 / 1000e9));
+  CHECK(conv_s(turing) == Approx(1e12 / 40e12));
+  CHECK(class_s(turing, OpClass::attention) == Approx(1e12 / 40e12));
+  CHECK(conv_s(host) == Approx(1e12 / 20e12));  // the trace's fp32 convolutions, at TF32 where the card has it
+  CHECK(class_s(host, OpClass::attention) == Approx(1e12 / 10e12));
+  CHECK(class_s(host, OpClass::elementwise) == Approx(1e9 / 1000e9));
+  // A GPU without either 16-bit peak: the reason names the field the copy would need.
+  Accelerator bare = turing;
+  bare.fp16_tflops = -1;
+  const ProjectedTime none = project_time(work, bare);
+  CHECK_FALSE(none.supported);
+  CHECK(none.unsupported == "gpu has no fp16_tflops peak in the catalog (convolution in int8)");
+}

@@ -526,3 +526,22 @@ TEST_CASE("console and JSON say when the ranks' parameters differ after the run"
   CHECK(console().find("parameters identical on every rank after the run: NO") != std::string::npos);
   CHECK(nlohmann::json::parse(to_json_string(r))["training"]["distributed"]["parameters_identical"] == false);
 }
+
+TEST_CASE("console: a decode's KV cache in the copy's floating dtype on the report's device", "[report]") {
+  DecodeReport r;
+  r.workload = "gpt/tiny";
+  const auto line = [&](const std::string& device, InferenceDtype dtype) {
+    r.context.device = device;
+    r.result.dtype = dtype;
+    std::ostringstream out;
+    ConsoleReporter(out).report(r);
+    const std::string text = out.str();
+    return text.substr(0, text.find('\n'));
+  };
+  CHECK_THAT(line("cpu", InferenceDtype::int8), Catch::Contains("int8 weights, fp32 KV cache"));
+  // CUDA's W8A8 copy keeps bf16 around its int8 Linear layers (no GPU here to ask: the bf16 of sm_80 and later).
+  if (!torch::cuda::is_available())
+    CHECK_THAT(line("cuda:0 (NVIDIA H200)", InferenceDtype::int8), Catch::Contains("int8 weights, bf16 KV cache"));
+  CHECK_THAT(line("cuda:0 (NVIDIA H200)", InferenceDtype::fp8), Catch::Contains("fp8 weights, bf16 KV cache"));
+  CHECK_THAT(line("cpu", InferenceDtype::fp16), Catch::Contains("fp16 weights, fp16 KV cache"));
+}

@@ -238,18 +238,21 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
     const double tf = tf32 ? card.tf32_tflops : -1;
     return tf > 0 ? tf : card.peak(field);
   };
-  // The copy's other layers in their accelerator dtype where it differs from the trace's (int8's bf16 on CUDA).
-  // A GPU without bf16 units (the T4) runs them in fp16, as tvie's copy does there.
-  const bool accelerator_rest = card.kind != "cpu" && !work.accelerator_rest_peak.empty();
-  const std::string rest =
-      accelerator_rest && work.accelerator_rest_peak == "bf16_tflops" && !(card.peak("bf16_tflops") > 0)
-          ? std::string("fp16_tflops")
-          : work.accelerator_rest_peak;
-  const std::string& conv_field = accelerator_rest ? rest : work.convolution_peak;
-  const std::string& attention_field = accelerator_rest ? rest : work.attention_peak;
-  const double bytes_scale = accelerator_rest ? work.accelerator_bytes_scale : 1.0;
+  // The fields the convolutions and attention run at, and the bytes moved per byte traced: the trace's, except where
+  // the copy's other layers run in another dtype on an accelerator than in the trace (int8's bf16 on CUDA). A GPU
+  // without bf16 units (the T4) runs them in fp16, as tvie's copy does there.
+  std::string conv_field = work.convolution_peak, attention_field = work.attention_peak;
+  bool conv_tf32 = work.convolution_tf32;
+  double bytes_scale = 1.0;
+  if (card.kind != "cpu" && !work.accelerator_rest_peak.empty()) {
+    std::string rest = work.accelerator_rest_peak;
+    if (rest == "bf16_tflops" && !(card.peak(rest) > 0)) rest = "fp16_tflops";
+    conv_field = attention_field = rest;
+    conv_tf32 = false;
+    bytes_scale = work.accelerator_bytes_scale;
+  }
   const double matmul = peak_of(work.matmul_peak, false);
-  const double conv = peak_of(conv_field, !accelerator_rest && work.convolution_tf32 && conv_field == "fp32_tflops");
+  const double conv = peak_of(conv_field, conv_tf32 && conv_field == "fp32_tflops");
   const double attention = peak_of(attention_field, false);
   const auto need = [&](double peak, const std::string& field, OpClass c) {
     if (peak > 0 || all[c].flops == 0 || !t.supported) return;

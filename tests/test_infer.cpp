@@ -186,6 +186,83 @@ TEST_CASE("int8-weight-only Linear computes (x Wq^T) scale + b in bf16, and keep
   CHECK(narrow->weights_kind() == nn::LinearWeights::dense);
 }
 
+TEST_CASE("CUDA's W8A8 and fp8 Linear arithmetic, run on the CPU's _int_mm and _scaled_mm, against its reference",
+          "[infer]") {
+  const c10::Device cpu(c10::kCPU);
+  std::vector<nn::LinearWeights> kinds;
+  std::string why;
+  for (auto kind : {nn::LinearWeights::int8_cuda, nn::LinearWeights::fp8_e4m3})
+    if (nn::linear_kernel_available(kind, cpu, &why))
+      kinds.push_back(kind);
+    else
+      TVIE_SKIP_PART(why);
+  if (kinds.empty()) TVIE_SKIP("this LibTorch runs neither _int_mm nor _scaled_mm on the CPU");
+  for (auto kind : kinds) {
+    INFO(nn::to_string(kind));
+    // CUDA's copy: bf16 around the quantised Linear (int8: fp16 before sm_80; bf16 here).
+    torch::manual_seed(17);
+    nn::Linear lin(48, 32);
+    lin->to(torch::kBFloat16);
+    const auto w = lin->weight.detach().to(torch::kFloat64), b = lin->bias.detach().to(torch::kFloat64);
+    const auto x = (torch::randn({5, 48}) * 2 + 0.5).to(torch::kBFloat16);
+    torch::NoGradGuard no_grad;
+    const auto dense = lin->forward(x).to(torch::kFloat64);
+    REQUIRE(lin->convert_weights(kind));
+    CHECK(lin->weight.numel() == 0);  // the dense copy released
+    const auto y = lin->forward(x);
+    CHECK(y.scalar_type() == torch::kBFloat16);
+    CHECK(y.sizes() == dense.sizes());
+    // The reference, written out in fp64 from the bf16 input: int8 with one scale per input row (amax / 127) and one
+    // per weight row, rounded to the nearest step; fp8 e4m3 with one scale per tensor (amax / 448), each value the
+    // nearest e4m3 number. The input's quotient is held in bf16 before it is rounded, as the copy holds it (no fp32
+    // copy of the activations).
+    const auto xd = x.to(torch::kFloat64);
+    const auto in_bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat64); };
+    torch::Tensor xdq, wdq;
+    if (kind == nn::LinearWeights::int8_cuda) {
+      const auto xs = (xd.abs().amax(1, true) / 127).clamp_min(1e-12), ws = (w.abs().amax(1, true) / 127);
+      xdq = in_bf16(xd / xs).round().clamp(-127, 127) * xs;
+      wdq = (w / ws).round().clamp(-127, 127) * ws;
+    } else {
+      const auto xs = xd.abs().max() / 448, ws = w.abs().max() / 448;
+      xdq = in_bf16(xd / xs).to(torch::kFloat8_e4m3fn).to(torch::kFloat64) * xs;
+      wdq = (w / ws).to(torch::kFloat8_e4m3fn).to(torch::kFloat64) * ws;
+    }
+    const auto reference = torch::matmul(xdq, wdq.t()) + b;
+    const double magnitude = reference.abs().max().item<double>();
+    const double vs_reference = (y.to(torch::kFloat64) - reference).abs().max().item<double>();
+    const double vs_dense = (y.to(torch::kFloat64) - dense).abs().max().item<double>();
+    INFO("max |y - reference| " << vs_reference << ", max |y - bf16 dense| " << vs_dense << ", max |reference| "
+                                << magnitude);
+    // bf16 rounding of the rescaled sums and of the bias addition: under 1% of the largest output.
+    CHECK(vs_reference <= 1e-2 * magnitude);
+    CHECK(vs_dense > vs_reference);  // it ran quantised: the quantisation's error is above the rounding's
+  }
+  // A whole copy as CUDA holds it, gpt tiny in bf16 with its Linear layers converted: logits near fp32's.
+  for (auto kind : kinds) {
+    INFO(nn::to_string(kind));
+    const auto w = make_zoo_workload("gpt", "tiny");
+    torch::manual_seed(5);
+    const auto reference = w->make_module();
+    torch::manual_seed(5);
+    const auto copy = w->make_module();
+    copy->to(torch::kBFloat16);
+    int64_t kept_dense = 0;
+    const int64_t converted = nn::convert_linear_weights(*copy, kind, &kept_dense);
+    CHECK(converted >= 4);
+    torch::NoGradGuard no_grad;
+    reference->eval(), copy->eval();
+    const Batch batch = w->make_batch(4, cpu, 0);
+    const auto a =
+        compare_outputs(w->forward(*reference, batch.input), w->forward(*copy, batch.input).to(torch::kFloat32));
+    INFO("converted " << converted << ", kept dense " << kept_dense << ", mean " << a.mean_abs_error << " ref "
+                      << a.reference_mean_abs << " top1 " << a.top1_agreement);
+    CHECK(a.max_abs_error > 0);
+    CHECK(a.mean_abs_error < 0.05 * a.reference_mean_abs);
+    CHECK(a.top1_agreement >= 0.9);
+  }
+}
+
 TEST_CASE("int8-weight-only inference on CPU: every ledger category as predicted, logits near fp32, scheme named",
           "[infer][ledger]") {
   const c10::Device cpu(c10::kCPU);

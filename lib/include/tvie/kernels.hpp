@@ -35,6 +35,12 @@ bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out
 // engine; int8_cuda: CUDA; fp8_e4m3: CUDA compute capability >= 8.9). When not, `why` says why.
 bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std::string* why = nullptr);
 
+// Whether LibTorch has a kernel of `kind`'s operator on `device`: what tvie::nn::Linear::convert_weights takes. Wider
+// than linear_weights_supported, which says what an inference copy on `device` uses: recent LibTorch runs
+// at::_int_mm and at::_scaled_mm on the CPU too, so CUDA's W8A8 and fp8 arithmetic runs there as written (the tests
+// check it against its reference), while a CPU copy's int8 stays fbgemm's dynamic quantisation and fp8 stays CUDA's.
+bool linear_kernel_available(LinearWeights kind, const c10::Device& device, std::string* why = nullptr);
+
 // The Linear weights an inference copy in `dtype` on `device` holds (fp32, fp16, bf16: dense; int8: the CPU's dynamic
 // quantisation or CUDA's _int_mm; int8-weight-only; fp8).
 LinearWeights linear_weights_for(InferenceDtype dtype, const c10::Device& device);

@@ -28,7 +28,8 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
 
   // Replaces the dense weights by `kind` for inference (one way: the dense weight and bias become
   // empty tensors so that their memory is released). The module must already be on its device.
-  // Throws InvalidArgument when the device cannot run `kind`. Returns false, keeping the layer dense,
+  // Throws InvalidArgument when LibTorch has no kernel of `kind` on the device (tvie/kernels.hpp,
+  // linear_kernel_available). Returns false, keeping the layer dense,
   // when the kernel cannot take its shape (CUDA int8: in and out features multiples of 8; fp8: of 16; weight-only
   // int8: in features a multiple of 16).
   bool convert_weights(LinearWeights kind);

@@ -121,7 +121,9 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
                                .div_(kE4m3Max)
                                .clamp_min_(1e-12);  // [] fp32, as _scaled_mm takes it
       const int64_t rows = x.size(0);
-      // The bf16 quotient (computed in fp32 inside the kernel), clamped in place, cast to e4m3.
+      // The bf16 quotient (computed in fp32 inside the kernel), clamped in place, cast to e4m3. Held in bf16 first, a
+      // value that bf16 rounds onto the midpoint between two e4m3 numbers goes to the even one: at most one e4m3 step
+      // from the quotient instead of half a step, for the few values within bf16's spacing of a midpoint.
       const auto xq = pad_rows(x.div(x_scale).clamp_(-kE4m3Max, kE4m3Max).to(torch::kFloat8_e4m3fn), 16, 16);
       // a row-major [M, K], b = q_weight_.t() column-major [K, N], as cuBLASLt wants them.
       const auto y = at::_scaled_mm(xq, q_weight_.t(), x_scale, q_scale_,
@@ -153,7 +155,7 @@ bool LinearImpl::convert_weights(LinearWeights kind) {
     throw InvalidArgument("infer.dtype", to_string(kind), "one conversion per inference copy (already converted)");
   const c10::Device device = weight.device();
   std::string why;
-  if (!linear_weights_supported(kind, device, &why)) throw InvalidArgument("infer.dtype", to_string(kind), why);
+  if (!linear_kernel_available(kind, device, &why)) throw InvalidArgument("infer.dtype", to_string(kind), why);
   if (!shape_supported(kind)) return false;  // e.g. a 10-class head under _int_mm: stays dense
   torch::NoGradGuard no_grad;
   const auto w = weight.detach().to(torch::kFloat32).contiguous();  // [out, in]

@@ -68,6 +68,18 @@ bool linear_weights_supported(LinearWeights kind, const c10::Device& device, std
   return refuse("unknown kind");
 }
 
+bool linear_kernel_available(LinearWeights kind, const c10::Device& device, std::string* why) {
+  const char* op = kind == LinearWeights::int8_cuda  ? "aten::_int_mm"
+                   : kind == LinearWeights::fp8_e4m3 ? "aten::_scaled_mm"
+                                                     : nullptr;
+  if (op && device.is_cpu()) {
+    if (has_kernel(op, c10::DispatchKey::CPU)) return true;
+    if (why) *why = cat("this LibTorch has no CPU kernel of ", op + 6);  // "_int_mm"
+    return false;
+  }
+  return linear_weights_supported(kind, device, why);
+}
+
 bool linear_shape_supported(LinearWeights kind, int64_t in_features, int64_t out_features) {
   if (kind == LinearWeights::int8_cuda) return in_features % 8 == 0 && out_features % 8 == 0;
   if (kind == LinearWeights::fp8_e4m3) return in_features % 16 == 0 && out_features % 16 == 0;

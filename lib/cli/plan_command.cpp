@@ -61,8 +61,9 @@ Runner add_plan_command(CLI::App& app, const std::vector<std::string>& argv) {
                    "gpt, llama: a request generates this many tokens after its prompt (KV-cached decoding, a batch "
                    "of requests decoded together); 0: a request is one forward of the whole sequence",
                    "plan.new_tokens");
-  add_field_option(cmd, "--prompt-tokens", o->prompt_tokens,
-                   "With --new-tokens: the prompt's tokens (0: the sequence length --seq minus the new tokens)",
+  add_field_option(cmd, "--prompt-tokens,--prompt", o->prompt_tokens,
+                   "With --new-tokens: the prompt's tokens (--prompt, as tvie decode names it; 0: the sequence length "
+                   "--seq minus the new tokens)",
                    "plan.prompt_tokens");
   add_field_option(cmd, "--batching", o->batching,
                    "The serving rate's batching: auto (continuous with --new-tokens, else static), static (a batch "

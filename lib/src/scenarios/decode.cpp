@@ -24,13 +24,16 @@ void validate(const DecodeSettings& s, int64_t context_length) {
   if (s.prompt_tokens < 1) throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens), "an integer >= 1");
   if (s.new_tokens < 1) throw InvalidArgument("decode.new_tokens", cat(s.new_tokens), "an integer >= 1");
   if (s.repetitions < 1) throw InvalidArgument("decode.repetitions", cat(s.repetitions), "an integer >= 1");
+  // The context the generation needs (the last new token is not attended to), said in the errors.
+  const std::string needs = cat("; --seq ", s.prompt_tokens + s.new_tokens - 1, " holds ", s.prompt_tokens,
+                                " prompt and ", s.new_tokens, " new tokens");
   if (s.prompt_tokens > context_length)
     throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens),
-                          cat("at most ", context_length, " (the model's context) less the new tokens"));
+                          cat("at most ", context_length, " (the model's context, --seq) less the new tokens", needs));
   if (s.prompt_tokens + s.new_tokens > context_length + 1)
     throw InvalidArgument("decode.new_tokens", cat(s.new_tokens),
                           cat("at most ", context_length + 1 - s.prompt_tokens, " (prompt + new tokens fit in ",
-                              context_length, " positions plus the last prediction)"));
+                              context_length, " positions plus the last prediction, --seq)", needs));
 }
 
 GenerationMemory predict_generation_memory(const Workload& workload, const DecodeSettings& settings,

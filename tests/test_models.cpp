@@ -164,6 +164,18 @@ TEST_CASE("zoo models produce outputs of the documented shapes", "[models]") {
   // Same seed, same data; other seed, other data.
   CHECK(torch::equal(g->make_batch(2, torch::kCPU, 5).input, batch.input));
   CHECK_FALSE(torch::equal(g->make_batch(2, torch::kCPU, 6).input, batch.input));
+  // An odd length: [r_1 .. r_17, SEP, r_1 .. r_15], one token fewer copied than shown; gpt and llama alike.
+  for (const char* model : {"gpt", "llama"}) {
+    INFO(model << " tiny at 33 tokens");
+    auto odd = make_zoo_workload(model, "tiny", 33);
+    const Batch b = odd->make_batch(2, torch::kCPU, 5);
+    CHECK(b.input.sizes() == torch::IntArrayRef({2, 33}));
+    CHECK((b.input.select(1, 17) == 0).all().item<bool>());
+    CHECK(torch::equal(b.input.narrow(1, 18, 15), b.input.narrow(1, 0, 15)));
+    CHECK((b.target.narrow(1, 0, 16) == -100).all().item<bool>());  // r_2 .. r_17: masked
+    CHECK(torch::equal(b.target.select(1, 32), b.input.select(1, 15)));
+    CHECK(odd->forward(*odd->make_module(), b.input).size(1) == 33);
+  }
 }
 
 TEST_CASE("gpt attention is causal: a later token does not change earlier outputs", "[models]") {

@@ -552,8 +552,8 @@ TEST_CASE("predicted inference ledger: the converted weights exactly, the workin
         CHECK(cpu_within(p.activations, r.memory.activations, 0.10));
       else
         CHECK(p.activations > 0);
-      // The whole peak, where the CPU kernels hold nothing the trace does not know (fp32), at one sample:
-      // until 2026-12-03 the copy task's one-sequence input was a view of a buffer 8 bytes longer than itself.
+      // The whole peak, where the CPU kernels hold nothing the trace does not know (fp32), at one sample: the copy
+      // task's one-sequence input is a tensor of its own, not a view of a longer buffer.
       if (dtype == InferenceDtype::fp32 && (!amx || (model != "cnn" && model != "resnet"))) {
         s.batch_size = 1;
         CHECK(cpu_within(predict_inference_memory(*w, s).peak, measure_inference(*w, s, cpu).memory.peak, 0));

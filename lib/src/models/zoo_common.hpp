@@ -64,12 +64,12 @@ Batch teacher_batch(torch::IntArrayRef input_shape, int64_t classes, const c10::
 }
 
 // The copy task of the decoder models (gpt, llama): S + 1 tokens [r_1 .. r_n, SEP, r_1 .. r_{S-n}] with
-// n = S / 2, r_i uniform in [1, V) and SEP = 0; input = tokens[:, :S], target = tokens[:, 1:] (next token).
-// Targets that are random tokens of the first half cannot be predicted and are masked (-100, ignored by the
-// loss); the rest can be learned exactly (a solved model reaches loss 0; one that has learned nothing has
-// about ln(V)).
+// n = ceil(S / 2) (an odd S copies one token fewer than it shows), r_i uniform in [1, V) and SEP = 0; input = tokens[:,
+// :S], target = tokens[:, 1:] (next token). Targets that are random tokens of the first half cannot be predicted and
+// are masked (-100, ignored by the loss); the rest can be learned exactly (a solved model reaches loss 0; one that has
+// learned nothing has about ln(V)).
 inline Batch copy_task_batch(int64_t batch_size, int64_t S, int64_t V, const c10::Device& device, uint64_t seed) {
-  const int64_t n = S / 2;
+  const int64_t n = (S + 1) / 2;
   auto gen = data_generator(seed);
   auto random = torch::randint(1, V, {batch_size, n}, gen, torch::kInt64);         // [B, n]
   auto tokens = torch::cat({random, torch::zeros({batch_size, 1}, torch::kInt64),  // SEP

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -23,29 +24,52 @@ namespace {
 using Loader = torch::inductor::AOTIModelPackageLoader;
 
 // The package's runtime prints each error it throws to stderr ("Error: ..."); a probe that expects some to fail
-// keeps them off the terminal, and reports the exception's text itself.
+// keeps them off the terminal in a temporary file. Its generated input checks put their refusal into the exception
+// in recent LibTorch, and only on stderr in older ones (2.11 throws "... API call failed"): refusal_text reads both.
 class QuietStderr {
  public:
-  QuietStderr() : saved_(dup(STDERR_FILENO)) {
-    const int null = open("/dev/null", O_WRONLY);
-    if (saved_ >= 0 && null >= 0) dup2(null, STDERR_FILENO);
-    if (null >= 0) close(null);
+  QuietStderr() : saved_(dup(STDERR_FILENO)), file_(std::tmpfile()) {
+    if (saved_ >= 0 && file_ != nullptr) dup2(fileno(file_), STDERR_FILENO);
   }
   ~QuietStderr() {
-    if (saved_ < 0) return;
-    dup2(saved_, STDERR_FILENO);
-    close(saved_);
+    if (saved_ >= 0) {
+      dup2(saved_, STDERR_FILENO);
+      close(saved_);
+    }
+    if (file_ != nullptr) std::fclose(file_);
   }
   QuietStderr(const QuietStderr&) = delete;
   QuietStderr& operator=(const QuietStderr&) = delete;
 
+  // What was printed so far (pread: the writes' offset stays where it is).
+  std::string text() const {
+    std::string out;
+    if (file_ == nullptr) return out;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = pread(fileno(file_), buffer, sizeof buffer, static_cast<off_t>(out.size()));
+      if (n <= 0) break;
+      out.append(buffer, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
  private:
   int saved_;
+  std::FILE* file_;
 };
 
 std::string error_text(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   return detail::first_line(c10_error ? c10_error->what_without_backtrace() : std::string(e.what()));
+}
+
+// Why the package refused a run: the runtime's own "Error: " line where it printed one, else the exception's text.
+std::string refusal_text(const std::exception& e, const QuietStderr& printed) {
+  const std::string text = printed.text();
+  const size_t at = text.find("Error: ");
+  if (at == std::string::npos) return error_text(e);
+  return detail::first_line(text.substr(at + 7));
 }
 
 std::unique_ptr<Loader> load_package(const std::string& path) {
@@ -234,19 +258,19 @@ class AotiWorkload final : public Workload {
   // have the batch first, is refused with one line before any run.
   void check_forward(Loader& loader) const {
     std::vector<torch::Tensor> out;
+    QuietStderr quiet;
     try {
       c10::InferenceMode guard;
-      QuietStderr quiet;
       out = loader.run({package_input(make_batch(2, c10::Device(c10::kCPU), 0).input)});
     } catch (const std::exception& e) {
+      const std::string why = refusal_text(e, quiet);
       if (inputs_ != nullptr)  // the package is refused, not the model's inputs
         throw InvalidArgument(
             "aoti.path", s_.path,
             cat("a package of ", inputs_->name(), ", whose samples are ", s_.token_input ? "token ids " : "", "[",
-                detail::shape_text(s_.input_shape), "] (a batch of 2 of them failed: ", error_text(e), ")"));
-      throw InvalidArgument(
-          "aoti.input_shape", detail::shape_text(s_.input_shape),
-          cat("a shape the package accepts (a batch of 2 of this shape failed: ", error_text(e), ")"));
+                detail::shape_text(s_.input_shape), "] (a batch of 2 of them failed: ", why, ")"));
+      throw InvalidArgument("aoti.input_shape", detail::shape_text(s_.input_shape),
+                            cat("a shape the package accepts (a batch of 2 of this shape failed: ", why, ")"));
     }
     if (out.empty() || out.front().dim() == 0 || out.front().size(0) != 2)
       throw InvalidArgument("aoti.input_shape", detail::shape_text(s_.input_shape),
@@ -299,12 +323,12 @@ void check_aoti_batches(const Workload& aoti, const std::vector<int64_t>& batch_
   const auto module = w->make_module();
   const c10::Device device(w->package().device);
   for (const int64_t n : batch_sizes) {
+    QuietStderr quiet;
     try {
       c10::InferenceMode guard;
-      QuietStderr quiet;
       w->forward(*module, w->package_input(w->make_batch(n, device, 0).input));
     } catch (const std::exception& e) {
-      const auto text = error_text(e);
+      const auto text = refusal_text(e, quiet);
       // The generated checks name the input they refuse; anything else (out of memory) is the run's to report.
       if (text.find("input_handles[") != std::string::npos)
         throw InvalidArgument(field, cat(n), cat("a batch the package accepts (", text, ")"));

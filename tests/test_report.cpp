@@ -532,6 +532,7 @@ TEST_CASE("console: a decode's KV cache in the copy's floating dtype on the repo
   r.workload = "gpt/tiny";
   const auto line = [&](const std::string& device, InferenceDtype dtype) {
     r.context.device = device;
+    r.context.device_type = device.rfind("cuda", 0) == 0 ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
     r.result.dtype = dtype;
     std::ostringstream out;
     ConsoleReporter(out).report(r);
@@ -539,9 +540,12 @@ TEST_CASE("console: a decode's KV cache in the copy's floating dtype on the repo
     return text.substr(0, text.find('\n'));
   };
   CHECK_THAT(line("cpu", InferenceDtype::int8), Catch::Contains("int8 weights, fp32 KV cache"));
-  // CUDA's W8A8 copy keeps bf16 around its int8 Linear layers (no GPU here to ask: the bf16 of sm_80 and later).
-  if (!torch::cuda::is_available())
-    CHECK_THAT(line("cuda:0 (NVIDIA H200)", InferenceDtype::int8), Catch::Contains("int8 weights, bf16 KV cache"));
+  // CUDA's W8A8 copy keeps bf16 around its int8 Linear layers on sm_80 and later, fp16 before (a T4); with no GPU
+  // to ask, the device is taken to have bf16.
+  const auto gpu = torch::cuda::is_available() ? describe_gpu(c10::Device(c10::kCUDA, 0)) : std::nullopt;
+  const bool has_bf16 = !gpu || std::stoi(gpu->compute_capability) >= 8;
+  CHECK_THAT(line("cuda:0 (NVIDIA H200)", InferenceDtype::int8),
+             Catch::Contains(has_bf16 ? "int8 weights, bf16 KV cache" : "int8 weights, fp16 KV cache"));
   CHECK_THAT(line("cuda:0 (NVIDIA H200)", InferenceDtype::fp8), Catch::Contains("fp8 weights, bf16 KV cache"));
   CHECK_THAT(line("cpu", InferenceDtype::fp16), Catch::Contains("fp16 weights, fp16 KV cache"));
 }

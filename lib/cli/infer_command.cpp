@@ -163,9 +163,9 @@ Runner add_infer_command(CLI::App& app, const std::vector<std::string>& argv) {
         throw InvalidArgument("infer_sweep.dtypes", o->dtypes, "one precision with --slice-layers");
       if (s.cpu_memory_limit_mb != 0)
         throw InvalidArgument("infer_sweep.cpu_memory_limit_mb", cat(s.cpu_memory_limit_mb), "0 with --slice-layers");
-      const InferSettings infer = row_settings(s, s.batch_sizes.front(), s.dtypes.front());
-      emit(run_slices(*workload, slice_source(o->model, *slices), {std::nullopt, infer},
-                      run_options(o->model.device, argv)),
+      SliceRunSettings sliced;
+      sliced.infer = row_settings(s, s.batch_sizes.front(), s.dtypes.front());
+      emit(run_slices(*workload, slice_source(o->model, *slices), sliced, run_options(o->model.device, argv)),
            o->output);
       return 0;
     }

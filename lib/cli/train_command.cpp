@@ -57,7 +57,9 @@ Runner add_train_command(CLI::App& app, const std::vector<std::string>& argv) {
       refuse_profile_with_slices(settings.profile_classes, "train.profile_classes");
       if (distributed) throw InvalidArgument("slices.layers", o->slices.layers, "a single process");
       check_outputs(o->output);
-      emit(run_slices(*workload, slice_source(o->model, *slices), {settings, std::nullopt}, run), o->output);
+      SliceRunSettings sliced;
+      sliced.train = settings;
+      emit(run_slices(*workload, slice_source(o->model, *slices), sliced, run), o->output);
       return 0;
     }
     if (o->max_batch.find) {

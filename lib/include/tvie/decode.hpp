@@ -32,6 +32,9 @@ struct DecodeSettings {
   bool cuda_graph = false;
 };
 // The prompt and the new tokens must fit in `context_length` positions plus the last prediction.
+// "; --seq N holds P prompt and M new tokens": the context a generation needs (the last new token is not attended
+// to), said in the errors of decode and plan.
+std::string context_needed(int64_t prompt_tokens, int64_t new_tokens);
 void validate(const DecodeSettings& settings, int64_t context_length);
 void validate(const DecodeSettings& settings, const GptConfig& config);
 

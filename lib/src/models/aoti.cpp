@@ -1,7 +1,6 @@
 // AOTInductor packages as a Workload. See aoti.hpp.
 #include <tvie/aoti.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>

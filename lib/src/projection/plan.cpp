@@ -585,10 +585,7 @@ int64_t generation_prompt_tokens(const Workload& workload, const PlanSettings& s
   if (settings.new_tokens == 0) return 0;
   require_kv_decoder(workload);
   const int64_t context = workload.facts().tokens_per_sample, n = settings.new_tokens;
-  // The context a given prompt needs with the new tokens (the last new token is not attended to), said in the error.
-  const std::string needs = settings.prompt_tokens > 0 ? cat("; --seq ", settings.prompt_tokens + n - 1, " holds ",
-                                                             settings.prompt_tokens, " prompt and ", n, " new tokens")
-                                                       : std::string();
+  const std::string needs = settings.prompt_tokens > 0 ? context_needed(settings.prompt_tokens, n) : std::string();
   if (n >= context)
     throw InvalidArgument("plan.new_tokens", cat(n),
                           cat("1 .. ", context - 1, " (below the context length ", context, ", --seq", needs, ")"));

@@ -20,11 +20,10 @@ namespace tvie {
 using namespace console;
 namespace {
 
-// The dtype a generation's KV cache is held in on the report's device ("cpu", "cuda:0 (NVIDIA H200)"): the inference
-// copy's floating dtype (int8 keeps fp32 around its int8 Linear layers on the CPU, bf16 on CUDA; fp8 and
-// int8-weight-only keep bf16).
-std::string kv_cache_dtype(InferenceDtype dtype, const std::string& device) {
-  const auto t = nn::inference_floating_dtype(dtype, device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU);
+// The dtype a generation's KV cache is held in on the report's device: the inference copy's floating dtype (int8
+// keeps fp32 around its int8 Linear layers on the CPU, bf16 on CUDA; fp8 and int8-weight-only keep bf16).
+std::string kv_cache_dtype(InferenceDtype dtype, c10::DeviceType device) {
+  const auto t = nn::inference_floating_dtype(dtype, device == c10::DeviceType::CUDA ? c10::kCUDA : c10::kCPU);
   return t == torch::kBFloat16 ? "bf16" : t == torch::kFloat16 ? "fp16" : "fp32";
 }
 
@@ -453,7 +452,7 @@ void ConsoleReporter::report(const CompareReport& r) {
     const auto& gs = *r.generation_settings;
     out << "\ngeneration (serving): batch " << gs.batch_size << ", prompt " << gs.prompt_tokens << " tokens, "
         << gs.new_tokens << " new tokens (greedy), " << to_string(g.dtype) << " copy of the trained weights, "
-        << kv_cache_dtype(g.dtype, r.context.device) << " KV cache, " << g.timed_runs
+        << kv_cache_dtype(g.dtype, r.context.device_type) << " KV cache, " << g.timed_runs
         << " timed runs after the ledger's 2" << (g.cuda_graph ? ", decoding steps from a CUDA graph" : "") << "\n"
         << "  time to first token (prefill): p50 " << fmt("%.3f", g.ttft_ms.p50) << " ms, p99 "
         << fmt("%.3f", g.ttft_ms.p99) << " ms\n"
@@ -646,7 +645,7 @@ void ConsoleReporter::report(const SliceReport& r) {
     const auto& g = r.generation->settings;
     out << "generation: batch " << g.batch_size << ", prompts of " << g.prompt_tokens << " tokens, " << g.new_tokens
         << " new tokens (greedy), " << to_string(g.dtype) << " copy of freshly initialised weights (seed " << g.seed
-        << "), " << kv_cache_dtype(g.dtype, r.context.device) << " KV cache\n";
+        << "), " << kv_cache_dtype(g.dtype, r.context.device_type) << " KV cache\n";
     if (g.dtype != InferenceDtype::fp32) out << "  scheme: " << r.generation->slices.front().scheme << '\n';
   }
   std::string axes;
@@ -817,7 +816,7 @@ void ConsoleReporter::report(const DecodeReport& r) {
   const auto& x = r.result;
   auto& out = out_;
   out << "tvie decode: " << r.workload << " on " << r.context.device << ", " << to_string(x.dtype) << " weights, "
-      << kv_cache_dtype(x.dtype, r.context.device) << " KV cache, batch " << s.batch_size << ", prompt "
+      << kv_cache_dtype(x.dtype, r.context.device_type) << " KV cache, batch " << s.batch_size << ", prompt "
       << s.prompt_tokens << " tokens, " << s.new_tokens << " new tokens (greedy), " << x.timed_runs
       << " timed runs after the ledger's 2\n";
   if (x.dtype != InferenceDtype::fp32) out << "  scheme: " << x.scheme << '\n';

@@ -19,14 +19,17 @@ namespace tvie {
 
 void validate(const DecodeSettings& s, const GptConfig& c) { validate(s, c.context_length); }
 
+std::string context_needed(int64_t prompt_tokens, int64_t new_tokens) {
+  return cat("; --seq ", prompt_tokens + new_tokens - 1, " holds ", prompt_tokens, " prompt and ", new_tokens,
+             " new tokens");
+}
+
 void validate(const DecodeSettings& s, int64_t context_length) {
   if (s.batch_size < 1) throw InvalidArgument("decode.batch_size", cat(s.batch_size), "an integer >= 1");
   if (s.prompt_tokens < 1) throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens), "an integer >= 1");
   if (s.new_tokens < 1) throw InvalidArgument("decode.new_tokens", cat(s.new_tokens), "an integer >= 1");
   if (s.repetitions < 1) throw InvalidArgument("decode.repetitions", cat(s.repetitions), "an integer >= 1");
-  // The context the generation needs (the last new token is not attended to), said in the errors.
-  const std::string needs = cat("; --seq ", s.prompt_tokens + s.new_tokens - 1, " holds ", s.prompt_tokens,
-                                " prompt and ", s.new_tokens, " new tokens");
+  const std::string needs = context_needed(s.prompt_tokens, s.new_tokens);
   if (s.prompt_tokens > context_length)
     throw InvalidArgument("decode.prompt_tokens", cat(s.prompt_tokens),
                           cat("at most ", context_length, " (the model's context, --seq) less the new tokens", needs));

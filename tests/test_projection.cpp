@@ -1287,12 +1287,16 @@ TEST_CASE("the tuned stack: products in the dtype on the matrix units, normalisa
   i.batch_size = 4;
   i.dtype = InferenceDtype::int8;
   const StepWork traced = inference_batch_work(*w, i);
-  const StepWork tuned = tuned_inference_work(traced, i);
-  // tvie's int8 copy computes in fp32 around its int8 Linears: the tuned stack's activations are a quarter the bytes.
+  const StepWork tuned = tuned_inference_work(traced, i, c10::kCPU);
+  // tvie's int8 copy computes in fp32 around its int8 Linears on the CPU, in bf16 on CUDA: the tuned stack's
+  // activations are a quarter, a half the bytes.
+  const StepWork traced_cuda = inference_batch_work(*w, i, c10::kCUDA);
+  const StepWork tuned_cuda = tuned_inference_work(traced_cuda, i, c10::kCUDA);
   for (const OpClass c : {OpClass::matmul, OpClass::attention}) {
     INFO(to_string(c));
     CHECK(tuned.forward[c].flops == traced.forward[c].flops);
     CHECK(tuned.forward[c].bytes == Approx(traced.forward[c].bytes / 4));
+    CHECK(tuned_cuda.forward[c].bytes == Approx(traced_cuda.forward[c].bytes / 2));
     CHECK(tuned.forward[c].weight_elements == traced.forward[c].weight_elements);
     CHECK(tuned.forward[c].kernels == traced.forward[c].kernels);
   }
@@ -1309,7 +1313,7 @@ TEST_CASE("the tuned stack: products in the dtype on the matrix units, normalisa
   CHECK(tuned.weight_element_bytes == 1);
   CHECK(tuned.precision == "int8 (tuned stack)");
   i.dtype = InferenceDtype::fp16;  // already 16-bit: the bytes as traced
-  const StepWork half = tuned_inference_work(inference_batch_work(*w, i), i);
+  const StepWork half = tuned_inference_work(inference_batch_work(*w, i), i, c10::kCPU);
   CHECK(half.forward[OpClass::matmul].bytes == inference_batch_work(*w, i).forward[OpClass::matmul].bytes);
   CHECK(half.matmul_peak == "fp16_tflops");
   CHECK(half.weight_element_bytes == 2);
@@ -1528,27 +1532,38 @@ TEST_CASE("the peak a run's fraction is of is the peak its projection uses", "[p
 }
 
 TEST_CASE(
-    "int8 traced on the CPU, projected: its other layers at a GPU's bf16 (a T4's fp16) and half the bytes, "
-    "the host's fp32 as traced",
+    "int8 traced for each card's device: a GPU's other layers in bf16 (a T4's fp16) at half the host's bytes, "
+    "the host's in fp32",
     "[projection][pure]") {
   // The CPU's int8 copy keeps fp32 around its int8 Linear layers; CUDA's keeps bf16 (fp16 before sm_80).
   const auto w = make_zoo_workload("resnet", "tiny");
   InferSettings i;
   i.batch_size = 2;
   i.dtype = InferenceDtype::int8;
-  const StepWork traced = inference_batch_work(*w, i);
-  CHECK(traced.accelerator_rest_peak == "bf16_tflops");
-  CHECK(traced.accelerator_bytes_scale == 0.5);
-  CHECK(traced.matmul_peak == "int8_tops");
-  CHECK(traced.convolution_peak == "fp32_tflops");
+  const StepWork on_host = inference_batch_work(*w, i, c10::kCPU), on_gpu = inference_batch_work(*w, i, c10::kCUDA);
+  CHECK(on_host.matmul_peak == "int8_tops");
+  CHECK(on_host.convolution_peak == "fp32_tflops");
+  CHECK(on_host.convolution_tf32);
+  CHECK_FALSE(on_host.fp16_without_bf16);
+  CHECK(on_gpu.matmul_peak == "int8_tops");
+  CHECK(on_gpu.convolution_peak == "bf16_tflops");
+  CHECK(on_gpu.attention_peak == "bf16_tflops");
+  CHECK(on_gpu.fp16_without_bf16);
+  // The convolutions' activations: bf16 on CUDA, half the CPU's fp32 bytes.
+  CHECK(on_gpu.forward[OpClass::convolution].flops == on_host.forward[OpClass::convolution].flops);
+  CHECK(on_gpu.forward[OpClass::convolution].bytes == Approx(on_host.forward[OpClass::convolution].bytes / 2));
+  const Accelerator catalog_gpu = select_accelerators(accelerator_catalog(), "h100-sxm").front();
+  CHECK(trace_device(catalog_gpu).is_cuda());
+  Accelerator local = catalog_gpu;
+  local.kind = "cpu";
+  CHECK(trace_device(local).is_cpu());
 
   // Round figures: 1e12 convolution FLOPs and 1e9 bytes, 1e12 attention FLOPs, 1e9 elementwise bytes.
-  StepWork work;
+  StepWork work;  // as traced for CUDA
   work.precision = "int8";
   work.matmul_peak = "int8_tops";
-  work.convolution_tf32 = true;
-  work.accelerator_rest_peak = "bf16_tflops";
-  work.accelerator_bytes_scale = 0.5;
+  work.convolution_peak = work.attention_peak = "bf16_tflops";
+  work.fp16_without_bf16 = true;
   work.forward[OpClass::convolution].flops = 1e12;
   work.forward[OpClass::convolution].bytes = 1e9;
   work.forward[OpClass::attention].flops = 1e12;
@@ -1562,8 +1577,6 @@ TEST_CASE(
   gpu.efficiency.kernel_overhead_us = 0;
   Accelerator turing = gpu;  // no bf16 units
   turing.bf16_tflops = -1;
-  Accelerator host = gpu;
-  host.kind = "cpu";
   const auto conv_s = [&](const Accelerator& card) {
     const ProjectedTime t = project_time(work, card);
     REQUIRE(t.supported);
@@ -1574,12 +1587,14 @@ TEST_CASE(
   };
   CHECK(conv_s(gpu) == Approx(1e12 / 50e12));
   CHECK(class_s(gpu, OpClass::attention) == Approx(1e12 / 50e12));
-  CHECK(class_s(gpu, OpClass::elementwise) == Approx(0.5e9 / 1000e9));
+  CHECK(class_s(gpu, OpClass::elementwise) == Approx(1e9 / 1000e9));  // the bytes as traced
   CHECK(conv_s(turing) == Approx(1e12 / 40e12));
   CHECK(class_s(turing, OpClass::attention) == Approx(1e12 / 40e12));
-  CHECK(conv_s(host) == Approx(1e12 / 20e12));  // the trace's fp32 convolutions, at TF32 where the card has it
-  CHECK(class_s(host, OpClass::attention) == Approx(1e12 / 10e12));
-  CHECK(class_s(host, OpClass::elementwise) == Approx(1e9 / 1000e9));
+  // Only CUDA's int8 copy picks fp16 there: a bf16 copy on a card without bf16 is not projected.
+  StepWork bf16 = work;
+  bf16.fp16_without_bf16 = false;
+  bf16.precision = "bf16";
+  CHECK(project_time(bf16, turing).unsupported == "gpu has no bf16_tflops peak in the catalog (convolution in bf16)");
   // A GPU without either 16-bit peak: the reason names the field the copy would need.
   Accelerator bare = turing;
   bare.fp16_tflops = -1;

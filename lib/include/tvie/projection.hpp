@@ -48,20 +48,26 @@ struct StepWork {
   std::string attention_peak = "fp32_tflops";
   bool convolution_tf32 = false;  // fp32 convolutions run at the card's TF32 peak where it has one
   double weight_element_bytes = 4;
-  // Where the copy's other layers run in another dtype on an accelerator than in the trace (int8 traced for the CPU:
-  // fp32 around the int8 Linear layers there, bf16 on CUDA): the peak their convolutions and attention run at on an
-  // accelerator, and the bytes every class moves there per byte traced. Empty and 1: the trace's, on every card.
-  std::string accelerator_rest_peak;
-  double accelerator_bytes_scale = 1;
+  // The convolutions and attention at bf16 where the card has bf16 units, at fp16 where it has not: CUDA's int8 copy
+  // picks the dtype around its int8 Linear layers by the card (nn::inference_floating_dtype; same bytes either way).
+  bool fp16_without_bf16 = false;
   std::string precision;  // "fp32", "amp-bf16", "int8" ...: as the settings say it
   bool profiled = false;  // counted by the profiler (a workload without a trace), not from the zoo's trace
 };
 
-// The work of one training step / one inference batch at the settings' batch and precision: from the zoo's trace,
-// or, for a workload without one (a user's module, a TorchScript model), from LibTorch's profiler (profiled_work;
-// `profiled` says so). InvalidArgument("model", ...) when the profiler cannot run the workload.
-StepWork training_step_work(const Workload& workload, const TrainSettings& settings);
-StepWork inference_batch_work(const Workload& workload, const InferSettings& settings);
+// The device whose kernels tvie's copy runs on `card`: the CPU's on the host (kind "cpu"), CUDA's on the catalog's
+// GPUs. The work projected onto a card is traced for it (the kernels differ: fbgemm's int8 and fp32 around it on the
+// CPU, _int_mm and bf16 around it on CUDA; the CPU's backward temporaries; CUDA's flash attention).
+c10::Device trace_device(const Accelerator& card);
+
+// The work of one training step / one inference batch at the settings' batch and precision, as `device`'s kernels do
+// it: from the zoo's trace, or, for a workload without one (a user's module, a TorchScript model), from LibTorch's
+// profiler on the CPU (profiled_work; `profiled` says so). InvalidArgument("model", ...) when the profiler cannot run
+// the workload.
+StepWork training_step_work(const Workload& workload, const TrainSettings& settings,
+                            const c10::Device& device = c10::kCPU);
+StepWork inference_batch_work(const Workload& workload, const InferSettings& settings,
+                              const c10::Device& device = c10::kCPU);
 
 // KV-cached decoding (the zoo's gpt and llama): the work of one cached forward of `new_positions` tokens per
 // sequence that also attend to `cached_positions` positions already in the cache, for settings.batch_size sequences
@@ -71,7 +77,7 @@ StepWork inference_batch_work(const Workload& workload, const InferSettings& set
 // new positions of all sequences; model_flops: the traced matmul and attention FLOPs. InvalidArgument("model")
 // for a workload without a KV-cached forward.
 StepWork decoding_work(const Workload& workload, const InferSettings& settings, int64_t new_positions,
-                       int64_t cached_positions);
+                       int64_t cached_positions, const c10::Device& device = c10::kCPU);
 
 // The work of a workload without a trace, counted by LibTorch's profiler (Kineto, with input shapes and FLOP
 // figures) over one forward (inference: in inference mode) or one forward and one backward (training) on the CPU
@@ -131,8 +137,9 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card);
 inline constexpr const char* kTunedAnchor = "mlperf-inference resnet50 offline";
 inline constexpr int64_t kTunedAnchorBatch = 256;  // the anchor's batch as projected (Offline runs large batches)
 
-// The work of `work` (an inference batch or a cached forward traced for `traced` settings) on the tuned stack.
-StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced);
+// The work of `work` (an inference batch or a cached forward traced for `traced` settings on `device`) on the tuned
+// stack.
+StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced, const c10::Device& device);
 
 struct TunedCalibration {
   bool supported = false;

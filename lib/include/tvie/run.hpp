@@ -265,8 +265,8 @@ struct PlanReport {
   PlanSettings settings;
   PredictedTrainingMemory training_predicted;    // at settings.train's batch, CUDA's rules
   PredictedInferenceMemory inference_predicted;  // at batch 1, CUDA's rules
-  StepWork training_work;                        // one step at settings.train's batch
-  StepWork inference_work;                       // one batch of 1
+  StepWork training_work;                        // one step at settings.train's batch, CUDA's kernels
+  StepWork inference_work;                       // one batch of 1, CUDA's kernels
   std::string host_class;                        // this machine's CPU class ("" when none: no host card)
   double host_clock_ghz = 0;                     // /proc/cpuinfo, for the host card
   std::vector<CardPlan> cards;                   // the catalog's cards asked for, then the host

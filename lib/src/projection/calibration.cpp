@@ -331,12 +331,12 @@ Calibration calibration_from_measurement(const Workload& workload, const Acceler
   c.card_id = card.id;
   c.architecture = card.id == "host" ? "host" : card.architecture;
   if (train && step_s > 0) {
-    const StepWork work = training_step_work(workload, *train);
+    const StepWork work = training_step_work(workload, *train, trace_device(card));
     c.training = calibration_factor(project_time(work, card), step_s);
     if (phases) c.training_phases = calibrate_training_phases(work, card, *phases);
   }
   if (infer && latency_s > 0) {
-    const StepWork work = inference_batch_work(workload, *infer);
+    const StepWork work = inference_batch_work(workload, *infer, trace_device(card));
     c.inference = calibration_factor(project_time(work, card), latency_s);
     if (c.inference.factor > 0) c.inference_classes = calibrate_classes(work, card, latency_s, inference_classes);
   }
@@ -369,7 +369,10 @@ void calibrate_generation(Calibration& into, const Workload& workload, const Acc
   const auto work = [&](int64_t cached) -> const StepWork& {
     auto it = works.find(cached);
     if (it == works.end())
-      it = works.emplace(cached, decoding_work(workload, m.infer, cached == 0 ? m.prompt_tokens : 1, cached)).first;
+      it = works
+               .emplace(cached,
+                        decoding_work(workload, m.infer, cached == 0 ? m.prompt_tokens : 1, cached, trace_device(card)))
+               .first;
     return it->second;
   };
   const GenerationTime g = project_generation(work, m.prompt_tokens, m.new_tokens, card);

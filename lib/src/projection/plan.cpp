@@ -237,8 +237,8 @@ Projected per_second(double units, const ProjectedTime& t) {
   return {t.bound_s > 0 ? units / t.bound_s : 0, t.estimate_s > 0 ? units / t.estimate_s : 0};
 }
 
-// Memoised predictions: they depend on the card only through its kind (the CPU's kernels save a little
-// more than CUDA's, tvie/predict.hpp).
+// Memoised predictions, memory and work: they depend on the card only through the device whose kernels tvie's copy
+// runs there (trace_device: the CPU's for the host, CUDA's for the GPUs).
 struct Predictions {
   Predictions(const Workload& w, const PlanSettings& s, c10::Device d) : workload(w), settings(s), device(d) {}
   const Workload& workload;
@@ -251,10 +251,10 @@ struct Predictions {
   bool train_measured = false, infer_measured = false;
   std::string train_unmeasured, infer_unmeasured;
   std::map<int64_t, StepWork> infer_work;
-  std::optional<StepWork> train_work;  // one step at settings.train's batch: the same for every card
+  std::optional<StepWork> train_work;  // one step at settings.train's batch: the same for every card of the kind
 
   const StepWork& training_work() {
-    if (!train_work) train_work = training_step_work(workload, settings.train);
+    if (!train_work) train_work = training_step_work(workload, settings.train, device);
     return *train_work;
   }
 
@@ -288,8 +288,8 @@ struct Predictions {
     if (it != decode_work.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
-    const StepWork w = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached);
-    return decode_work[key] = tuned() ? tuned_inference_work(w, i) : w;
+    const StepWork w = decoding_work(workload, i, cached == 0 ? prompt_tokens : 1, cached, device);
+    return decode_work[key] = tuned() ? tuned_inference_work(w, i, device) : w;
   }
 
   // One request batch with generation on `card`: the prefill and the decoding steps.
@@ -345,8 +345,8 @@ struct Predictions {
     if (it != infer_work.end()) return it->second;
     InferSettings i = settings.infer;
     i.batch_size = batch;
-    const StepWork w = inference_batch_work(workload, i);
-    return infer_work[batch] = tuned() ? tuned_inference_work(w, i) : w;
+    const StepWork w = inference_batch_work(workload, i, device);
+    return infer_work[batch] = tuned() ? tuned_inference_work(w, i, device) : w;
   }
   bool tuned() const { return settings.stack == ServingStack::tuned; }
 };
@@ -606,12 +606,12 @@ std::vector<CardPlan> plan_cards(const Workload& workload, const PlanSettings& g
   }
   PlanSettings settings = given;
   settings.stack = resolved_stack(given);
-  Predictions cpu(workload, settings, c10::Device(c10::kCPU));
-  Predictions accelerator(workload, settings, c10::Device(c10::kCUDA));
+  Predictions cpu(workload, settings, c10::kCPU);
+  Predictions accelerator(workload, settings, c10::kCUDA);
   cpu.prompt_tokens = accelerator.prompt_tokens = generation_prompt_tokens(workload, settings);
   std::vector<CardPlan> plans;
   for (const auto& card : cards) {
-    Predictions& p = card.kind == "cpu" ? cpu : accelerator;
+    Predictions& p = trace_device(card).is_cuda() ? accelerator : cpu;
     CardPlan plan;
     plan.card = card;
     if (const auto& c = settings.calibration) {

@@ -101,8 +101,10 @@ void scale(PhaseWork& w, double k) {
 
 }  // namespace
 
-StepWork training_step_work(const Workload& workload, const TrainSettings& settings) {
-  const ActivationQuery query = activation_query(settings);
+c10::Device trace_device(const Accelerator& card) { return card.kind == "cpu" ? c10::kCPU : c10::kCUDA; }
+
+StepWork training_step_work(const Workload& workload, const TrainSettings& settings, const c10::Device& device) {
+  const ActivationQuery query = activation_query(settings, device);
   const Work a = work_of(workload, query);
   const ModelFacts facts = workload.facts();
   StepWork w;
@@ -180,11 +182,14 @@ StepWork inference_work(const Workload& workload, const InferSettings& settings,
       w.convolution_peak = w.attention_peak = "bf16_tflops";
       w.weight_element_bytes = 2;
       break;
-    case InferenceDtype::int8:  // Linear layers only; the rest fp32 on the CPU, bf16 on CUDA (tvie/kernels.hpp)
+    case InferenceDtype::int8:  // Linear layers only; the rest fp32 on the CPU, bf16 (fp16 before sm_80) on CUDA
       w.weight_element_bytes = 1;
-      w.convolution_tf32 = true;  // the host's fp32 convolutions
-      w.accelerator_rest_peak = "bf16_tflops";
-      w.accelerator_bytes_scale = query.cuda ? 1.0 : 0.5;  // the CPU's fp32 activations are bf16 on CUDA
+      if (query.cuda) {
+        w.convolution_peak = w.attention_peak = "bf16_tflops";
+        w.fp16_without_bf16 = true;
+      } else {
+        w.convolution_tf32 = true;  // fp32 convolutions, at TF32 on a card that has it
+      }
       break;
     case InferenceDtype::fp8:  // Linear layers only; the rest runs in bf16
       w.convolution_peak = w.attention_peak = "bf16_tflops";
@@ -201,9 +206,9 @@ StepWork inference_work(const Workload& workload, const InferSettings& settings,
 
 }  // namespace
 
-StepWork inference_batch_work(const Workload& workload, const InferSettings& settings) {
+StepWork inference_batch_work(const Workload& workload, const InferSettings& settings, const c10::Device& device) {
   Work a;
-  StepWork w = inference_work(workload, settings, activation_query(settings), &a);
+  StepWork w = inference_work(workload, settings, activation_query(settings, device), &a);
   const ModelFacts facts = workload.facts();
   w.tokens = settings.batch_size * facts.tokens_per_sample;
   w.model_flops = flops_per_sample(facts, a) * static_cast<double>(settings.batch_size);
@@ -211,11 +216,11 @@ StepWork inference_batch_work(const Workload& workload, const InferSettings& set
 }
 
 StepWork decoding_work(const Workload& workload, const InferSettings& settings, int64_t new_positions,
-                       int64_t cached_positions) {
+                       int64_t cached_positions, const c10::Device& device) {
   require_kv_decoder(workload);
   if (new_positions < 1) throw InvalidArgument("new_positions", cat(new_positions), ">= 1");
   if (cached_positions < 0) throw InvalidArgument("cached_positions", cat(cached_positions), ">= 0");
-  ActivationQuery query = activation_query(settings);
+  ActivationQuery query = activation_query(settings, device);
   query.sequence_tokens = new_positions;
   query.cached_tokens = cached_positions;
   StepWork w = inference_work(workload, settings, query, nullptr);
@@ -238,21 +243,14 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
     const double tf = tf32 ? card.tf32_tflops : -1;
     return tf > 0 ? tf : card.peak(field);
   };
-  // The fields the convolutions and attention run at, and the bytes moved per byte traced: the trace's, except where
-  // the copy's other layers run in another dtype on an accelerator than in the trace (int8's bf16 on CUDA). A GPU
-  // without bf16 units (the T4) runs them in fp16, as tvie's copy does there.
-  std::string conv_field = work.convolution_peak, attention_field = work.attention_peak;
-  bool conv_tf32 = work.convolution_tf32;
-  double bytes_scale = 1.0;
-  if (card.kind != "cpu" && !work.accelerator_rest_peak.empty()) {
-    std::string rest = work.accelerator_rest_peak;
-    if (rest == "bf16_tflops" && !(card.peak(rest) > 0)) rest = "fp16_tflops";
-    conv_field = attention_field = rest;
-    conv_tf32 = false;
-    bytes_scale = work.accelerator_bytes_scale;
-  }
+  // The fields the convolutions and attention run at: a GPU without bf16 units (the T4) runs CUDA's int8 copy's
+  // bf16 layers in fp16, as tvie's copy does there.
+  const auto field = [&](const std::string& f) {
+    return work.fp16_without_bf16 && f == "bf16_tflops" && !(card.peak(f) > 0) ? std::string("fp16_tflops") : f;
+  };
+  const std::string conv_field = field(work.convolution_peak), attention_field = field(work.attention_peak);
   const double matmul = peak_of(work.matmul_peak, false);
-  const double conv = peak_of(conv_field, conv_tf32 && conv_field == "fp32_tflops");
+  const double conv = peak_of(conv_field, work.convolution_tf32 && conv_field == "fp32_tflops");
   const double attention = peak_of(attention_field, false);
   const auto need = [&](double peak, const std::string& field, OpClass c) {
     if (peak > 0 || all[c].flops == 0 || !t.supported) return;
@@ -268,7 +266,7 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card) {
   for (size_t i = 0; i < all.by_class.size(); ++i) {
     const auto c = static_cast<OpClass>(i);
     const OpWork& w = all[c];
-    const double bytes = w.bytes * bytes_scale + w.weight_elements * work.weight_element_bytes;
+    const double bytes = w.bytes + w.weight_elements * work.weight_element_bytes;
     double peak = vector, eff = e.memory;
     if (c == OpClass::matmul) peak = matmul, eff = e.matmul;
     if (c == OpClass::convolution) peak = conv, eff = e.convolution;

@@ -42,18 +42,18 @@ const StepWork& anchor_work() {
     InferSettings i;
     i.batch_size = kTunedAnchorBatch;
     i.dtype = InferenceDtype::int8;
-    return tuned_inference_work(inference_batch_work(*resnet, i), i);
+    return tuned_inference_work(inference_batch_work(*resnet, i, c10::kCUDA), i, c10::kCUDA);  // the GPUs' anchor
   }();
   return work;
 }
 
 }  // namespace
 
-StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced) {
+StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced, const c10::Device& device) {
   const TunedDtype d = tuned_dtype(traced.dtype);
-  // The dtype tvie's copy computes its activations in as traced (the CPU's: fp32 around int8 Linears, bf16 around fp8
-  // ones).
-  const double traced_bytes = static_cast<double>(activation_query(traced).weight_bytes);
+  // The dtype tvie's copy computes its activations in as traced (around int8 Linears: fp32 on the CPU, bf16 on CUDA;
+  // bf16 around fp8 ones).
+  const double traced_bytes = static_cast<double>(activation_query(traced, device).weight_bytes);
   const double scale = d.element_bytes / traced_bytes;
   StepWork w = work;
   for (PhaseWork* phase : {&w.forward, &w.backward}) {
@@ -67,8 +67,7 @@ StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced)
     }
   }
   w.matmul_peak = w.convolution_peak = w.attention_peak = d.peak;
-  w.accelerator_rest_peak.clear();  // the bytes above are already the tuned dtype's
-  w.accelerator_bytes_scale = 1;
+  w.fp16_without_bf16 = false;
   w.convolution_tf32 = traced.dtype == InferenceDtype::fp32;
   w.weight_element_bytes = d.element_bytes;
   w.precision = cat(to_string(traced.dtype), " (tuned stack)");

@@ -155,7 +155,8 @@ void ConsoleReporter::report(const PlanReport& r) {
         << gb(static_cast<int64_t>(f.bytes + b.bytes + w.optimizer.bytes +
                                    (f.weight_elements + b.weight_elements) * w.weight_element_bytes))
         << " moved, " << fmt("%.0f", f.kernels + b.kernels + w.optimizer.kernels) << " kernels ("
-        << (w.profiled ? "counted by LibTorch's profiler at batch 1 and 2 on the CPU, extrapolated" : "traced")
+        << (w.profiled ? "counted by LibTorch's profiler at batch 1 and 2 on the CPU, extrapolated"
+                       : "traced, CUDA's kernels")
         << ", per class in --json)\n";
   };
   work_line("one training step", r.training_work);

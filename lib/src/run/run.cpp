@@ -648,8 +648,8 @@ PlanReport run_plan(const Workload& workload, const PlanSettings& plan_settings,
   InferSettings one = settings.infer;
   one.batch_size = 1;
   report.inference_predicted = predict_inference_memory(workload, one, c10::Device(c10::kCUDA));
-  report.training_work = training_step_work(workload, settings.train);
-  report.inference_work = inference_batch_work(workload, one);
+  report.training_work = training_step_work(workload, settings.train, c10::kCUDA);  // as the memory above: a GPU's
+  report.inference_work = inference_batch_work(workload, one, c10::kCUDA);
   report.host_class = host_cpu_class(report.context.host.cpu_features_usable);
   report.host_clock_ghz = host_clock_ghz();
   const size_t catalog_cards = cards.size();

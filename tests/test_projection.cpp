@@ -562,10 +562,10 @@ TEST_CASE("plan with generation: the prefill and every decoding step, the KV cac
     // The request alone: the prompt's forward, then 47 steps, step k attending to 80 + k cached positions.
     InferSettings i = s.infer;
     i.batch_size = 1;
-    const ProjectedTime prefill = project_time(decoding_work(*w, i, 80, 0), card);
+    const ProjectedTime prefill = project_time(decoding_work(*w, i, 80, 0, trace_device(card)), card);
     double bound = prefill.bound_s, estimate = prefill.estimate_s;
     for (int64_t step = 0; step < 47; ++step) {
-      const ProjectedTime t = project_time(decoding_work(*w, i, 1, 80 + step), card);
+      const ProjectedTime t = project_time(decoding_work(*w, i, 1, 80 + step, trace_device(card)), card);
       bound += t.bound_s;
       estimate += t.estimate_s;
     }
@@ -1317,6 +1317,46 @@ TEST_CASE("the tuned stack: products in the dtype on the matrix units, normalisa
   CHECK(half.forward[OpClass::matmul].bytes == inference_batch_work(*w, i).forward[OpClass::matmul].bytes);
   CHECK(half.matmul_peak == "fp16_tflops");
   CHECK(half.weight_element_bytes == 2);
+}
+
+TEST_CASE("the tuned stack: int8-weight-only keeps bf16 activations, a generation's KV cache in the activations' dtype",
+          "[projection]") {
+  const auto w = make_zoo_workload("gpt", "tiny");
+  InferSettings i;
+  i.batch_size = 4;
+  i.dtype = InferenceDtype::int8_weight_only;
+  const StepWork traced = inference_batch_work(*w, i, c10::kCUDA);
+  const StepWork tuned = tuned_inference_work(traced, i, c10::kCUDA);
+  CHECK(tuned.forward[OpClass::matmul].bytes == traced.forward[OpClass::matmul].bytes);  // bf16 as traced
+  CHECK(tuned.weight_element_bytes == 1);
+  CHECK(tuned.matmul_peak == "bf16_tflops");
+  CHECK(tuned_activation_bytes(InferenceDtype::int8) == 1);
+  CHECK(tuned_activation_bytes(InferenceDtype::fp8) == 1);
+  CHECK(tuned_activation_bytes(InferenceDtype::int8_weight_only) == 2);
+  CHECK(tuned_activation_bytes(InferenceDtype::fp16) == 2);
+  CHECK(tuned_activation_bytes(InferenceDtype::fp32) == 4);
+
+  // Llama 3 8B generating: 80 prompt and 48 new tokens. The tuned stack holds the KV cache in one byte for fp8 and
+  // int8, tvie's copy in bf16; the peak and the largest batch follow.
+  const auto llama = make_zoo_workload("llama", "llama-3-8b");
+  const LlamaConfig c = llama_preset("llama-3-8b");
+  const auto cards = select_accelerators(accelerator_catalog(), "h100-sxm");
+  for (const auto dtype : {InferenceDtype::fp8, InferenceDtype::int8, InferenceDtype::int8_weight_only}) {
+    INFO(to_string(dtype));
+    PlanSettings s;
+    s.infer.dtype = dtype;
+    s.new_tokens = 48;
+    s.stack = ServingStack::tuned;
+    const InferencePlan tuned_plan = plan_cards(*llama, s, cards).front().inference;
+    s.stack = ServingStack::tvie;
+    const InferencePlan tvie_plan = plan_cards(*llama, s, cards).front().inference;
+    const int64_t kv_bytes = dtype == InferenceDtype::int8_weight_only ? 2 : 1;
+    CHECK(tuned_plan.generation.kv_cache_bytes == llama_kv_cache_bytes(c, 1, 127, kv_bytes));
+    CHECK(tvie_plan.generation.kv_cache_bytes == llama_kv_cache_bytes(c, 1, 127, 2));
+    CHECK(tvie_plan.peak_bytes - tuned_plan.peak_bytes ==
+          tvie_plan.generation.kv_cache_bytes - tuned_plan.generation.kv_cache_bytes);
+    if (kv_bytes == 1) CHECK(tuned_plan.largest_batch > tvie_plan.largest_batch);
+  }
 }
 
 TEST_CASE("the tuned stack's calibration: each anchored card's fraction of its int8 peak from MLPerf ResNet-50",

@@ -244,7 +244,9 @@ struct GenerationPlan {
   ProjectedTime prefill;                      // batch 1: the prompt's forward, which gives the first token
   Projected time_per_output_token_s;          // batch 1: the mean decoding step (0 when one token is asked)
   Projected tokens_per_s;                     // generated tokens per second per card at best_batch
-  int64_t kv_cache_bytes = 0;  // batch 1: keys and values of prompt + new - 1 positions, in the layers' dtype
+  // batch 1: keys and values of prompt + new - 1 positions, in the dtype tvie's layers compute in (the tuned stack:
+  // its activations', tuned_activation_bytes)
+  int64_t kv_cache_bytes = 0;
 };
 
 struct InferencePlan {
@@ -276,7 +278,8 @@ struct InferencePlan {
   CloudCost usd_per_million;  // a million requests at serve_qps on cards_for_qps rented cards, on demand
   GenerationPlan generation;
   // stack tuned: the card's calibration on the published anchor (supported false: why the card is not projected).
-  // The memory figures stay tvie's prediction of its own inference copy.
+  // The memory figures stay tvie's prediction of its own inference copy, but for a generation's KV cache, held in the
+  // stack's activation dtype (tuned_activation_bytes).
   TunedCalibration tuned;
 };
 

@@ -128,7 +128,8 @@ ProjectedTime project_time(const StepWork& work, const Accelerator& card);
 // What a TensorRT-class serving stack makes of a forward, modelled on the traced work rather than on tvie's own
 // LibTorch kernels: every matrix product, convolution and attention runs in `dtype` on the card's matrix units
 // (int8 and fp8 convolutions included; fp32 at the TF32 peak where the card has one), reading weights of the dtype's
-// size and activations of that size (the trace's bytes scaled from the dtype tvie's copy computes in); the
+// size and activations of that size (int8-weight-only: bf16 activations; the trace's bytes scaled from the dtype
+// tvie's copy computes in), a generation's KV cache included; the
 // normalisation and elementwise kernels fuse into the epilogues of the products around them (their bytes, FLOPs and
 // launches gone). The fraction of the peak these kernels reach is calibrated per card on one public result, MLPerf
 // Inference's ResNet-50 Offline (kTunedAnchor, the card's "published" entries in the catalog), and nothing else.
@@ -140,6 +141,10 @@ inline constexpr int64_t kTunedAnchorBatch = 256;  // the anchor's batch as proj
 // The work of `work` (an inference batch or a cached forward traced for `traced` settings on `device`) on the tuned
 // stack.
 StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced, const c10::Device& device);
+// The bytes of one activation element on the tuned stack in `dtype`, and of one element of a generation's KV cache
+// (the keys and values are activations: TensorRT-LLM's and vLLM's fp8 and int8 KV caches): 1 for int8 and fp8; 2 for
+// fp16, bf16 and int8-weight-only (bf16 activations); 4 for fp32.
+int64_t tuned_activation_bytes(InferenceDtype dtype);
 
 struct TunedCalibration {
   bool supported = false;

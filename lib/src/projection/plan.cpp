@@ -299,10 +299,12 @@ struct Predictions {
                               prompt_tokens, settings.new_tokens, card, prefill_time, step_time);
   }
 
-  // The KV cache of `batch` requests: prompt + new - 1 positions each, in the dtype the layers compute in.
+  // The KV cache of `batch` requests: prompt + new - 1 positions each, in the dtype tvie's layers compute in, or on
+  // the tuned stack in its activations' dtype (one byte for int8 and fp8).
   int64_t request_kv_bytes(int64_t batch) const {
-    return kv_cache_bytes(workload, batch, prompt_tokens + settings.new_tokens - 1,
-                          activation_query(settings.infer, device).weight_bytes);
+    return kv_cache_bytes(
+        workload, batch, prompt_tokens + settings.new_tokens - 1,
+        tuned() ? tuned_activation_bytes(settings.infer.dtype) : activation_query(settings.infer, device).weight_bytes);
   }
 
   int64_t inference_peak(int64_t batch) {
@@ -320,7 +322,7 @@ struct Predictions {
       d.dtype = i.dtype;
       d.seed = i.seed;
       const GenerationMemory g = predict_generation_memory(workload, d, device);
-      return infer_peak[batch] = g.weights + g.kv_cache + g.prompt + g.working_set;
+      return infer_peak[batch] = g.weights + request_kv_bytes(batch) + g.prompt + g.working_set;
     }
     const PredictedInferenceMemory p = predict_inference_memory(workload, i, device);
     if (p.peak >= 0) return infer_peak[batch] = p.peak;

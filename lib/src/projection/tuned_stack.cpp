@@ -10,27 +10,28 @@
 namespace tvie {
 namespace {
 
-// The matrix units' peak a tuned kernel in `dtype` runs at, and the bytes of one element.
+// The matrix units' peak a tuned kernel in `dtype` runs at, and the bytes of one activation element and of one weight
+// element.
 struct TunedDtype {
   const char* peak;
-  double element_bytes;
+  double activation_bytes, weight_bytes;
 };
 TunedDtype tuned_dtype(InferenceDtype dtype) {
   switch (dtype) {
     case InferenceDtype::int8:
-      return {"int8_tops", 1};
+      return {"int8_tops", 1, 1};
     case InferenceDtype::fp8:
-      return {"fp8_tflops", 1};
+      return {"fp8_tflops", 1, 1};
     case InferenceDtype::fp16:
-      return {"fp16_tflops", 2};
+      return {"fp16_tflops", 2, 2};
     case InferenceDtype::bf16:
-      return {"bf16_tflops", 2};
-    case InferenceDtype::int8_weight_only:  // int8 weights, bf16 products
-      return {"bf16_tflops", 1};
+      return {"bf16_tflops", 2, 2};
+    case InferenceDtype::int8_weight_only:  // int8 weights, bf16 activations and products
+      return {"bf16_tflops", 2, 1};
     case InferenceDtype::fp32:
       break;
   }
-  return {"fp32_tflops", 4};
+  return {"fp32_tflops", 4, 4};
 }
 
 bool matrix_class(OpClass c) { return c == OpClass::matmul || c == OpClass::convolution || c == OpClass::attention; }
@@ -54,7 +55,7 @@ StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced,
   // The dtype tvie's copy computes its activations in as traced (around int8 Linears: fp32 on the CPU, bf16 on CUDA;
   // bf16 around fp8 ones).
   const double traced_bytes = static_cast<double>(activation_query(traced, device).weight_bytes);
-  const double scale = d.element_bytes / traced_bytes;
+  const double scale = d.activation_bytes / traced_bytes;
   StepWork w = work;
   for (PhaseWork* phase : {&w.forward, &w.backward}) {
     for (size_t i = 0; i < phase->by_class.size(); ++i) {
@@ -69,9 +70,13 @@ StepWork tuned_inference_work(const StepWork& work, const InferSettings& traced,
   w.matmul_peak = w.convolution_peak = w.attention_peak = d.peak;
   w.fp16_without_bf16 = false;
   w.convolution_tf32 = traced.dtype == InferenceDtype::fp32;
-  w.weight_element_bytes = d.element_bytes;
+  w.weight_element_bytes = d.weight_bytes;
   w.precision = cat(to_string(traced.dtype), " (tuned stack)");
   return w;
+}
+
+int64_t tuned_activation_bytes(InferenceDtype dtype) {
+  return static_cast<int64_t>(tuned_dtype(dtype).activation_bytes);
 }
 
 TunedCalibration tuned_calibration(const Accelerator& card) {

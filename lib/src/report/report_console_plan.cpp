@@ -318,8 +318,9 @@ void ConsoleReporter::report(const PlanReport& r) {
             << fmt("%.0f", t.anchor_samples_per_s) << " samples/s published, " << fmt("%.0f", t.projected_samples_per_s)
             << " projected back)\n";
     }
-    out << "  Memory: tvie's prediction of its own inference copy. Not modelled: sparsity, variable-length batches "
-           "that skip\n  padding, the host's pre-processing (docs/plan.md, \"The tuned stack\").\n";
+    out << "  Memory: tvie's prediction of its own inference copy, a generation's KV cache in the activations' dtype "
+           "(int8, fp8:\n  one byte). Not modelled: sparsity, variable-length batches that skip padding, the host's "
+           "pre-processing\n  (docs/plan.md, \"The tuned stack\").\n";
   }
   if (s.new_tokens > 0) {
     const GenerationPlan* any = nullptr;
